@@ -1,0 +1,2 @@
+//! The `assay` command line: a thin consumer of the `assay` library.
+fn main() {}

@@ -1,0 +1,141 @@
+//! The library's error type and the one table that maps an error to every surface:
+//! C `AssayStatus`, Python exception class and CLI exit status.
+//!
+//! Data is not an error: policy decisions and capture verdicts are values. An [`Error`] means the
+//! requested operation could not be carried out (bad configuration, an I/O failure, a failed stop
+//! write).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::outcome::WrapOutcome;
+
+/// What went wrong, without the message text. Surfaces choose their status from this, never from
+/// the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument could not be understood at all (NULL, bad UTF-8, bad JSON at the C ABI).
+    InvalidArgument,
+    /// The configuration was rejected before anything was spawned or created (SPEC §6).
+    Config,
+    /// The child command does not exist (CLI exit 127).
+    CommandNotFound,
+    /// The child command exists but cannot be executed (CLI exit 126).
+    CommandNotExecutable,
+    /// An I/O operation failed.
+    Io,
+    /// The session ran but the requested session-stop record could not be written.
+    StopWrite,
+    /// A bug: a worker panicked or an invariant broke.
+    Internal,
+}
+
+/// An error from `wrap_session` or `package_capture`.
+///
+/// `Display` is a single lowercase line naming the option or path involved.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    path: Option<PathBuf>,
+    option: Option<&'static str>,
+    outcome: Option<Box<WrapOutcome>>,
+}
+
+impl Error {
+    /// A configuration error about `option` (the CLI flag name without dashes, e.g. `event-source`).
+    pub(crate) fn config(option: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::Config,
+            message: format!("--{option}: {}", message.into()),
+            path: None,
+            option: Some(option),
+            outcome: None,
+        }
+    }
+
+    /// An argument that could not be understood (used by the C ABI and Python layers).
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// An I/O failure on `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>, what: &str, err: &std::io::Error) -> Self {
+        let path = path.into();
+        Self {
+            kind: ErrorKind::Io,
+            message: format!("{what} {}: {err}", path.display()),
+            path: Some(path),
+            option: None,
+            outcome: None,
+        }
+    }
+
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            path: None,
+            option: None,
+            outcome: None,
+        }
+    }
+
+    pub(crate) fn stop_write(message: impl Into<String>, outcome: WrapOutcome) -> Self {
+        Self {
+            kind: ErrorKind::StopWrite,
+            message: message.into(),
+            path: outcome.paths.session_stop.clone(),
+            option: None,
+            outcome: Some(Box::new(outcome)),
+        }
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The path involved, when there is one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    /// The configuration option involved, for [`ErrorKind::Config`].
+    pub fn option(&self) -> Option<&'static str> {
+        self.option
+    }
+
+    /// The session outcome, for [`ErrorKind::StopWrite`]: the child status was observed even
+    /// though the stop record could not be written.
+    pub fn outcome(&self) -> Option<&WrapOutcome> {
+        self.outcome.as_deref()
+    }
+
+    /// Takes the session outcome out of a [`ErrorKind::StopWrite`] error.
+    pub fn into_outcome(self) -> Option<WrapOutcome> {
+        self.outcome.map(|b| *b)
+    }
+
+    /// The `assay mcp wrap` exit status for this error (SPEC §10).
+    pub fn exit_status(&self) -> i32 {
+        match self.kind {
+            ErrorKind::Config | ErrorKind::InvalidArgument => 2,
+            ErrorKind::CommandNotFound => 127,
+            ErrorKind::CommandNotExecutable => 126,
+            ErrorKind::Io | ErrorKind::StopWrite | ErrorKind::Internal => 3,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Convenience alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

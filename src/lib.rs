@@ -1,0 +1,24 @@
+//! # assay
+//!
+//! A local MCP (Model Context Protocol) stdio wrapper with a tool policy and checkable evidence.
+//!
+//! [`wrap_session`] runs one MCP server as a child process, forwards JSON-RPC lines between the
+//! client and the child byte-exact, enforces a [`policy::Policy`] on every `tools/call`, writes a
+//! decision log, and on request a session-context event and — after bounded child cleanup — a
+//! session-stop event. [`read_capture`] later judges a capture directory `closed`, `incomplete`
+//! or `unknown` without trusting anything it reads. [`package_capture`] copies a capture with a
+//! manifest of digests.
+//!
+//! The same operations are exposed to C (`include/assay.h`), to Python (`import assay_stop`) and
+//! on the command line (`assay`).
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod outcome;
+pub mod policy;
+pub mod strict_json;
+
+pub use error::{Error, ErrorKind, Result};
+pub use outcome::{
+    ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
+};

@@ -1,0 +1,513 @@
+//! The single strict, bounded pre-scan for untrusted JSON.
+//!
+//! Every byte that reaches a decision (a client line in the proxy, a file in a capture directory)
+//! passes through [`scan`] before any JSON value is materialized. The scan is iterative (no
+//! recursion, so hostile nesting cannot overflow the stack), allocates only for object keys, and
+//! refuses what `serde_json` would silently accept or mis-handle for our purposes:
+//!
+//! - invalid UTF-8 anywhere, control characters in strings, lone surrogate escapes;
+//! - a duplicate object key at any level, compared after unescaping (`"a"` and `"\u0061"` are the
+//!   same key) — a `"method"` key given twice must never let one parser see `tools/call` while
+//!   another sees `ping`;
+//! - non-finite numbers: the tokens `NaN`, `Infinity`, `-Infinity`, and number literals that
+//!   overflow an IEEE 754 double;
+//! - nesting deeper than the caller's limit (the outermost object or array is level 1).
+//!
+//! Only after a successful scan does the caller hand the same bytes to `serde_json`.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+/// Why a scan refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanErrorKind {
+    /// Not UTF-8, or not JSON text (RFC 8259).
+    Invalid,
+    /// An object holds the same key twice.
+    DuplicateKey,
+    /// `NaN`, `Infinity`, `-Infinity`, or a number that overflows a double.
+    NonFinite,
+    /// Nesting deeper than the limit.
+    TooDeep,
+}
+
+/// A refused input: the kind and the byte offset where it was detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanError {
+    /// Why the input was refused.
+    pub kind: ScanErrorKind,
+    /// Byte offset into the input where the problem was detected.
+    pub offset: usize,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ScanErrorKind::Invalid => "invalid JSON",
+            ScanErrorKind::DuplicateKey => "duplicate object key",
+            ScanErrorKind::NonFinite => "non-finite number",
+            ScanErrorKind::TooDeep => "nesting too deep",
+        };
+        write!(f, "{what} at byte {}", self.offset)
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// The keys seen so far in one open object. Small objects use a vector (a linear search is
+/// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
+/// hash set so a hostile object with many keys stays linear overall.
+enum KeySet<'a> {
+    Small(Vec<Cow<'a, str>>),
+    Large(HashSet<Cow<'a, str>>),
+}
+
+const SMALL_KEYS: usize = 16;
+
+impl<'a> KeySet<'a> {
+    fn new() -> Self {
+        KeySet::Small(Vec::new())
+    }
+
+    /// Inserts `key`; returns false when it was already present.
+    fn insert(&mut self, key: Cow<'a, str>) -> bool {
+        match self {
+            KeySet::Small(v) => {
+                if v.iter().any(|k| *k == key) {
+                    return false;
+                }
+                if v.len() < SMALL_KEYS {
+                    v.push(key);
+                } else {
+                    let mut set: HashSet<Cow<'a, str>> = v.drain(..).collect();
+                    set.insert(key);
+                    *self = KeySet::Large(set);
+                }
+                true
+            }
+            KeySet::Large(s) => s.insert(key),
+        }
+    }
+}
+
+enum Frame<'a> {
+    Object(KeySet<'a>),
+    Array,
+}
+
+/// Scans `input` as one JSON text (surrounding whitespace allowed) with nesting at most
+/// `max_depth` levels.
+///
+/// # Errors
+/// Returns the first problem found, see [`ScanErrorKind`].
+pub fn scan(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
+    let text = std::str::from_utf8(input).map_err(|e| ScanError {
+        kind: ScanErrorKind::Invalid,
+        offset: e.valid_up_to(),
+    })?;
+    Scanner {
+        text,
+        bytes: input,
+        pos: 0,
+        max_depth,
+    }
+    .run()
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    max_depth: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn err(&self, kind: ScanErrorKind) -> ScanError {
+        ScanError {
+            kind,
+            offset: self.pos,
+        }
+    }
+
+    fn invalid(&self) -> ScanError {
+        self.err(ScanErrorKind::Invalid)
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b) = self.bytes.get(self.pos) {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
+                _ => break,
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn run(mut self) -> Result<(), ScanError> {
+        let mut stack: Vec<Frame<'a>> = Vec::new();
+        // `true` when the next token must be a value (start, after ':' or ',' in an array).
+        self.skip_ws();
+        'value: loop {
+            // Parse one value at self.pos.
+            self.skip_ws();
+            match self.peek() {
+                Some(b'{') => {
+                    self.open(&mut stack, Frame::Object(KeySet::new()))?;
+                    self.skip_ws();
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        stack.pop();
+                    } else {
+                        self.object_key(&mut stack)?;
+                        continue 'value;
+                    }
+                }
+                Some(b'[') => {
+                    self.open(&mut stack, Frame::Array)?;
+                    self.skip_ws();
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                        stack.pop();
+                    } else {
+                        continue 'value;
+                    }
+                }
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b't') => self.literal("true")?,
+                Some(b'f') => self.literal("false")?,
+                Some(b'n') => self.literal("null")?,
+                Some(b'N' | b'I') => {
+                    if self.text[self.pos..].starts_with("NaN")
+                        || self.text[self.pos..].starts_with("Infinity")
+                    {
+                        return Err(self.err(ScanErrorKind::NonFinite));
+                    }
+                    return Err(self.invalid());
+                }
+                _ => return Err(self.invalid()),
+            }
+            // After a complete value: close containers or move to the next element.
+            loop {
+                self.skip_ws();
+                let Some(top) = stack.last() else {
+                    // Top-level value done: only whitespace may follow.
+                    return if self.pos == self.bytes.len() {
+                        Ok(())
+                    } else {
+                        Err(self.invalid())
+                    };
+                };
+                let is_object = matches!(top, Frame::Object(_));
+                match (self.peek(), is_object) {
+                    (Some(b','), true) => {
+                        self.pos += 1;
+                        self.skip_ws();
+                        self.object_key(&mut stack)?;
+                        continue 'value;
+                    }
+                    (Some(b','), false) => {
+                        self.pos += 1;
+                        continue 'value;
+                    }
+                    (Some(b'}'), true) | (Some(b']'), false) => {
+                        self.pos += 1;
+                        stack.pop();
+                    }
+                    _ => return Err(self.invalid()),
+                }
+            }
+        }
+    }
+
+    fn open(&mut self, stack: &mut Vec<Frame<'a>>, frame: Frame<'a>) -> Result<(), ScanError> {
+        if stack.len() >= self.max_depth {
+            return Err(self.err(ScanErrorKind::TooDeep));
+        }
+        self.pos += 1;
+        stack.push(frame);
+        Ok(())
+    }
+
+    /// Reads `"key" :` inside the object on top of the stack and records the key.
+    fn object_key(&mut self, stack: &mut [Frame<'a>]) -> Result<(), ScanError> {
+        if self.peek() != Some(b'"') {
+            return Err(self.invalid());
+        }
+        let start = self.pos;
+        let key = self.string()?;
+        if let Some(Frame::Object(keys)) = stack.last_mut() {
+            if !keys.insert(key) {
+                return Err(ScanError {
+                    kind: ScanErrorKind::DuplicateKey,
+                    offset: start,
+                });
+            }
+        }
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return Err(self.invalid());
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &str) -> Result<(), ScanError> {
+        if self.text[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.invalid())
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<(), ScanError> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+            if self.text[self.pos..].starts_with("Infinity") {
+                return Err(self.err(ScanErrorKind::NonFinite));
+            }
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.invalid()),
+        }
+        let mut needs_check = self.pos - start > 15;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.invalid());
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.invalid());
+            }
+            needs_check = true;
+        }
+        if needs_check {
+            // A literal that overflows a double is as non-finite as `Infinity` once parsed.
+            let finite = self.text[start..self.pos]
+                .parse::<f64>()
+                .map(f64::is_finite)
+                .unwrap_or(false);
+            if !finite {
+                return Err(ScanError {
+                    kind: ScanErrorKind::NonFinite,
+                    offset: start,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, ScanError> {
+        let Some(chunk) = self.text.get(self.pos..self.pos + 4) else {
+            return Err(self.invalid());
+        };
+        if !chunk.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(self.invalid());
+        }
+        let v = u32::from_str_radix(chunk, 16).map_err(|_| self.invalid())?;
+        self.pos += 4;
+        Ok(v)
+    }
+
+    /// Reads a string starting at the opening quote; returns its unescaped value (borrowed when
+    /// it has no escapes).
+    fn string(&mut self) -> Result<Cow<'a, str>, ScanError> {
+        self.pos += 1; // opening quote
+        let start = self.pos;
+        let mut owned: Option<String> = None;
+        let mut run_start = start;
+        loop {
+            let Some(b) = self.peek() else {
+                return Err(self.invalid());
+            };
+            match b {
+                b'"' => {
+                    let end = self.pos;
+                    self.pos += 1;
+                    return Ok(match owned {
+                        None => Cow::Borrowed(&self.text[start..end]),
+                        Some(mut s) => {
+                            s.push_str(&self.text[run_start..end]);
+                            Cow::Owned(s)
+                        }
+                    });
+                }
+                b'\\' => {
+                    let s = owned.get_or_insert_with(String::new);
+                    s.push_str(&self.text[run_start..self.pos]);
+                    self.pos += 1;
+                    let Some(e) = self.peek() else {
+                        return Err(self.invalid());
+                    };
+                    self.pos += 1;
+                    match e {
+                        b'"' => s.push('"'),
+                        b'\\' => s.push('\\'),
+                        b'/' => s.push('/'),
+                        b'b' => s.push('\u{8}'),
+                        b'f' => s.push('\u{c}'),
+                        b'n' => s.push('\n'),
+                        b'r' => s.push('\r'),
+                        b't' => s.push('\t'),
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let c = if (0xD800..0xDC00).contains(&hi) {
+                                if !self.text[self.pos..].starts_with("\\u") {
+                                    return Err(self.invalid());
+                                }
+                                self.pos += 2;
+                                let lo = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err(self.invalid());
+                                }
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            } else if (0xDC00..0xE000).contains(&hi) {
+                                return Err(self.invalid());
+                            } else {
+                                hi
+                            };
+                            let Some(ch) = char::from_u32(c) else {
+                                return Err(self.invalid());
+                            };
+                            s.push(ch);
+                        }
+                        _ => return Err(self.invalid()),
+                    }
+                    run_start = self.pos;
+                }
+                0x00..=0x1F => return Err(self.invalid()),
+                _ => self.pos += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(s: &str) -> Option<ScanErrorKind> {
+        scan(s.as_bytes(), 32).err().map(|e| e.kind)
+    }
+
+    #[test]
+    fn accepts_valid_json() {
+        for ok in [
+            "{}",
+            "[]",
+            " {\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":\"x\\u00e9\\ud83d\\ude00\"} \n",
+            "0",
+            "-0.5e-3",
+            "\"\"",
+            "true",
+            "[false,null]",
+            "1e308",
+            "123456789012345678901234567890",
+        ] {
+            assert_eq!(kind(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_invalid_json() {
+        for bad in [
+            "",
+            "{",
+            "{\"a\"}",
+            "{\"a\":}",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            "1e",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "{} {}",
+            "tru",
+            "[1 2]",
+            "{1:2}",
+        ] {
+            assert_eq!(kind(bad), Some(ScanErrorKind::Invalid), "{bad:?}");
+        }
+        assert_eq!(
+            scan(b"{\"a\":\"\xff\"}", 32).err().map(|e| e.kind),
+            Some(ScanErrorKind::Invalid)
+        );
+    }
+
+    #[test]
+    fn refuses_duplicate_keys_after_unescaping() {
+        assert_eq!(
+            kind("{\"method\":\"ping\",\"method\":\"tools/call\"}"),
+            Some(ScanErrorKind::DuplicateKey)
+        );
+        assert_eq!(
+            kind("{\"a\":1,\"\\u0061\":2}"),
+            Some(ScanErrorKind::DuplicateKey)
+        );
+        assert_eq!(
+            kind("[{\"x\":{\"y\":1,\"y\":2}}]"),
+            Some(ScanErrorKind::DuplicateKey)
+        );
+        // Same key in sibling objects is fine.
+        assert_eq!(kind("[{\"a\":1},{\"a\":2}]"), None);
+        // Many keys switch to the hash set and still catch the duplicate.
+        let mut s = String::from("{");
+        for i in 0..100 {
+            s.push_str(&format!("\"k{i}\":{i},"));
+        }
+        s.push_str("\"k7\":0}");
+        assert_eq!(kind(&s), Some(ScanErrorKind::DuplicateKey));
+    }
+
+    #[test]
+    fn refuses_non_finite() {
+        for bad in ["NaN", "[Infinity]", "{\"a\":-Infinity}", "1e400", "-1e309"] {
+            assert_eq!(kind(bad), Some(ScanErrorKind::NonFinite), "{bad}");
+        }
+        let huge = format!("1{}", "0".repeat(400));
+        assert_eq!(kind(&huge), Some(ScanErrorKind::NonFinite));
+    }
+
+    #[test]
+    fn depth_bound_is_inclusive() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert_eq!(kind(&deep(32)), None);
+        assert_eq!(kind(&deep(33)), Some(ScanErrorKind::TooDeep));
+        let obj = format!("{}1{}", "{\"a\":".repeat(33), "}".repeat(33));
+        assert_eq!(kind(&obj), Some(ScanErrorKind::TooDeep));
+        // A hostile depth far beyond the limit is refused without recursion.
+        assert_eq!(
+            kind(&"[".repeat(1_000_000)),
+            Some(ScanErrorKind::TooDeep)
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Integration tests driving the real binary, library and C ABI.
