@@ -22,3 +22,12 @@ pub use error::{Error, ErrorKind, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
+
+mod child;
+pub mod config;
+mod diag;
+mod evidence;
+mod proxy;
+
+pub use config::WrapConfig;
+pub use proxy::{ClientIo, wrap_session};

@@ -163,3 +163,16 @@ pub struct WrapOutcome {
     /// Evidence writes that failed (one line each); non-empty means exit status 3.
     pub evidence_errors: Vec<String>,
 }
+
+impl StopData {
+    /// A one-line description of the observed child status, for diagnostics.
+    pub fn describe_status(&self) -> String {
+        ChildStatus {
+            termination: self.termination,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            core_dumped: self.core_dumped,
+        }
+        .describe()
+    }
+}

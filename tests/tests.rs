@@ -1,1 +1,9 @@
-//! Integration tests driving the real binary, library and C ABI.
+//! Integration tests driving the real `assay` binary, the library and (later) the C ABI against
+//! real child processes. One test binary; each file is a module.
+
+mod util;
+
+mod evidence;
+mod faults;
+mod hostile;
+mod proxy;

@@ -1,2 +1,33 @@
-//! The `assay` command line: a thin consumer of the `assay` library.
-fn main() {}
+//! The `assay` command line: a thin consumer of the `assay` library. Argument parsing and exit
+//! statuses live here; every decision is the library's.
+
+mod args;
+// mod capture;
+// mod demo;
+mod messages;
+mod wrap;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{CaptureCommand, Cli, Command, McpCommand};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with status 0; usage errors exit 2 (SPEC §10).
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
+        Command::Capture(_) | Command::Demo(_) => todo!(),
+    }
+}

@@ -1,0 +1,42 @@
+//! `assay capture read` and `assay capture package`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use assay::{ClosureKind, package_capture, read_capture};
+
+use crate::messages::{eprint_assay, exit};
+
+/// The `capture read` exit status: 0 closed, 1 incomplete, 3 unknown (SPEC §10).
+pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
+    match kind {
+        ClosureKind::Closed => 0,
+        ClosureKind::Incomplete => 1,
+        ClosureKind::Unknown => 3,
+    }
+}
+
+pub(crate) fn read(dir: &Path) -> ExitCode {
+    let closure = read_capture(dir);
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{}", closure.to_json()).and_then(|()| out.flush()).is_err() {
+        return exit(3);
+    }
+    exit(closure_status(closure.closure))
+}
+
+pub(crate) fn package(dir: &Path, out: &Path, extra: &[PathBuf]) -> ExitCode {
+    match package_capture(dir, out, extra) {
+        Ok(manifest) => {
+            let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{text}");
+            exit(0)
+        }
+        Err(e) => {
+            eprint_assay(&e.to_string());
+            exit(e.exit_status())
+        }
+    }
+}

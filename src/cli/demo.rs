@@ -1,0 +1,178 @@
+//! `assay demo`: the whole loop on embedded defaults. The bundled example MCP server
+//! (`examples/demo/server.py`) is wrapped with the bundled policy (`examples/demo/policy.yaml`)
+//! into a capture directory by this same binary's `mcp wrap`; a scripted client makes allowed and
+//! denied calls; then the reader's verdict is printed for a person to read.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use assay::{ClosureKind, read_capture};
+
+use crate::args::DemoArgs;
+use crate::messages::{eprint_assay, exit};
+
+const SERVER: &str = include_str!("../../examples/demo/server.py");
+const POLICY: &str = include_str!("../../examples/demo/policy.yaml");
+
+/// The scripted client: (what the line shows, the JSON-RPC line).
+const SCRIPT: &[(&str, &str)] = &[
+    (
+        "initialize",
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"assay-demo-client","version":"1.0"}}}"#,
+    ),
+    (
+        "initialized (notification)",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ),
+    ("tools/list", r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+    (
+        "call echo",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
+    ),
+    (
+        "call read_file /workspace/notes.txt",
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/notes.txt"}}}"#,
+    ),
+    (
+        "call read_file /etc/shadow",
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/shadow"}}}"#,
+    ),
+    (
+        "call exec",
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"exec","arguments":{"cmd":"rm -rf /"}}}"#,
+    ),
+    (
+        "call write_file without content",
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/workspace/a"}}}"#,
+    ),
+    (
+        "duplicate-key smuggling attempt",
+        r#"{"jsonrpc":"2.0","id":8,"method":"ping","method":"tools/call","params":{"name":"exec"}}"#,
+    ),
+];
+
+fn demo_dir(args: &DemoArgs) -> std::io::Result<(PathBuf, PathBuf)> {
+    let base = match &args.capture_dir {
+        Some(d) => {
+            let parent = d.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            return Ok((parent.to_path_buf(), d.clone()));
+        }
+        None => std::env::temp_dir().join(format!(
+            "assay-demo-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+        )),
+    };
+    std::fs::create_dir(&base)?;
+    let capture = base.join("capture");
+    Ok((base, capture))
+}
+
+fn summarize(response: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(response) else {
+        return response.to_string();
+    };
+    if let Some(err) = v.get("error") {
+        return format!(
+            "error {} {}",
+            err["code"],
+            err["message"].as_str().unwrap_or("")
+        );
+    }
+    let r = &v["result"];
+    if let Some(assay) = r.pointer("/structuredContent/assay") {
+        return format!(
+            "REFUSED by assay: {} {}",
+            assay["decision"].as_str().unwrap_or(""),
+            assay["reason_code"].as_str().unwrap_or("")
+        );
+    }
+    if let Some(tools) = r.get("tools").and_then(|t| t.as_array()) {
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        return format!("tools: {}", names.join(", "));
+    }
+    if let Some(text) = r.pointer("/content/0/text").and_then(|t| t.as_str()) {
+        return format!("ok: {text}");
+    }
+    if let Some(info) = r.pointer("/serverInfo/name").and_then(|t| t.as_str()) {
+        return format!("ok: server {info}");
+    }
+    "ok".to_string()
+}
+
+pub(crate) fn run(args: DemoArgs) -> ExitCode {
+    match run_inner(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprint_assay(&format!("demo failed: {e}"));
+            exit(3)
+        }
+    }
+}
+
+fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
+    let (base, capture) = demo_dir(args)?;
+    let server = base.join("server.py");
+    let policy = base.join("policy.yaml");
+    std::fs::write(&server, SERVER)?;
+    std::fs::write(&policy, POLICY)?;
+    let exe = std::env::current_exe()?;
+    println!("assay demo");
+    println!("  server:  python3 {}", server.display());
+    println!("  policy:  {}", policy.display());
+    println!("  capture: {}", capture.display());
+    println!();
+    let mut child = Command::new(&exe)
+        .args(["mcp", "wrap", "--policy"])
+        .arg(&policy)
+        .args(["--event-source", "assay://demo/session", "--label", "demo-server", "--capture-dir"])
+        .arg(&capture)
+        .args(["--", "python3"])
+        .arg(&server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let mut lines = BufReader::new(stdout).lines();
+    println!("client session (through `assay mcp wrap`):");
+    for (label, line) in SCRIPT {
+        writeln!(stdin, "{line}")?;
+        stdin.flush()?;
+        if line.contains("\"id\"") {
+            let response = lines.next().transpose()?.unwrap_or_default();
+            println!("  {label:<36} -> {}", summarize(&response));
+        } else {
+            println!("  {label:<36} -> (notification, no response)");
+        }
+    }
+    drop(stdin);
+    for rest in lines {
+        println!("  (late output) {}", rest?);
+    }
+    let status = child.wait()?;
+    println!();
+    println!("wrapper exit status: {}", status.code().map_or("signal".to_string(), |c| c.to_string()));
+    let verdict = read_capture(&capture);
+    println!();
+    println!("reader verdict (assay capture read {}):", capture.display());
+    println!("{}", verdict.to_json());
+    println!();
+    let reasons: Vec<String> = verdict
+        .reasons
+        .iter()
+        .map(|r| format!("{}", r.detail))
+        .collect();
+    match verdict.closure {
+        ClosureKind::Closed => println!(
+            "closure: CLOSED: the session has a recorded ending and the retained decision log matches its accounting."
+        ),
+        other => println!("closure: {other:?}: {}", reasons.join("; ")),
+    }
+    println!("decisions: {}", capture.join("decisions.ndjson").display());
+    Ok(exit(if verdict.closure == ClosureKind::Closed { 0 } else { 3 }))
+}

@@ -1,0 +1,167 @@
+//! A bounded, cancellable line reader: yields lines (bytes up to and including `\n`) and refuses
+//! to buffer more than `max_line_bytes` of one line, so memory stays bounded whatever the peer
+//! sends (the model is ripgrep's `LineBuffer` heap limit).
+
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+
+use super::cancel::Cancel;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Why no line could be produced.
+#[derive(Debug)]
+pub(crate) enum LineError {
+    /// A line (newline included) longer than the bound.
+    TooLong,
+    /// The session cancelled this reader.
+    Cancelled,
+    /// A read or idle-callback error.
+    Io(io::Error),
+}
+
+pub(crate) struct LineReader<R> {
+    src: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Where the search for `\n` resumes (everything in start..scan has no newline).
+    scan: usize,
+    max: usize,
+    eof: bool,
+    cancel: Cancel,
+}
+
+impl<R: Read + AsFd> LineReader<R> {
+    pub(crate) fn new(src: R, max: usize, cancel: Cancel) -> Self {
+        Self {
+            src,
+            buf: vec![0; READ_CHUNK.min(max.saturating_add(1)).max(1024)],
+            start: 0,
+            end: 0,
+            scan: 0,
+            max,
+            eof: false,
+            cancel,
+        }
+    }
+
+    /// The next line. A final line without `\n` at end of input is returned as is. `idle` runs
+    /// just before the reader would block for more input (the caller flushes its writers there).
+    pub(crate) fn next_line(
+        &mut self,
+        idle: &mut dyn FnMut() -> io::Result<()>,
+    ) -> Result<Option<&[u8]>, LineError> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) {
+                let line_start = self.start;
+                let line_end = self.scan + i + 1;
+                self.start = line_end;
+                self.scan = line_end;
+                if line_end - line_start > self.max {
+                    return Err(LineError::TooLong);
+                }
+                return Ok(Some(&self.buf[line_start..line_end]));
+            }
+            self.scan = self.end;
+            if self.end - self.start > self.max {
+                return Err(LineError::TooLong);
+            }
+            if self.eof {
+                if self.start < self.end {
+                    let s = self.start;
+                    self.start = self.end;
+                    return Ok(Some(&self.buf[s..self.end]));
+                }
+                return Ok(None);
+            }
+            self.make_room();
+            idle().map_err(LineError::Io)?;
+            if !self.cancel.wait_readable(self.src.as_fd()).map_err(LineError::Io)? {
+                return Err(LineError::Cancelled);
+            }
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(LineError::Io(e)),
+            }
+        }
+    }
+
+    /// Moves the pending partial line to the front and grows the buffer (up to the bound plus one
+    /// read) when it is full.
+    fn make_room(&mut self) {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            self.scan = 0;
+        } else if self.start > 0 && self.buf.len() - self.end < READ_CHUNK / 4 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.scan -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            // Never grow past what one over-long line needs to be detected.
+            let cap = self.max.saturating_add(1).saturating_add(READ_CHUNK);
+            let new_len = self.buf.len().saturating_mul(2).min(cap).max(self.end + 1);
+            self.buf.resize(new_len, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Result<Vec<Vec<u8>>, String> {
+        let (r, mut w) = std::io::pipe().unwrap();
+        let data = input.to_vec();
+        let t = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = w.write_all(&data);
+        });
+        let mut lr = LineReader::new(r, max, Cancel::new().unwrap());
+        let mut out = Vec::new();
+        let res = loop {
+            match lr.next_line(&mut || Ok(())) {
+                Ok(Some(l)) => out.push(l.to_vec()),
+                Ok(None) => break Ok(out),
+                Err(LineError::TooLong) => break Err("too long".to_string()),
+                Err(e) => break Err(format!("{e:?}")),
+            }
+        };
+        drop(lr);
+        t.join().unwrap();
+        res
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_a_final_partial_line() {
+        let got = lines(b"a\nbb\n\nccc", 100).unwrap();
+        assert_eq!(got, vec![b"a\n".to_vec(), b"bb\n".to_vec(), b"\n".to_vec(), b"ccc".to_vec()]);
+    }
+
+    #[test]
+    fn bound_includes_the_newline_and_is_inclusive() {
+        assert!(lines(b"abcd\n", 5).is_ok());
+        assert_eq!(lines(b"abcde\n", 5).unwrap_err(), "too long");
+        assert_eq!(lines(b"abcdef", 5).unwrap_err(), "too long");
+        // A huge line without newline is refused without buffering it all.
+        let big = vec![b'x'; 10 * 1024 * 1024];
+        assert_eq!(lines(&big, 1000).unwrap_err(), "too long");
+    }
+
+    #[test]
+    fn long_lines_across_reads() {
+        let mut input = Vec::new();
+        for i in 0..50 {
+            input.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, 100_000 + i as usize));
+            input.push(b'\n');
+        }
+        let got = lines(&input, 200_000).unwrap();
+        assert_eq!(got.len(), 50);
+        assert_eq!(got.concat(), input);
+    }
+}

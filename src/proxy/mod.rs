@@ -1,0 +1,610 @@
+//! The proxy session of SPEC §3: validate, load the policy, open the evidence writers, spawn the
+//! child, run the two I/O workers, end the session on client EOF or a returned error, run the
+//! bounded cleanup, and write the stop record.
+
+mod cancel;
+mod client_to_server;
+mod line;
+mod message;
+mod output;
+mod respond;
+mod server_to_client;
+
+use std::collections::{BTreeSet, HashSet};
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::child::{self, ChildGuard, KILL_POLL_BOUND};
+use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
+use crate::diag::Diag;
+use crate::error::{Error, ErrorKind, Result};
+use crate::evidence::decision_log::{DecisionEntry, DecisionLog, Emitted, LogAccounting};
+use crate::evidence::event::{new_session_id, now_rfc3339};
+use crate::evidence::{context, coverage, file, protocol, stop};
+use crate::outcome::{
+    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
+};
+use crate::policy::{Policy, Verdict};
+
+pub(crate) use cancel::Cancel;
+use line::{LineError, LineReader};
+use output::ClientOutput;
+
+/// The client's side of a session: the descriptor the proxy reads client messages from and the
+/// one it writes responses to. The session owns (and closes) these descriptors; surfaces that are
+/// handed borrowed descriptors duplicate them first, so the caller's own descriptors are never
+/// closed.
+#[derive(Debug)]
+pub struct ClientIo {
+    /// Client → wrapper.
+    pub input: OwnedFd,
+    /// Wrapper → client.
+    pub output: OwnedFd,
+}
+
+impl ClientIo {
+    /// Duplicates of this process's stdin and stdout (close-on-exec).
+    ///
+    /// # Errors
+    /// When the descriptors cannot be duplicated.
+    pub fn stdio() -> io::Result<Self> {
+        Ok(Self {
+            input: io::stdin().as_fd().try_clone_to_owned()?,
+            output: io::stdout().as_fd().try_clone_to_owned()?,
+        })
+    }
+}
+
+/// Why an I/O worker stopped early.
+#[derive(Debug)]
+pub(crate) enum WorkerError {
+    TooLong(&'static str),
+    Cancelled,
+    Io(String),
+    Panicked,
+}
+
+impl WorkerError {
+    fn from_line(e: LineError, what: &'static str) -> Self {
+        match e {
+            LineError::TooLong => WorkerError::TooLong(what),
+            LineError::Cancelled => WorkerError::Cancelled,
+            LineError::Io(e) => WorkerError::Io(format!("reading {what}: {e}")),
+        }
+    }
+
+    fn describe(&self, max: usize) -> String {
+        match self {
+            WorkerError::TooLong(what) => {
+                format!("a line of {what} is longer than max_line_bytes ({max}); session ended")
+            }
+            WorkerError::Cancelled => "cancelled".to_string(),
+            WorkerError::Io(m) => m.clone(),
+            WorkerError::Panicked => "an I/O worker panicked".to_string(),
+        }
+    }
+}
+
+/// Records decisions: assigns `seq` and writes to the decision log when there is one.
+pub(crate) struct Recorder {
+    log: Option<DecisionLog>,
+    session_id: String,
+    seq: u64,
+}
+
+impl Recorder {
+    /// Records one decision and returns its event id.
+    pub(crate) fn record(
+        &mut self,
+        diag: &Diag,
+        tool: Option<&str>,
+        tool_call_id: Option<&str>,
+        verdict: &Verdict,
+        arguments_sha256: Option<&str>,
+    ) -> String {
+        let seq = self.seq;
+        self.seq += 1;
+        if let Some(log) = self.log.as_mut() {
+            let (emitted, err) = log.emit(
+                seq,
+                &DecisionEntry {
+                    tool,
+                    tool_call_id,
+                    decision: verdict.decision,
+                    reason_code: verdict.reason_code,
+                    reason: &verdict.reason,
+                    matched_rule: verdict.matched_rule.as_deref(),
+                    arguments_sha256,
+                },
+            );
+            if emitted == Emitted::Failed {
+                diag.say(&format!(
+                    "decision log write failed ({}); later decisions are still enforced but not logged",
+                    err.map(|e| e.to_string()).unwrap_or_default()
+                ));
+            }
+        }
+        format!("evt_decision_{}_{seq}", self.session_id)
+    }
+}
+
+/// State shared by the session and its two workers.
+pub(crate) struct Shared {
+    pub output: ClientOutput,
+    pub policy: Policy,
+    pub recorder: Mutex<Recorder>,
+    pub diag: Arc<Diag>,
+    pub dry_run: bool,
+    /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
+    pub session_message: AtomicBool,
+    pub track_tools_list: bool,
+    pub pending_tools_list: Mutex<HashSet<String>>,
+    pub observed_tools: Mutex<BTreeSet<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Worker {
+    ClientToServer,
+    ServerToClient,
+}
+
+type Report = (Worker, std::result::Result<(), WorkerError>);
+
+fn start_worker<F>(name: &str, which: Worker, tx: mpsc::Sender<Report>, f: F) -> io::Result<()>
+where
+    F: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
+{
+    thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            // A write to a pipe whose reader is gone raises SIGPIPE, which by default kills the
+            // whole process — fatal for a C or Python host. Blocking it in this thread turns it
+            // into an EPIPE error (a returned I/O error → proxy_error); a pending SIGPIPE is
+            // discarded when the thread ends. This installs no handler.
+            let mut set = nix::sys::signal::SigSet::empty();
+            set.add(nix::sys::signal::Signal::SIGPIPE);
+            let _ = set.thread_block();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .unwrap_or(Err(WorkerError::Panicked));
+            let _ = tx.send((which, r));
+        })
+        .map(|_| ())
+}
+
+/// Opened before spawn: the decision log writer.
+struct OpenedLog {
+    file: File,
+    path: PathBuf,
+    temporary: bool,
+}
+
+fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
+    let (path, temporary) = match (plan.log_mode, &plan.decision_log) {
+        (LogMode::Absent, _) => return Ok(None),
+        (LogMode::Temporary, _) => (
+            std::env::temp_dir().join(format!("assay-decisions-{session_id}.ndjson")),
+            true,
+        ),
+        (_, Some(p)) => (p.clone(), false),
+        (_, None) => return Ok(None),
+    };
+    let opened = if plan.log_mode == LogMode::Append {
+        file::open_append(&path)
+    } else {
+        file::create_new(&path)
+    };
+    let file = opened.map_err(|e| Error::io(&path, "cannot open decision log", &e))?;
+    Ok(Some(OpenedLog {
+        file,
+        path,
+        temporary,
+    }))
+}
+
+fn open_stderr(plan: &Plan) -> Result<Option<File>> {
+    match &plan.stderr {
+        None => Ok(None),
+        Some(StderrSink::New(p)) => file::create_new(p)
+            .map(Some)
+            .map_err(|e| Error::io(p, "cannot create stderr log", &e)),
+        Some(StderrSink::Append(p)) => file::open_append(p)
+            .map(Some)
+            .map_err(|e| Error::io(p, "cannot open stderr log", &e)),
+    }
+}
+
+/// Runs one wrapped MCP session to its end (SPEC §3).
+///
+/// Validates the whole configuration before anything is spawned or created, then proxies between
+/// `io` and the child until the client closes its input (or an I/O error ends the session), runs
+/// the bounded cleanup, and writes the requested evidence.
+///
+/// # Errors
+/// - [`ErrorKind::Config`]: a SPEC §6 check failed; nothing was spawned or created.
+/// - [`ErrorKind::CommandNotFound`] / [`ErrorKind::CommandNotExecutable`] / [`ErrorKind::Io`]:
+///   the session could not start.
+/// - [`ErrorKind::StopWrite`]: the session ran but the stop record could not be written; the
+///   error carries the [`WrapOutcome`] with the observed child status.
+///
+/// Other evidence failures (context, decision log, coverage) do not make this return `Err`: they
+/// are listed in [`WrapOutcome::evidence_errors`] and make [`WrapOutcome::exit_code`] 3.
+pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
+    let plan = config.plan()?;
+    let policy = Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
+    let session_id = new_session_id()?;
+    let source = plan.event_source.clone().unwrap_or_default();
+    let cancel = Cancel::new().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
+
+    // From here on files are created.
+    if let Some(dir) = &plan.capture_dir {
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
+        }
+    }
+    if let Some(p) = &plan.protocol_out {
+        protocol::write(p, &session_id, &source, &plan.server_id, &now_rfc3339())?;
+    }
+    let stderr_file = open_stderr(&plan)?;
+    let diag_file = match &stderr_file {
+        Some(f) => Some(
+            f.try_clone()
+                .map_err(|e| Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}")))?,
+        ),
+        None => None,
+    };
+    let diag = Arc::new(Diag::new(diag_file, plan.verbose));
+    let log = open_log(&plan, &session_id)?;
+    let log_path = log.as_ref().map(|l| l.path.clone());
+    let log_temporary = log.as_ref().is_some_and(|l| l.temporary);
+    let log_writer = log.map(|l| {
+        DecisionLog::new(
+            Box::new(l.file),
+            &session_id,
+            &source,
+            policy.sha256(),
+            !plan.dry_run,
+        )
+    });
+    let log_initialized = log_writer.is_some();
+
+    let child_stderr = match stderr_file {
+        Some(f) => Stdio::from(f),
+        None => Stdio::inherit(),
+    };
+    let spawned = child::spawn(&plan.command, child_stderr)?;
+    let pid = spawned.pid;
+    let mut guard = ChildGuard(Some(spawned.child));
+    let started_at = now_rfc3339();
+
+    let mut evidence_errors: Vec<String> = Vec::new();
+    let context_id = plan.context_out.as_ref().map(|_| context::context_id(&session_id));
+    if let Some(p) = &plan.context_out {
+        let data = context::ContextData {
+            session_id: &session_id,
+            server_id: &plan.server_id,
+            server_pid: pid,
+            started_at: &started_at,
+            policy_sha256: policy.sha256(),
+            policy_name: policy.name(),
+            decision_log: plan.log_mode.as_str(),
+            session_stop_requested: plan.stop_out.is_some(),
+            dry_run: plan.dry_run,
+            command_sha256: &crate::evidence::event::command_sha256(&plan.command),
+            producer: crate::evidence::event::PRODUCER,
+            assertion_basis: "producer_observation",
+            non_claims: NON_CLAIMS,
+        };
+        if let Err(e) = context::write(p, &source, data) {
+            diag.say(&e.to_string());
+            evidence_errors.push(e.to_string());
+        }
+    }
+
+    let shared = Arc::new(Shared {
+        output: ClientOutput::new(File::from(io.output)),
+        policy,
+        recorder: Mutex::new(Recorder {
+            log: log_writer,
+            session_id: session_id.clone(),
+            seq: 0,
+        }),
+        diag: diag.clone(),
+        dry_run: plan.dry_run,
+        session_message: AtomicBool::new(false),
+        track_tools_list: plan.coverage_out.is_some(),
+        pending_tools_list: Mutex::new(HashSet::new()),
+        observed_tools: Mutex::new(BTreeSet::new()),
+    });
+
+    let (tx, rx) = mpsc::channel::<Report>();
+    let c2s = client_to_server::ClientWorker {
+        reader: LineReader::new(File::from(io.input), plan.max_line_bytes, cancel.clone()),
+        to_child: BufWriter::with_capacity(64 * 1024, spawned.stdin),
+        shared: shared.clone(),
+    };
+    let s2c = server_to_client::ServerWorker {
+        reader: LineReader::new(spawned.stdout, plan.max_line_bytes, cancel.clone()),
+        shared: shared.clone(),
+    };
+    let started = start_worker("assay-client-to-server", Worker::ClientToServer, tx.clone(), move || c2s.run())
+        .and_then(|()| start_worker("assay-server-to-client", Worker::ServerToClient, tx, move || s2c.run()));
+    if let Err(e) = started {
+        cancel.cancel();
+        return Err(Error::new(ErrorKind::Io, format!("cannot start I/O worker: {e}")));
+    }
+
+    let Some(child) = guard.0.as_mut() else {
+        return Err(Error::new(ErrorKind::Internal, "child handle missing"));
+    };
+    let run = run_workers(&rx, child, &cancel, &plan);
+    drop(guard.0.take());
+
+    // The accounting this writer observed.
+    let accounting: Option<LogAccounting> = shared
+        .recorder
+        .lock()
+        .ok()
+        .and_then(|r| r.log.as_ref().map(DecisionLog::accounting));
+    let session_end = if run.proxy_error {
+        SessionEnd::ProxyError
+    } else {
+        SessionEnd::ClientClosed
+    };
+    let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
+    let decision_log = if plan.log_mode == LogMode::Absent {
+        DecisionLogState::Absent
+    } else if !log_initialized {
+        DecisionLogState::Unknown
+    } else if poisoned || session_end == SessionEnd::ProxyError {
+        DecisionLogState::Incomplete
+    } else if log_temporary {
+        DecisionLogState::Temporary
+    } else {
+        DecisionLogState::Complete
+    };
+    if poisoned {
+        evidence_errors.push("decision log write failed; the log is incomplete".to_string());
+    }
+    let stop_data = StopData {
+        session_id: session_id.clone(),
+        server_id: plan.server_id.clone(),
+        server_pid: pid,
+        session_context_id: context_id,
+        session_end,
+        termination: run.cleanup.status.termination,
+        exit_code: run.cleanup.status.exit_code,
+        signal: run.cleanup.status.signal,
+        core_dumped: run.cleanup.status.core_dumped,
+        assay_kill_requested: run.cleanup.kill_requested,
+        decision_log,
+        decision_events_written: accounting.as_ref().map(|a| a.written),
+        decision_events_dropped: accounting.as_ref().map(|a| a.dropped),
+        decision_prefix_sha256: accounting.as_ref().map(|a| a.prefix_sha256.clone()),
+        assertion_basis: "producer_observation".to_string(),
+        non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
+    };
+
+    if let Some(out) = &plan.coverage_out {
+        let observed = shared
+            .observed_tools
+            .lock()
+            .map(|o| o.clone())
+            .unwrap_or_default();
+        if let Err(e) = coverage::write(
+            out,
+            &session_id,
+            log_path.as_deref(),
+            &shared.policy.declared_tools(),
+            &observed,
+        ) {
+            diag.say(&e.to_string());
+            evidence_errors.push(e.to_string());
+        }
+    }
+    if log_temporary {
+        if let Some(p) = &log_path {
+            if let Err(e) = std::fs::remove_file(p) {
+                diag.say(&format!("cannot remove temporary decision log {}: {e}", p.display()));
+            }
+        }
+    }
+
+    let discovery_only = !shared.session_message.load(Ordering::Relaxed);
+    let mut outcome = WrapOutcome {
+        session_id: session_id.clone(),
+        exit_code: 0,
+        paths: OutputPaths {
+            decision_log: if log_temporary { None } else { log_path },
+            session_context: plan.context_out.clone(),
+            session_stop: plan.stop_out.clone(),
+            coverage: plan.coverage_out.clone(),
+            protocol: plan.protocol_out.clone(),
+            capture_dir: plan.capture_dir.clone(),
+        },
+        stop: stop_data,
+        stop_written: false,
+        discovery_only,
+        evidence_errors,
+    };
+    if run.proxy_error {
+        if let Some(msg) = &run.message {
+            diag.say(msg);
+        }
+    }
+
+    let mut stop_error = None;
+    if let Some(p) = &plan.stop_out {
+        if discovery_only {
+            diag.say("discovery-only run: no session existed, no stop record written");
+        } else {
+            match stop::write(p, &source, &outcome.stop) {
+                Ok(()) => outcome.stop_written = true,
+                Err(e) => stop_error = Some(e),
+            }
+        }
+    }
+    outcome.exit_code = exit_status(&outcome, stop_error.is_some());
+    if let Some(e) = stop_error {
+        let msg = format!("{e}; {}", outcome.stop.describe_status());
+        outcome.evidence_errors.push(msg.clone());
+        return Err(Error::stop_write(msg, outcome));
+    }
+    Ok(outcome)
+}
+
+/// The `assay mcp wrap` exit status rule of SPEC §10.
+fn exit_status(outcome: &WrapOutcome, stop_failed: bool) -> i32 {
+    let s = &outcome.stop;
+    if stop_failed
+        || s.session_end == SessionEnd::ProxyError
+        || s.termination == Termination::Unknown
+        || !outcome.evidence_errors.is_empty()
+    {
+        return 3;
+    }
+    match (s.termination, s.exit_code, s.signal) {
+        (Termination::Exited, Some(code), _) => code,
+        (Termination::Signaled, _, Some(sig)) => 128 + sig,
+        _ => 3,
+    }
+}
+
+struct RunResult {
+    proxy_error: bool,
+    message: Option<String>,
+    cleanup: child::Cleanup,
+}
+
+/// Waits for the session to end, drains, runs the bounded cleanup and settles the workers.
+fn run_workers(
+    rx: &mpsc::Receiver<Report>,
+    child: &mut std::process::Child,
+    cancel: &Cancel,
+    plan: &Plan,
+) -> RunResult {
+    let mut pending: HashSet<Worker> = [Worker::ClientToServer, Worker::ServerToClient].into();
+    let mut proxy_error = false;
+    let mut message: Option<String> = None;
+    let mut settle = |w: Worker,
+                      r: std::result::Result<(), WorkerError>,
+                      pending: &mut HashSet<Worker>,
+                      proxy_error: &mut bool| {
+        pending.remove(&w);
+        if let Err(e) = r {
+            if !matches!(e, WorkerError::Cancelled) || !*proxy_error {
+                *proxy_error = true;
+                if message.is_none() {
+                    message = Some(e.describe(plan.max_line_bytes));
+                }
+            }
+        }
+    };
+
+    // Phase 1: until the client closes its input or a worker fails.
+    while pending.contains(&Worker::ClientToServer) && !proxy_error {
+        match rx.recv() {
+            Ok((w, r)) => settle(w, r, &mut pending, &mut proxy_error),
+            Err(_) => {
+                proxy_error = true;
+                break;
+            }
+        }
+    }
+
+    // Phase 2: drain the child's stdout after client EOF (no deadline unless drain_timeout). A
+    // grandchild can keep the pipe open after the child exits: once the child has a status, the
+    // worker gets the same 2 s window as after a kill.
+    let mut drain_window_spent = false;
+    if !proxy_error && pending.contains(&Worker::ServerToClient) {
+        let drain_deadline = plan.drain_timeout.map(|d| Instant::now() + d);
+        let mut exited_at: Option<Instant> = None;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok((w, r)) => {
+                    settle(w, r, &mut pending, &mut proxy_error);
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            let now = Instant::now();
+            if drain_deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if exited_at.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+                exited_at = Some(now);
+            }
+            if exited_at.is_some_and(|t| now >= t + KILL_POLL_BOUND) {
+                drain_window_spent = true;
+                break;
+            }
+        }
+    }
+
+    if proxy_error {
+        // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
+        cancel.cancel();
+    }
+    let cleanup = child::cleanup(child);
+
+    // The server→client worker must finish within the same 2 s window, or it is abandoned. When
+    // the drain already gave it that window after the child's exit, it is not given another.
+    let window_end = if drain_window_spent {
+        Instant::now()
+    } else if cleanup.kill_requested {
+        cleanup.window_start + KILL_POLL_BOUND
+    } else {
+        Instant::now() + KILL_POLL_BOUND
+    };
+    while !pending.is_empty() {
+        let now = Instant::now();
+        if now >= window_end {
+            break;
+        }
+        match rx.recv_timeout(window_end - now) {
+            Ok((w, r)) => settle(w, r, &mut pending, &mut proxy_error),
+            Err(_) => break,
+        }
+    }
+    if !pending.is_empty() {
+        if pending.contains(&Worker::ServerToClient) && !proxy_error {
+            proxy_error = true;
+            message = Some(
+                "server output stayed open after the child ended (a grandchild holds the pipe?); worker abandoned"
+                    .to_string(),
+            );
+        }
+        cancel.cancel();
+        // Cancelled readers return at once; a worker blocked in a write is left behind.
+        let give_up = Instant::now() + Duration::from_millis(200);
+        while !pending.is_empty() {
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            match rx.recv_timeout(give_up - now) {
+                Ok((w, _)) => {
+                    pending.remove(&w);
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    RunResult {
+        proxy_error,
+        message,
+        cleanup,
+    }
+}

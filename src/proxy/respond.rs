@@ -1,0 +1,131 @@
+//! The responses the proxy itself sends to the client: policy refusals (an `isError` tool
+//! result carrying the decision), -32700 / -32600 errors for lines that cannot be evaluated, and
+//! the batch refusal. Ids are echoed byte-exact from the request.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::policy::ReasonCode;
+
+#[derive(Serialize)]
+struct Response<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    /// `None` serializes as `null`.
+    id: Option<&'a RawValue>,
+    #[serde(flatten)]
+    body: R,
+}
+
+#[derive(Serialize)]
+struct ResultBody<'a> {
+    result: ToolResult<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult<'a> {
+    content: [TextContent<'a>; 1],
+    is_error: bool,
+    structured_content: Structured<'a>,
+}
+
+#[derive(Serialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct Structured<'a> {
+    assay: AssayDecision<'a>,
+}
+
+#[derive(Serialize)]
+struct AssayDecision<'a> {
+    decision: &'static str,
+    reason_code: ReasonCode,
+    decision_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorObject<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorObject<'a> {
+    code: i32,
+    message: &'a str,
+}
+
+fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serializing these plain structs into memory cannot fail; an empty object would still be a
+    // well-formed line if it ever did.
+    serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// A refused `tools/call` (without trailing newline).
+pub(crate) fn refused_call(
+    id: &RawValue,
+    decision: &'static str,
+    reason_code: ReasonCode,
+    text: &str,
+    decision_id: &str,
+) -> Vec<u8> {
+    to_vec(&Response {
+        jsonrpc: "2.0",
+        id: Some(id),
+        body: ResultBody {
+            result: ToolResult {
+                content: [TextContent { kind: "text", text }],
+                is_error: true,
+                structured_content: Structured {
+                    assay: AssayDecision {
+                        decision,
+                        reason_code,
+                        decision_id,
+                    },
+                },
+            },
+        },
+    })
+}
+
+/// A JSON-RPC error response (without trailing newline). `id` of `None` means `null`.
+pub(crate) fn error(id: Option<&RawValue>, code: i32, message: &str) -> Vec<u8> {
+    to_vec(&Response {
+        jsonrpc: "2.0",
+        id,
+        body: ErrorBody {
+            error: ErrorObject { code, message },
+        },
+    })
+}
+
+/// JSON-RPC parse error.
+pub(crate) const PARSE_ERROR: i32 = -32700;
+/// JSON-RPC invalid request.
+pub(crate) const INVALID_REQUEST: i32 = -32600;
+/// A batch refused because one of its calls was not allowed.
+pub(crate) const BATCH_REFUSED: i32 = -32001;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        let id = RawValue::from_string("\"abc\"".into()).unwrap();
+        let r = refused_call(&id, "deny", ReasonCode::P_TOOL_DENIED, "no", "evt_decision_x_0");
+        let v: serde_json::Value = serde_json::from_slice(&r).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"jsonrpc":"2.0","id":"abc","result":{"content":[{"type":"text","text":"no"}],"isError":true,"structuredContent":{"assay":{"decision":"deny","reason_code":"P_TOOL_DENIED","decision_id":"evt_decision_x_0"}}}})
+        );
+        assert_eq!(
+            String::from_utf8(error(None, PARSE_ERROR, "bad")).unwrap(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+    }
+}

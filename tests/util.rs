@@ -1,0 +1,186 @@
+//! Shared helpers: temp dirs, the binary under test, fixture servers, and a runner that feeds
+//! stdin from a thread and reports everything on failure.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_assay"))
+}
+
+pub fn demo_server() -> String {
+    root().join("examples/demo/server.py").display().to_string()
+}
+
+pub fn demo_policy() -> PathBuf {
+    root().join("examples/demo/policy.yaml")
+}
+
+pub fn fault_server() -> String {
+    root().join("tests/fixtures/fault_server.py").display().to_string()
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// What one run produced.
+pub struct Run {
+    pub cmd: String,
+    pub status: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn lines(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                serde_json::from_slice(l).unwrap_or_else(|e| {
+                    panic!("stdout line is not JSON ({e}): {}", String::from_utf8_lossy(l))
+                })
+            })
+            .collect()
+    }
+
+    pub fn expect_status(&self, code: i32) -> &Self {
+        assert_eq!(self.status, Some(code), "{}", self.report());
+        self
+    }
+
+    pub fn report(&self) -> String {
+        format!(
+            "command: {}\nstatus: {:?}\nelapsed: {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.cmd,
+            self.status,
+            self.elapsed,
+            String::from_utf8_lossy(&self.stdout),
+            self.stderr
+        )
+    }
+
+    /// The response whose id equals `id`.
+    pub fn response(&self, id: serde_json::Value) -> serde_json::Value {
+        self.lines()
+            .into_iter()
+            .find(|v| v.get("id") == Some(&id))
+            .unwrap_or_else(|| panic!("no response with id {id}\n{}", self.report()))
+    }
+}
+
+/// Runs `assay <args>` with `input` on stdin (written from a thread, then closed).
+pub fn run(args: &[String], input: &[u8]) -> Run {
+    run_with(args, input, None)
+}
+
+/// Like [`run`], but optionally keeps stdin open for `hold` after writing the input.
+pub fn run_with(args: &[String], input: &[u8], hold: Option<Duration>) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn assay");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+        let _ = stdin.flush();
+        if let Some(h) = hold {
+            std::thread::sleep(h);
+        }
+        drop(stdin);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut out = Vec::new();
+    let _ = stdout.read_to_end(&mut out);
+    let status = child.wait().expect("wait");
+    writer.join().unwrap();
+    Run {
+        cmd: format!("assay {}", args.join(" ")),
+        status: status.code(),
+        stdout: out,
+        stderr: err_reader.join().unwrap(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// `mcp wrap` arguments: the given options, `--`, then the server argv.
+pub fn wrap_args(opts: &[&str], server: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = vec!["mcp".into(), "wrap".into()];
+    v.extend(opts.iter().map(|s| s.to_string()));
+    v.push("--".into());
+    v.extend(server.iter().map(|s| s.to_string()));
+    v
+}
+
+/// Capture options for `dir`.
+pub fn capture_opts(dir: &Path) -> Vec<String> {
+    vec![
+        "--policy".into(),
+        demo_policy().display().to_string(),
+        "--event-source".into(),
+        "assay://test/session".into(),
+        "--capture-dir".into(),
+        dir.display().to_string(),
+    ]
+}
+
+pub fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+pub fn decision_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read(path)
+        .unwrap()
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect()
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).unwrap();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// A tools/call line.
+pub fn call(id: u64, tool: &str, args: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#)
+}
+
+/// Joins lines with `\n` and a final newline.
+pub fn script(lines: &[&str]) -> Vec<u8> {
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s.into_bytes()
+}
