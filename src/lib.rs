@@ -22,3 +22,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
+pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
