@@ -31,3 +31,4 @@ mod proxy;
 
 pub use config::WrapConfig;
 pub use proxy::{ClientIo, wrap_session};
+pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};

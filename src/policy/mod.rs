@@ -1,1 +1,884 @@
 //! Tool policy: loading (YAML or JSON) and evaluation in the order of SPEC §5.
+//!
+//! ```yaml
+//! version: "1"                 # required; the *string* "1" (a bare 1 is refused)
+//! name: example                # optional; defaults to the file stem ("assay" for assay.yaml)
+//! allow: ["*"]                 # optional glob list; or tools: {allow: [...], deny: [...]}
+//! deny: ["exec", "shell*"]     # optional glob list
+//! constraints:                 # optional; see `constraints` below
+//!   - tool: read_file
+//!     params:
+//!       path: { matches: "^/workspace/" }
+//! schemas:                     # optional; JSON Schema draft 2020-12 per literal tool name
+//!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
+//! ```
+//!
+//! Loading is strict and fails closed: unknown keys anywhere, duplicate keys (YAML and JSON),
+//! wrong value types, empty patterns, bad regexes, schemas that do not compile and a missing or
+//! different `version` are all [`PolicyError`]s naming the file and the key. `allow`/`deny` may be
+//! given at the top level *or* under `tools:`, not both. An `allow` list that is present but
+//! empty allows nothing; an absent `allow` list lets every tool that is not denied through the
+//! tool-name step.
+//!
+//! Everything is compiled at load so that [`Policy::evaluate`] — on the proxy's hot path — only
+//! matches precompiled globs, runs precompiled regexes and validators, and copies a few strings.
+//!
+//! Files: `glob` (tool-name patterns), `constraints` (argument regexes), `schema` (argument JSON
+//! Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly).
+
+mod constraints;
+mod decide;
+mod glob;
+mod read;
+mod schema;
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use self::constraints::Constraints;
+use self::decide::{RuleList, Rules};
+use self::read::Format;
+use self::schema::Schemas;
+
+pub use self::decide::{Decision, ReasonCode, Verdict};
+
+/// Largest policy file accepted. A policy is a small hand-written file; the bound keeps a
+/// mistaken path (a device, a log) from being read without end.
+pub const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The only supported value of `version`.
+const VERSION: &str = "1";
+
+const TOP_KEYS: &[&str] = &[
+    "version",
+    "name",
+    "allow",
+    "deny",
+    "tools",
+    "constraints",
+    "schemas",
+];
+const TOOLS_KEYS: &[&str] = &["allow", "deny"];
+
+/// A loaded, compiled tool policy (SPEC §5).
+///
+/// `Policy` is immutable after load and is `Send + Sync`, so it can be shared by reference or in
+/// an `Arc` between the proxy's workers.
+pub struct Policy {
+    name: String,
+    sha256: String,
+    declared: Vec<String>,
+    rules: Rules,
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policy {
+    /// Reads and compiles the policy file at `path` (at most [`MAX_POLICY_BYTES`]).
+    ///
+    /// A `.json` extension (any case) selects JSON; anything else is read as YAML.
+    ///
+    /// # Errors
+    /// [`PolicyError::Read`] when the file cannot be read, [`PolicyError::TooLarge`], or any error
+    /// of [`Policy::from_bytes`].
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let read_err = |source| PolicyError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_POLICY_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
+        if bytes.len() as u64 > MAX_POLICY_BYTES {
+            return Err(PolicyError::TooLarge {
+                path: path.to_path_buf(),
+                limit: MAX_POLICY_BYTES,
+            });
+        }
+        Policy::from_bytes(&bytes, path)
+    }
+
+    /// Compiles a policy from the file's bytes. `path` is used only for messages, for the
+    /// format choice (`.json` → JSON, else YAML) and for the default [`Policy::name`].
+    ///
+    /// # Errors
+    /// A [`PolicyError`] naming the file and the offending key.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
+        let ctx = Ctx::new(path);
+        let root = read::parse(&ctx, bytes, Format::for_path(path))?;
+        let sha256 = hex(&Sha256::digest(bytes));
+        build(&ctx, &root, sha256)
+    }
+
+    /// Lowercase hex SHA-256 of the policy file's bytes (SPEC §5 `policy_sha256`).
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The policy's `name`; when the file has none, the file stem (`assay` for `assay.yaml`),
+    /// or `policy` when the path has no stem either.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Literal tool names (patterns without `*` or `?`) named anywhere in `allow`, `deny`,
+    /// constraint `tool`s or `schemas` keys: sorted, without duplicates. Used for coverage
+    /// (SPEC §4.4 `declared_tools`).
+    pub fn declared_tools(&self) -> Vec<String> {
+        self.declared.clone()
+    }
+
+    /// Evaluates one `tools/call` of `tool` with `params.arguments` (`None` when absent) in the
+    /// order of SPEC §5. Never returns [`Decision::Error`], [`ReasonCode::P_MALFORMED`] or
+    /// [`ReasonCode::P_BATCH_REFUSED`]; those are the proxy's.
+    pub fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
+        self.rules.evaluate(tool, arguments)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
+    let top = ctx.object(root, "(top level)", "a mapping")?;
+    ctx.check_keys(top, "", TOP_KEYS)?;
+
+    match top.get("version") {
+        None => return Err(ctx.missing("version", "add `version: \"1\"`")),
+        Some(Value::String(v)) if v == VERSION => {}
+        Some(Value::String(_)) => {
+            return Err(ctx.invalid("version", "is not supported; use `version: \"1\"`"));
+        }
+        Some(_) => {
+            return Err(ctx.invalid(
+                "version",
+                "must be the string \"1\"; quote it: `version: \"1\"`",
+            ));
+        }
+    }
+
+    let name = match top.get("name") {
+        Some(v) => {
+            let n = ctx.string(v, "name")?;
+            if n.is_empty() {
+                return Err(ctx.invalid("name", "is empty; give a name or remove the key"));
+            }
+            n.to_owned()
+        }
+        None => ctx
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "policy".to_owned()),
+    };
+
+    // SPEC §5: `allow`/`deny` at the top level or under `tools:`, never both.
+    let (allow, deny) = match top.get("tools") {
+        Some(tools) => {
+            if top.contains_key("allow") || top.contains_key("deny") {
+                return Err(ctx.invalid(
+                    "tools",
+                    "cannot be combined with top-level `allow`/`deny`; use one form",
+                ));
+            }
+            let t = ctx.object(tools, "tools", "a mapping with keys allow and deny")?;
+            ctx.check_keys(t, "tools", TOOLS_KEYS)?;
+            (
+                t.get("allow").map(|v| (v, "tools.allow")),
+                t.get("deny").map(|v| (v, "tools.deny")),
+            )
+        }
+        None => (
+            top.get("allow").map(|v| (v, "allow")),
+            top.get("deny").map(|v| (v, "deny")),
+        ),
+    };
+    let allow = match allow {
+        Some((v, key)) => Some(ctx.pattern_list(v, key)?),
+        None => None,
+    };
+    let deny = match deny {
+        Some((v, key)) => ctx.pattern_list(v, key)?,
+        None => Vec::new(),
+    };
+
+    let constraints = match top.get("constraints") {
+        Some(v) => Constraints::parse(ctx, v)?,
+        None => Constraints::default(),
+    };
+    let schemas = match top.get("schemas") {
+        Some(v) => Schemas::parse(ctx, v)?,
+        None => Schemas::default(),
+    };
+
+    let rules = Rules {
+        deny: RuleList::new("deny", &deny),
+        allow: allow.as_deref().map(|a| RuleList::new("allow", a)),
+        constraints,
+        schemas,
+    };
+
+    let mut declared: Vec<String> = rules
+        .deny
+        .globs()
+        .globs()
+        .iter()
+        .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
+        .chain(rules.constraints.tool_globs())
+        .filter(|g| g.is_literal())
+        .map(|g| g.as_str().to_owned())
+        .chain(rules.schemas.tools().map(str::to_owned))
+        .collect();
+    declared.sort_unstable();
+    declared.dedup();
+
+    Ok(Policy {
+        name,
+        sha256,
+        declared,
+        rules,
+    })
+}
+
+/// Why a policy could not be loaded. `Display` is one lowercase line naming the file and, where
+/// there is one, the key (as a path like `constraints[0].params.path.matches`), and says what to
+/// do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The file could not be opened or read.
+    #[error(
+        "cannot read policy file {}: {source}; check the path and its permissions",
+        shown(path)
+    )]
+    Read {
+        /// The policy file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_POLICY_BYTES`].
+    #[error(
+        "policy file {} is larger than {limit} bytes; point --policy at the policy file",
+        shown(path)
+    )]
+    TooLarge {
+        /// The policy file.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The file is not valid YAML or JSON.
+    #[error(
+        "policy file {} is not valid {format}: {detail}; fix the syntax",
+        shown(path)
+    )]
+    Syntax {
+        /// The policy file.
+        path: PathBuf,
+        /// `"YAML"` or `"JSON"`.
+        format: &'static str,
+        /// The parser's message, on one line.
+        detail: String,
+    },
+    /// A mapping holds the same key twice.
+    #[error("policy file {}: duplicate key `{}`{}; keep only one", shown(path), key.escape_debug(), line.map(|l| format!(" at line {l}")).unwrap_or_default())]
+    DuplicateKey {
+        /// The policy file.
+        path: PathBuf,
+        /// The repeated key (a full key path for YAML, the key itself for JSON).
+        key: String,
+        /// The line of the repeated key (JSON files; for YAML the key path is exact instead).
+        line: Option<usize>,
+    },
+    /// A key that the policy format does not define.
+    #[error("policy file {}: unknown key `{}`; remove it or use one of: {expected}", shown(path), key.escape_debug())]
+    UnknownKey {
+        /// The policy file.
+        path: PathBuf,
+        /// The unknown key's path.
+        key: String,
+        /// The keys allowed there.
+        expected: String,
+    },
+    /// A required key is absent.
+    #[error("policy file {}: missing key `{}`; {hint}", shown(path), key.escape_debug())]
+    MissingKey {
+        /// The policy file.
+        path: PathBuf,
+        /// The missing key's path.
+        key: String,
+        /// What to add.
+        hint: &'static str,
+    },
+    /// A value of the wrong type or an unacceptable value.
+    #[error("policy file {}: key `{}` {message}", shown(path), key.escape_debug())]
+    Invalid {
+        /// The policy file.
+        path: PathBuf,
+        /// The key's path.
+        key: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A constraint's `matches` is not a valid Rust regex.
+    #[error("policy file {}: key `{}` is not a valid regex ({detail}); fix the pattern (Rust regex syntax)", shown(path), key.escape_debug())]
+    BadRegex {
+        /// The policy file.
+        path: PathBuf,
+        /// The key's path.
+        key: String,
+        /// The regex compiler's message, on one line.
+        detail: String,
+    },
+    /// A schema does not compile as JSON Schema draft 2020-12.
+    #[error("policy file {}: key `{}` is not a valid json schema (draft 2020-12): {detail}; fix the schema", shown(path), key.escape_debug())]
+    BadSchema {
+        /// The policy file.
+        path: PathBuf,
+        /// The key's path (`schemas.<tool>`).
+        key: String,
+        /// The schema compiler's message, on one line.
+        detail: String,
+    },
+}
+
+impl PolicyError {
+    /// The policy file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            PolicyError::Read { path, .. }
+            | PolicyError::TooLarge { path, .. }
+            | PolicyError::Syntax { path, .. }
+            | PolicyError::DuplicateKey { path, .. }
+            | PolicyError::UnknownKey { path, .. }
+            | PolicyError::MissingKey { path, .. }
+            | PolicyError::Invalid { path, .. }
+            | PolicyError::BadRegex { path, .. }
+            | PolicyError::BadSchema { path, .. } => path,
+        }
+    }
+
+    /// The offending key's path, when the error is about one key.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            PolicyError::DuplicateKey { key, .. }
+            | PolicyError::UnknownKey { key, .. }
+            | PolicyError::MissingKey { key, .. }
+            | PolicyError::Invalid { key, .. }
+            | PolicyError::BadRegex { key, .. }
+            | PolicyError::BadSchema { key, .. } => Some(key),
+            PolicyError::Read { .. }
+            | PolicyError::TooLarge { .. }
+            | PolicyError::Syntax { .. } => None,
+        }
+    }
+}
+
+/// A path for a one-line message: control characters escaped.
+fn shown(path: &Path) -> String {
+    path.display().to_string().escape_debug().to_string()
+}
+
+/// A library message flattened to one line (regex errors span several, with a caret diagram).
+fn one_line(msg: &str) -> String {
+    // regex syntax errors end with a line `error: <what>`; that line is the useful part.
+    if let Some(what) = msg.lines().find_map(|l| l.trim().strip_prefix("error: ")) {
+        return what.to_owned();
+    }
+    msg.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Error construction and typed access to the parsed value, with the file attached.
+pub(crate) struct Ctx<'a> {
+    file: &'a Path,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(file: &'a Path) -> Ctx<'a> {
+        Ctx { file }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.file.to_path_buf()
+    }
+
+    pub(crate) fn syntax(&self, format: &'static str, detail: &str) -> PolicyError {
+        PolicyError::Syntax {
+            path: self.path(),
+            format,
+            detail: one_line(detail),
+        }
+    }
+
+    pub(crate) fn duplicate(&self, key: &str, line: Option<usize>) -> PolicyError {
+        PolicyError::DuplicateKey {
+            path: self.path(),
+            key: key.to_owned(),
+            line,
+        }
+    }
+
+    pub(crate) fn missing(&self, key: &str, hint: &'static str) -> PolicyError {
+        PolicyError::MissingKey {
+            path: self.path(),
+            key: key.to_owned(),
+            hint,
+        }
+    }
+
+    pub(crate) fn invalid(&self, key: &str, message: &str) -> PolicyError {
+        PolicyError::Invalid {
+            path: self.path(),
+            key: key.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    pub(crate) fn bad_regex(&self, key: &str, err: &regex::Error) -> PolicyError {
+        PolicyError::BadRegex {
+            path: self.path(),
+            key: key.to_owned(),
+            detail: one_line(&err.to_string()),
+        }
+    }
+
+    pub(crate) fn bad_schema(&self, key: &str, detail: &str) -> PolicyError {
+        PolicyError::BadSchema {
+            path: self.path(),
+            key: key.to_owned(),
+            detail: one_line(detail),
+        }
+    }
+
+    /// Refuses any key of `obj` not in `allowed`; `prefix` is the mapping's own key path.
+    pub(crate) fn check_keys(
+        &self,
+        obj: &Map<String, Value>,
+        prefix: &str,
+        allowed: &[&str],
+    ) -> Result<(), PolicyError> {
+        match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(k) => Err(PolicyError::UnknownKey {
+                path: self.path(),
+                key: if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                },
+                expected: allowed.join(", "),
+            }),
+        }
+    }
+
+    pub(crate) fn object<'v>(
+        &self,
+        v: &'v Value,
+        key: &str,
+        what: &str,
+    ) -> Result<&'v Map<String, Value>, PolicyError> {
+        v.as_object()
+            .ok_or_else(|| self.invalid(key, &format!("must be {what}")))
+    }
+
+    pub(crate) fn array<'v>(
+        &self,
+        v: &'v Value,
+        key: &str,
+        what: &str,
+    ) -> Result<&'v Vec<Value>, PolicyError> {
+        v.as_array()
+            .ok_or_else(|| self.invalid(key, &format!("must be {what}")))
+    }
+
+    pub(crate) fn string<'v>(&self, v: &'v Value, key: &str) -> Result<&'v str, PolicyError> {
+        v.as_str()
+            .ok_or_else(|| self.invalid(key, "must be a string; quote it"))
+    }
+
+    /// A non-empty glob pattern.
+    pub(crate) fn pattern<'v>(&self, v: &'v Value, key: &str) -> Result<&'v str, PolicyError> {
+        let s = self.string(v, key)?;
+        if s.is_empty() {
+            return Err(self.invalid(key, "is an empty pattern; name a tool or use `*`"));
+        }
+        Ok(s)
+    }
+
+    /// A list of non-empty glob patterns.
+    pub(crate) fn pattern_list(&self, v: &Value, key: &str) -> Result<Vec<String>, PolicyError> {
+        let items = self.array(v, key, "a list of tool-name patterns")?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                self.pattern(item, &format!("{key}[{i}]"))
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load_yaml(s: &str) -> Result<Policy, PolicyError> {
+        Policy::from_bytes(s.as_bytes(), Path::new("/etc/assay/team.yaml"))
+    }
+
+    fn load_json(s: &str) -> Result<Policy, PolicyError> {
+        Policy::from_bytes(s.as_bytes(), Path::new("/etc/assay/team.json"))
+    }
+
+    fn ok(r: Result<Policy, PolicyError>) -> Policy {
+        match r {
+            Ok(p) => p,
+            Err(e) => panic!("should load: {e}"),
+        }
+    }
+
+    fn err(r: Result<Policy, PolicyError>) -> PolicyError {
+        match r {
+            Ok(p) => panic!("should fail: {p:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn policy_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Policy>();
+        check::<PolicyError>();
+    }
+
+    #[test]
+    fn sha256_is_of_the_file_bytes() {
+        let body = "version: \"1\"\nallow: [\"*\"]\n";
+        let p = ok(load_yaml(body));
+        assert_eq!(p.sha256(), hex(&Sha256::digest(body.as_bytes())));
+        assert_eq!(p.sha256().len(), 64);
+        assert!(
+            p.sha256()
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        );
+        // Known vector: SHA-256 of `version: "1"\n`.
+        let p = ok(load_yaml("version: \"1\"\n"));
+        assert_eq!(p.sha256(), hex(&Sha256::digest(b"version: \"1\"\n")),);
+        assert_eq!(
+            hex(&Sha256::digest(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        // Same meaning, different bytes → different digest.
+        let q = ok(load_yaml("version: '1'\n"));
+        assert_ne!(p.sha256(), q.sha256());
+    }
+
+    #[test]
+    fn name_defaults_to_file_stem() {
+        assert_eq!(ok(load_yaml("version: '1'\n")).name(), "team");
+        assert_eq!(ok(load_yaml("version: '1'\nname: prod\n")).name(), "prod");
+        let p = ok(Policy::from_bytes(b"version: '1'\n", Path::new("")));
+        assert_eq!(p.name(), "policy");
+        let p = ok(Policy::from_bytes(
+            b"version: '1'\n",
+            Path::new("assay.yaml"),
+        ));
+        assert_eq!(p.name(), "assay");
+    }
+
+    #[test]
+    fn declared_tools_are_literal_sorted_deduped() {
+        let p = ok(load_yaml(
+            r#"
+version: "1"
+tools:
+  allow: ["read_file", "list_*", "write_file", "t?"]
+  deny: ["exec", "shell*", "read_file"]
+constraints:
+  - { tool: read_file, params: {} }
+  - { tool: "fetch", params: {} }
+  - { tool: "*", params: {} }
+schemas:
+  write_file: {}
+  zip: {}
+"#,
+        ));
+        assert_eq!(
+            p.declared_tools(),
+            ["exec", "fetch", "read_file", "write_file", "zip"]
+        );
+        assert!(ok(load_yaml("version: '1'\n")).declared_tools().is_empty());
+    }
+
+    #[test]
+    fn json_and_yaml_agree() {
+        let y = ok(load_yaml(
+            "version: '1'\nallow: ['*']\ndeny: [exec]\nconstraints: [{tool: r, params: {p: {matches: '^/w/'}}}]\nschemas: {w: {required: [p]}}\n",
+        ));
+        let j = ok(load_json(
+            r#"{"version":"1","allow":["*"],"deny":["exec"],"constraints":[{"tool":"r","params":{"p":{"matches":"^/w/"}}}],"schemas":{"w":{"required":["p"]}}}"#,
+        ));
+        let cases = [
+            ("exec", None),
+            ("r", Some(json!({"p": "/w/x"}))),
+            ("r", Some(json!({"p": "/x"}))),
+            ("w", None),
+            ("w", Some(json!({"p": 1}))),
+            ("other", None),
+        ];
+        for (tool, args) in &cases {
+            assert_eq!(
+                y.evaluate(tool, args.as_ref()),
+                j.evaluate(tool, args.as_ref())
+            );
+        }
+        // A JSON body in a .yaml file is read as YAML and works.
+        let p = ok(load_yaml(r#"{"version": "1", "deny": ["exec"]}"#));
+        assert_eq!(
+            p.evaluate("exec", None).reason_code,
+            ReasonCode::P_TOOL_DENIED
+        );
+    }
+
+    #[test]
+    fn version_is_required_and_must_be_string_one() {
+        let e = err(load_yaml("allow: ['*']\n"));
+        assert!(matches!(e, PolicyError::MissingKey { .. }));
+        assert_eq!(e.key(), Some("version"));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("team.yaml") && msg.contains("version"),
+            "{msg}"
+        );
+        for bad in [
+            "version: 1\n",
+            "version: 1.0\n",
+            "version: '2'\n",
+            "version: ''\n",
+            "version: [1]\n",
+        ] {
+            let e = err(load_yaml(bad));
+            assert!(matches!(e, PolicyError::Invalid { .. }), "{bad}");
+            assert_eq!(e.key(), Some("version"), "{bad}");
+        }
+        assert!(matches!(
+            err(load_json("{\"version\":1}")),
+            PolicyError::Invalid { .. }
+        ));
+    }
+
+    #[test]
+    fn unknown_keys_everywhere() {
+        for (doc, key) in [
+            ("version: '1'\nallows: ['*']\n", "allows"),
+            (
+                "version: '1'\ntools: {allow: ['*'], permit: []}\n",
+                "tools.permit",
+            ),
+            (
+                "version: '1'\nconstraints: [{tool: t, params: {}, note: x}]\n",
+                "constraints[0].note",
+            ),
+            (
+                "version: '1'\nconstraints: [{tool: t, params: {p: {matches: x, anchored: true}}}]\n",
+                "constraints[0].params.p.anchored",
+            ),
+        ] {
+            let e = err(load_yaml(doc));
+            assert!(matches!(e, PolicyError::UnknownKey { .. }), "{doc}: {e}");
+            assert_eq!(e.key(), Some(key));
+            let msg = e.to_string();
+            assert!(
+                msg.contains("/etc/assay/team.yaml") && msg.contains(key),
+                "{msg}"
+            );
+            assert!(msg.contains("remove it"), "{msg}");
+        }
+        let e = err(load_json(r#"{"version":"1","Deny":[]}"#));
+        assert_eq!(e.key(), Some("Deny"));
+    }
+
+    #[test]
+    fn duplicate_keys_in_yaml_and_json() {
+        let e = err(load_yaml("version: '1'\ndeny: [a]\ndeny: [b]\n"));
+        assert!(matches!(e, PolicyError::DuplicateKey { .. }));
+        assert_eq!(e.key(), Some("deny"));
+        let e = err(load_yaml(
+            "version: '1'\nschemas:\n  t: {type: object, type: string}\n",
+        ));
+        assert_eq!(e.key(), Some("schemas.t.type"));
+        let e = err(load_json(
+            "{\"version\":\"1\",\"deny\":[\"a\"],\"deny\":[]}",
+        ));
+        assert!(matches!(e, PolicyError::DuplicateKey { .. }));
+        assert_eq!(e.key(), Some("deny"));
+        let msg = e.to_string();
+        assert!(msg.contains("team.json") && msg.contains("`deny`"), "{msg}");
+    }
+
+    #[test]
+    fn both_forms_refused() {
+        for doc in [
+            "version: '1'\nallow: ['*']\ntools: {deny: [x]}\n",
+            "version: '1'\ndeny: [x]\ntools: {}\n",
+        ] {
+            let e = err(load_yaml(doc));
+            assert_eq!(e.key(), Some("tools"), "{doc}");
+            assert!(e.to_string().contains("one form"));
+        }
+    }
+
+    #[test]
+    fn wrong_types() {
+        for (doc, key) in [
+            ("- version\n", "(top level)"),
+            ("\"just a string\"\n", "(top level)"),
+            ("", "(top level)"),
+            ("version: '1'\nname: 5\n", "name"),
+            ("version: '1'\nname: ''\n", "name"),
+            ("version: '1'\nallow: '*'\n", "allow"),
+            ("version: '1'\nallow:\n", "allow"),
+            ("version: '1'\ndeny: [1]\n", "deny[0]"),
+            ("version: '1'\ndeny: ['']\n", "deny[0]"),
+            ("version: '1'\ntools: [allow]\n", "tools"),
+            (
+                "version: '1'\ntools: {allow: [x, null]}\n",
+                "tools.allow[1]",
+            ),
+            ("version: '1'\nconstraints: {}\n", "constraints"),
+            ("version: '1'\nschemas: []\n", "schemas"),
+        ] {
+            let e = err(load_yaml(doc));
+            assert!(matches!(e, PolicyError::Invalid { .. }), "{doc:?}: {e}");
+            assert_eq!(e.key(), Some(key), "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn bad_regex_and_bad_schema() {
+        let e = err(load_yaml(
+            "version: '1'\nconstraints: [{tool: t, params: {path: {matches: '[a-'}}}]\n",
+        ));
+        assert!(matches!(e, PolicyError::BadRegex { .. }));
+        assert_eq!(e.key(), Some("constraints[0].params.path.matches"));
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && msg.contains("team.yaml"), "{msg}");
+        // Look-around is not Rust regex syntax.
+        let e = err(load_yaml(
+            "version: '1'\nconstraints: [{tool: t, params: {p: {matches: '(?!x)'}}}]\n",
+        ));
+        assert!(matches!(e, PolicyError::BadRegex { .. }));
+
+        let e = err(load_yaml("version: '1'\nschemas: {w: {type: 7}}\n"));
+        assert!(matches!(e, PolicyError::BadSchema { .. }));
+        assert_eq!(e.key(), Some("schemas.w"));
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && msg.contains("team.yaml"), "{msg}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file() {
+        let e = err(load_yaml("version: '1'\nallow: [\n"));
+        assert!(matches!(e, PolicyError::Syntax { format: "YAML", .. }));
+        let e = err(load_json("{\"version\": \"1\",}"));
+        assert!(matches!(e, PolicyError::Syntax { format: "JSON", .. }));
+        assert!(e.to_string().contains("team.json"));
+        // YAML in a .json file is JSON-parsed, so it fails.
+        assert!(matches!(
+            err(load_json("version: '1'\n")),
+            PolicyError::Syntax { .. }
+        ));
+        assert_eq!(e.path(), Path::new("/etc/assay/team.json"));
+        assert_eq!(e.key(), None);
+    }
+
+    #[test]
+    fn messages_are_one_lowercase_line() {
+        let errors = [
+            err(load_yaml("version: '1'\nallow: [\n")),
+            err(load_yaml("version: '1'\nfoo: 1\n")),
+            err(load_yaml(
+                "version: '1'\nconstraints: [{tool: t, params: {p: {matches: '('}}}]\n",
+            )),
+            err(load_yaml("version: '1'\nschemas: {t: {type: 7}}\n")),
+            err(load_yaml("version: '1'\na: 1\na: 1\n")),
+            err(Policy::from_bytes(
+                b"version: '1'\nfoo\nbar: 1\n",
+                Path::new("we\nird.yaml"),
+            )),
+        ];
+        for e in errors {
+            let msg = e.to_string();
+            assert!(!msg.contains('\n'), "{msg:?}");
+            assert!(msg.starts_with(|c: char| c.is_lowercase()), "{msg:?}");
+        }
+    }
+
+    #[test]
+    fn load_reads_files() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("tempdir: {e}"),
+        };
+        let path = dir.path().join("ci.json");
+        let body = br#"{"version":"1","deny":["exec"]}"#;
+        if let Err(e) = std::fs::write(&path, body) {
+            panic!("write: {e}");
+        }
+        let p = ok(Policy::load(&path));
+        assert_eq!(p.name(), "ci");
+        assert_eq!(p.sha256(), hex(&Sha256::digest(body)));
+        assert_eq!(
+            p.evaluate("exec", None).reason_code,
+            ReasonCode::P_TOOL_DENIED
+        );
+
+        let missing = dir.path().join("nope.yaml");
+        let e = err(Policy::load(&missing));
+        assert!(matches!(e, PolicyError::Read { .. }));
+        assert!(e.to_string().contains("nope.yaml"));
+        assert_eq!(e.path(), missing.as_path());
+
+        let big = dir.path().join("big.yaml");
+        let file = std::fs::File::create(&big).and_then(|f| f.set_len(MAX_POLICY_BYTES + 1));
+        if let Err(e) = file {
+            panic!("create: {e}");
+        }
+        assert!(matches!(
+            err(Policy::load(&big)),
+            PolicyError::TooLarge { .. }
+        ));
+    }
+
+    #[test]
+    fn debug_does_not_dump_rules() {
+        let p = ok(load_yaml("version: '1'\nname: n\n"));
+        let d = format!("{p:?}");
+        assert!(d.contains("\"n\"") && d.contains(p.sha256()), "{d}");
+    }
+}

@@ -1,0 +1,290 @@
+//! Argument constraints (SPEC §5): a regex that named string arguments must match.
+//!
+//! ```yaml
+//! constraints:
+//!   - tool: read_file            # a glob, like allow/deny patterns
+//!     params:
+//!       path: { matches: "^/workspace/" }
+//! ```
+//!
+//! A constraint applies to every tool its `tool` glob matches. For each constrained parameter the
+//! argument must be present and a string, and the Rust regex must find a match somewhere in it
+//! (`Regex::is_match`: unanchored unless the pattern anchors itself with `^`/`$`). Arguments that
+//! are absent or not a JSON object fail every constrained parameter. Constraints are checked in
+//! policy order and, within one constraint, parameters in name order; the first failure decides.
+//! Regexes are compiled once at load.
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::decide::Failure;
+use super::glob::Glob;
+use super::{Ctx, PolicyError};
+
+struct ParamRule {
+    name: String,
+    regex: Regex,
+    /// `constraints:<tool>.<param>`.
+    rule: String,
+}
+
+struct Constraint {
+    tool: Glob,
+    params: Vec<ParamRule>,
+}
+
+/// The compiled `constraints` list.
+#[derive(Default)]
+pub(crate) struct Constraints {
+    list: Vec<Constraint>,
+}
+
+impl Constraints {
+    /// Parses and compiles the `constraints` value.
+    pub(super) fn parse(ctx: &Ctx<'_>, value: &Value) -> Result<Constraints, PolicyError> {
+        let items = ctx.array(value, "constraints", "a list of {tool, params} entries")?;
+        let mut list = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("constraints[{i}]");
+            let obj = ctx.object(item, &at, "a mapping with keys tool and params")?;
+            ctx.check_keys(obj, &at, &["tool", "params"])?;
+            let tool = match obj.get("tool") {
+                Some(t) => ctx.pattern(t, &format!("{at}.tool"))?,
+                None => return Err(ctx.missing(&format!("{at}.tool"), "add the tool name or glob")),
+            };
+            let params_key = format!("{at}.params");
+            let params_obj = match obj.get("params") {
+                Some(p) => ctx.object(p, &params_key, "a mapping of argument name to {matches}")?,
+                None => {
+                    return Err(ctx.missing(&params_key, "add the argument rules to check"));
+                }
+            };
+            let mut params = Vec::with_capacity(params_obj.len());
+            for (name, rule) in params_obj {
+                let key = format!("{params_key}.{name}");
+                let rule_obj = ctx.object(rule, &key, "a mapping with key matches")?;
+                ctx.check_keys(rule_obj, &key, &["matches"])?;
+                let m_key = format!("{key}.matches");
+                let Some(m) = rule_obj.get("matches") else {
+                    return Err(ctx.missing(&m_key, "add a regex the argument must match"));
+                };
+                let pattern = ctx.string(m, &m_key)?;
+                let regex = Regex::new(pattern).map_err(|e| ctx.bad_regex(&m_key, &e))?;
+                params.push(ParamRule {
+                    name: name.clone(),
+                    regex,
+                    rule: format!("constraints:{tool}.{name}"),
+                });
+            }
+            // Name order, whatever the map's iteration order: the first failure is deterministic.
+            params.sort_by(|a, b| a.name.cmp(&b.name));
+            list.push(Constraint {
+                tool: Glob::new(tool),
+                params,
+            });
+        }
+        Ok(Constraints { list })
+    }
+
+    /// The `tool` globs, in policy order.
+    pub(crate) fn tool_globs(&self) -> impl Iterator<Item = &Glob> {
+        self.list.iter().map(|c| &c.tool)
+    }
+
+    /// Checks every constraint that applies to `tool`; the first failure wins.
+    pub(crate) fn check(&self, tool: &str, arguments: Option<&Value>) -> Result<(), Failure<'_>> {
+        let args = arguments.and_then(Value::as_object);
+        for c in &self.list {
+            if !c.tool.matches(tool) {
+                continue;
+            }
+            for p in &c.params {
+                let Some(args) = args else {
+                    let reason = if arguments.is_none() {
+                        format!("arguments are absent; argument `{}` is required", p.name)
+                    } else {
+                        format!(
+                            "arguments are not an object; argument `{}` is required",
+                            p.name
+                        )
+                    };
+                    return Err(Failure {
+                        rule: &p.rule,
+                        reason,
+                    });
+                };
+                let problem = match args.get(&p.name) {
+                    None => "is missing",
+                    Some(Value::String(s)) if p.regex.is_match(s) => continue,
+                    Some(Value::String(_)) => "does not match the required pattern",
+                    Some(_) => "is not a string",
+                };
+                return Err(Failure {
+                    rule: &p.rule,
+                    reason: format!("argument `{}` {problem}", p.name.escape_debug()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn parse(v: Value) -> Result<Constraints, PolicyError> {
+        Constraints::parse(&Ctx::new(Path::new("p.yaml")), &v)
+    }
+
+    fn ok(v: Value) -> Constraints {
+        match parse(v) {
+            Ok(c) => c,
+            Err(e) => panic!("should parse: {e}"),
+        }
+    }
+
+    fn fail(c: &Constraints, tool: &str, args: Option<&Value>) -> Option<(String, String)> {
+        c.check(tool, args)
+            .err()
+            .map(|f| (f.rule.to_owned(), f.reason))
+    }
+
+    #[test]
+    fn regex_is_an_unanchored_search() {
+        let c = ok(json!([{"tool": "t", "params": {"p": {"matches": "work"}}}]));
+        assert!(fail(&c, "t", Some(&json!({"p": "/workspace/x"}))).is_none());
+        assert!(fail(&c, "t", Some(&json!({"p": "home"}))).is_some());
+        let c = ok(json!([{"tool": "t", "params": {"p": {"matches": "^/workspace/"}}}]));
+        assert!(fail(&c, "t", Some(&json!({"p": "/workspace/x"}))).is_none());
+        assert!(fail(&c, "t", Some(&json!({"p": "/etc/../workspace/"}))).is_some());
+        let c = ok(json!([{"tool": "t", "params": {"p": {"matches": "^[a-z]+$"}}}]));
+        assert!(fail(&c, "t", Some(&json!({"p": "abc"}))).is_none());
+        assert!(fail(&c, "t", Some(&json!({"p": "abc\n"}))).is_some());
+        assert!(fail(&c, "t", Some(&json!({"p": ""}))).is_some());
+    }
+
+    #[test]
+    fn missing_and_non_string_values_fail() {
+        let c = ok(json!([{"tool": "read_file", "params": {"path": {"matches": ".*"}}}]));
+        let (rule, reason) = fail(&c, "read_file", Some(&json!({}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:read_file.path");
+        assert!(reason.contains("missing"), "{reason}");
+        for v in [
+            json!(1),
+            json!(null),
+            json!(true),
+            json!(["a"]),
+            json!({"a": "b"}),
+        ] {
+            let (_, reason) = fail(&c, "read_file", Some(&json!({"path": v}))).unwrap_or_default();
+            assert!(reason.contains("not a string"), "{reason}");
+        }
+        let (_, reason) = fail(&c, "read_file", None).unwrap_or_default();
+        assert!(reason.contains("absent"), "{reason}");
+        for a in [json!(null), json!([]), json!("path"), json!(3)] {
+            let (rule, reason) = fail(&c, "read_file", Some(&a)).unwrap_or_default();
+            assert_eq!(rule, "constraints:read_file.path");
+            assert!(reason.contains("not an object"), "{reason}");
+        }
+        // `.*` matches the empty string: present and a string is enough.
+        assert!(fail(&c, "read_file", Some(&json!({"path": ""}))).is_none());
+    }
+
+    #[test]
+    fn applies_only_to_matching_tools() {
+        let c = ok(json!([{"tool": "read_*", "params": {"path": {"matches": "^/w/"}}}]));
+        assert!(fail(&c, "write_file", None).is_none());
+        assert!(fail(&c, "read_dir", None).is_some());
+        let (rule, _) = fail(&c, "read_file", Some(&json!({"path": "/x"}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:read_*.path");
+        let globs: Vec<&str> = c.tool_globs().map(Glob::as_str).collect();
+        assert_eq!(globs, ["read_*"]);
+    }
+
+    #[test]
+    fn all_constraints_and_params_must_pass_first_failure_reported() {
+        let c = ok(json!([
+            {"tool": "t", "params": {"b": {"matches": "^b$"}, "a": {"matches": "^a$"}}},
+            {"tool": "*", "params": {"c": {"matches": "^c$"}}}
+        ]));
+        assert!(fail(&c, "t", Some(&json!({"a": "a", "b": "b", "c": "c"}))).is_none());
+        let (rule, _) = fail(&c, "t", Some(&json!({"a": "x", "b": "x"}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:t.a", "params checked in name order");
+        let (rule, _) = fail(&c, "t", Some(&json!({"a": "a", "b": "x"}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:t.b");
+        let (rule, _) = fail(&c, "t", Some(&json!({"a": "a", "b": "b"}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:*.c");
+        let (rule, _) = fail(&c, "other", Some(&json!({}))).unwrap_or_default();
+        assert_eq!(rule, "constraints:*.c");
+    }
+
+    #[test]
+    fn reason_never_echoes_values() {
+        let c = ok(json!([{"tool": "t", "params": {"p": {"matches": "^ok$"}}}]));
+        let (_, reason) = fail(&c, "t", Some(&json!({"p": "SECRET-VALUE"}))).unwrap_or_default();
+        assert!(!reason.contains("SECRET"), "{reason}");
+        assert!(reason.contains("`p`"));
+    }
+
+    #[test]
+    fn empty_params_always_pass() {
+        let c = ok(json!([{"tool": "t", "params": {}}]));
+        assert!(fail(&c, "t", None).is_none());
+    }
+
+    #[test]
+    fn load_errors_name_the_key() {
+        let cases = [
+            (json!({}), "constraints"),
+            (json!(["x"]), "constraints[0]"),
+            (json!([{"params": {}}]), "constraints[0].tool"),
+            (json!([{"tool": "t"}]), "constraints[0].params"),
+            (json!([{"tool": 3, "params": {}}]), "constraints[0].tool"),
+            (json!([{"tool": "", "params": {}}]), "constraints[0].tool"),
+            (
+                json!([{"tool": "t", "params": {}, "extra": 1}]),
+                "constraints[0].extra",
+            ),
+            (
+                json!([{"tool": "t", "params": []}]),
+                "constraints[0].params",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": "^x"}}]),
+                "constraints[0].params.p",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {}}}]),
+                "constraints[0].params.p.matches",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"matches": "x", "regex": "y"}}}]),
+                "constraints[0].params.p.regex",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"matches": 5}}}]),
+                "constraints[0].params.p.matches",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"matches": "(unclosed"}}}]),
+                "constraints[0].params.p.matches",
+            ),
+        ];
+        for (v, key) in cases {
+            match parse(v.clone()) {
+                Ok(_) => panic!("{v} should fail"),
+                Err(e) => {
+                    assert_eq!(e.key(), Some(key), "{v}: {e}");
+                    let msg = e.to_string();
+                    assert!(msg.contains("p.yaml"), "{msg}");
+                    assert!(!msg.contains('\n'), "{msg}");
+                }
+            }
+        }
+        let e = parse(json!([{"tool": "t", "params": {"p": {"matches": "(unclosed"}}}]));
+        assert!(matches!(e, Err(PolicyError::BadRegex { .. })));
+    }
+}

@@ -1,0 +1,425 @@
+//! The decision itself: the verdict types and the evaluation order of SPEC §5.
+//!
+//! Order, first match wins: a `deny` pattern matches → [`ReasonCode::P_TOOL_DENIED`]; an
+//! `allow` list exists and nothing in it matches → [`ReasonCode::P_TOOL_NOT_ALLOWED`]; a
+//! constraint fails → [`ReasonCode::P_ARG_CONSTRAINT`]; the tool's schema rejects the arguments →
+//! [`ReasonCode::P_ARG_SCHEMA`]; otherwise [`ReasonCode::P_POLICY_ALLOW`].
+//!
+//! Every `reason` text is built from the policy's own words (patterns, parameter names, schema
+//! locations), never from the client's argument values, because reasons are logged and raw
+//! arguments must never be (SPEC §4.1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::constraints::Constraints;
+use super::glob::GlobList;
+use super::schema::Schemas;
+
+/// What happens to a `tools/call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Forward the call.
+    Allow,
+    /// Refuse the call (forward it anyway in dry-run).
+    Deny,
+    /// The call could not be evaluated (a malformed `tools/call`; produced by the proxy only).
+    Error,
+}
+
+impl Decision {
+    /// The SPEC string: `allow`, `deny` or `error`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Error => "error",
+        }
+    }
+}
+
+/// Why a decision was made (SPEC §4.1 `reason_code`). Variants are spelled exactly as the SPEC
+/// strings, and serialize as those strings.
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReasonCode {
+    /// Every check passed.
+    P_POLICY_ALLOW,
+    /// A `deny` pattern matched the tool name.
+    P_TOOL_DENIED,
+    /// An `allow` list exists and no pattern in it matched the tool name.
+    P_TOOL_NOT_ALLOWED,
+    /// A constraint on an argument failed (missing, not a string, or no regex match).
+    P_ARG_CONSTRAINT,
+    /// The arguments do not validate against the tool's JSON Schema.
+    P_ARG_SCHEMA,
+    /// The `tools/call` was malformed (`params.name` missing or not a string). Proxy only.
+    P_MALFORMED,
+    /// An allowed call refused because its batch held a denied call. Proxy only.
+    P_BATCH_REFUSED,
+}
+
+impl ReasonCode {
+    /// The SPEC string, e.g. `"P_TOOL_DENIED"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReasonCode::P_POLICY_ALLOW => "P_POLICY_ALLOW",
+            ReasonCode::P_TOOL_DENIED => "P_TOOL_DENIED",
+            ReasonCode::P_TOOL_NOT_ALLOWED => "P_TOOL_NOT_ALLOWED",
+            ReasonCode::P_ARG_CONSTRAINT => "P_ARG_CONSTRAINT",
+            ReasonCode::P_ARG_SCHEMA => "P_ARG_SCHEMA",
+            ReasonCode::P_MALFORMED => "P_MALFORMED",
+            ReasonCode::P_BATCH_REFUSED => "P_BATCH_REFUSED",
+        }
+    }
+}
+
+/// The result of evaluating one `tools/call` against a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Allow or deny (`evaluate` never returns [`Decision::Error`]).
+    pub decision: Decision,
+    /// Why.
+    pub reason_code: ReasonCode,
+    /// A short human sentence. Never contains argument values.
+    pub reason: String,
+    /// The rule that decided, e.g. `deny:shell*`, `allow:*`, `constraints:read_file.path`,
+    /// `schemas:write_file`; `None` when no single rule decided (no allow-list match, or an allow
+    /// with no allow list).
+    pub matched_rule: Option<String>,
+}
+
+/// A failed argument check: the rule label (`constraints:…`/`schemas:…`) and the reason.
+#[derive(Debug)]
+pub(crate) struct Failure<'a> {
+    pub(crate) rule: &'a str,
+    pub(crate) reason: String,
+}
+
+/// An ordered pattern list plus, for each pattern, its precomputed rule label and reason, so a
+/// verdict costs two small string copies.
+pub(crate) struct RuleList {
+    globs: GlobList,
+    labels: Vec<String>,
+    reasons: Vec<String>,
+}
+
+impl RuleList {
+    /// Builds the `allow` or `deny` list (`kind` is `"allow"` or `"deny"`).
+    pub(crate) fn new(kind: &str, patterns: &[String]) -> RuleList {
+        let reason = |p: &String| match kind {
+            "deny" => format!("tool matches deny rule `{}`", p.escape_debug()),
+            _ => format!("tool allowed by rule `{}`", p.escape_debug()),
+        };
+        RuleList {
+            globs: GlobList::new(patterns),
+            labels: patterns.iter().map(|p| format!("{kind}:{p}")).collect(),
+            reasons: patterns.iter().map(reason).collect(),
+        }
+    }
+
+    /// The compiled globs, for `declared_tools`.
+    pub(crate) fn globs(&self) -> &GlobList {
+        &self.globs
+    }
+
+    /// `(label, reason)` of the first pattern matching `tool`.
+    fn first_match(&self, tool: &str) -> Option<(&str, &str)> {
+        let i = self.globs.first_match(tool)?;
+        Some((self.labels.get(i)?.as_str(), self.reasons.get(i)?.as_str()))
+    }
+}
+
+/// Everything `evaluate` needs, compiled at load.
+pub(crate) struct Rules {
+    pub(crate) deny: RuleList,
+    pub(crate) allow: Option<RuleList>,
+    pub(crate) constraints: Constraints,
+    pub(crate) schemas: Schemas,
+}
+
+fn deny(code: ReasonCode, reason: String, rule: Option<&str>) -> Verdict {
+    Verdict {
+        decision: Decision::Deny,
+        reason_code: code,
+        reason,
+        matched_rule: rule.map(str::to_owned),
+    }
+}
+
+impl Rules {
+    /// Evaluates a call in the order of SPEC §5.
+    pub(crate) fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
+        if let Some((label, reason)) = self.deny.first_match(tool) {
+            return deny(ReasonCode::P_TOOL_DENIED, reason.to_owned(), Some(label));
+        }
+        let allowed_by = match &self.allow {
+            None => None,
+            Some(list) => match list.first_match(tool) {
+                Some(hit) => Some(hit),
+                None => {
+                    return deny(
+                        ReasonCode::P_TOOL_NOT_ALLOWED,
+                        "tool matches no allow rule".to_owned(),
+                        None,
+                    );
+                }
+            },
+        };
+        if let Err(f) = self.constraints.check(tool, arguments) {
+            return deny(ReasonCode::P_ARG_CONSTRAINT, f.reason, Some(f.rule));
+        }
+        if let Err(f) = self.schemas.check(tool, arguments) {
+            return deny(ReasonCode::P_ARG_SCHEMA, f.reason, Some(f.rule));
+        }
+        let (rule, reason) = match allowed_by {
+            Some((label, reason)) => (Some(label.to_owned()), reason.to_owned()),
+            None => (
+                None,
+                "no deny rule matched and the policy has no allow list".to_owned(),
+            ),
+        };
+        Verdict {
+            decision: Decision::Allow,
+            reason_code: ReasonCode::P_POLICY_ALLOW,
+            reason,
+            matched_rule: rule,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn policy(yaml: &str) -> Policy {
+        match Policy::from_bytes(yaml.as_bytes(), Path::new("test.yaml")) {
+            Ok(p) => p,
+            Err(e) => panic!("policy should load: {e}"),
+        }
+    }
+
+    const FULL: &str = r#"
+version: "1"
+allow: ["read_*", "write_file", "shell_safe", "*_ok"]
+deny: ["exec", "shell*"]
+constraints:
+  - tool: read_file
+    params:
+      path: { matches: "^/workspace/" }
+schemas:
+  write_file: { type: object, required: [path], properties: { path: { type: string } } }
+"#;
+
+    #[test]
+    fn serde_strings_match_spec() {
+        assert_eq!(
+            serde_json::to_string(&Decision::Allow).ok().as_deref(),
+            Some("\"allow\"")
+        );
+        assert_eq!(
+            serde_json::to_string(&Decision::Deny).ok().as_deref(),
+            Some("\"deny\"")
+        );
+        assert_eq!(
+            serde_json::to_string(&Decision::Error).ok().as_deref(),
+            Some("\"error\"")
+        );
+        for code in [
+            ReasonCode::P_POLICY_ALLOW,
+            ReasonCode::P_TOOL_DENIED,
+            ReasonCode::P_TOOL_NOT_ALLOWED,
+            ReasonCode::P_ARG_CONSTRAINT,
+            ReasonCode::P_ARG_SCHEMA,
+            ReasonCode::P_MALFORMED,
+            ReasonCode::P_BATCH_REFUSED,
+        ] {
+            let s = serde_json::to_string(&code).unwrap_or_default();
+            assert_eq!(s, format!("\"{}\"", code.as_str()));
+            let back: ReasonCode = serde_json::from_str(&s).unwrap_or(ReasonCode::P_MALFORMED);
+            assert_eq!(back, code);
+        }
+        for d in [Decision::Allow, Decision::Deny, Decision::Error] {
+            assert_eq!(
+                serde_json::to_string(&d).unwrap_or_default(),
+                format!("\"{}\"", d.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn deny_beats_allow() {
+        let p = policy(FULL);
+        // `shell_safe` is allowed by name, but deny is checked first.
+        let v = p.evaluate("shell_safe", None);
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.reason_code, ReasonCode::P_TOOL_DENIED);
+        assert_eq!(v.matched_rule.as_deref(), Some("deny:shell*"));
+        let v = p.evaluate("exec", Some(&json!({})));
+        assert_eq!(v.matched_rule.as_deref(), Some("deny:exec"));
+    }
+
+    #[test]
+    fn deny_beats_failing_arguments() {
+        let p = policy(
+            "version: '1'\ndeny: [read_file]\nconstraints: [{tool: read_file, params: {path: {matches: x}}}]\n",
+        );
+        let v = p.evaluate("read_file", None);
+        assert_eq!(v.reason_code, ReasonCode::P_TOOL_DENIED);
+    }
+
+    #[test]
+    fn not_allowed_has_no_rule() {
+        let p = policy(FULL);
+        let v = p.evaluate("delete_everything", Some(&json!({})));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.reason_code, ReasonCode::P_TOOL_NOT_ALLOWED);
+        assert_eq!(v.matched_rule, None);
+    }
+
+    #[test]
+    fn not_allowed_beats_constraint_and_schema() {
+        let p = policy(
+            "version: '1'\nallow: [other]\nconstraints: [{tool: '*', params: {p: {matches: x}}}]\nschemas: {t: false}\n",
+        );
+        assert_eq!(
+            p.evaluate("t", None).reason_code,
+            ReasonCode::P_TOOL_NOT_ALLOWED
+        );
+    }
+
+    #[test]
+    fn constraint_beats_schema() {
+        let p = policy(
+            "version: '1'\nconstraints: [{tool: t, params: {p: {matches: x}}}]\nschemas: {t: false}\n",
+        );
+        let v = p.evaluate("t", Some(&json!({"p": "y"})));
+        assert_eq!(v.reason_code, ReasonCode::P_ARG_CONSTRAINT);
+        assert_eq!(v.matched_rule.as_deref(), Some("constraints:t.p"));
+        let v = p.evaluate("t", Some(&json!({"p": "x"})));
+        assert_eq!(v.reason_code, ReasonCode::P_ARG_SCHEMA);
+        assert_eq!(v.matched_rule.as_deref(), Some("schemas:t"));
+    }
+
+    #[test]
+    fn full_policy_paths() {
+        let p = policy(FULL);
+        let v = p.evaluate("read_file", Some(&json!({"path": "/etc/passwd"})));
+        assert_eq!(v.reason_code, ReasonCode::P_ARG_CONSTRAINT);
+        assert_eq!(
+            v.matched_rule.as_deref(),
+            Some("constraints:read_file.path")
+        );
+        assert!(
+            !v.reason.contains("/etc/passwd"),
+            "reason must not echo values"
+        );
+
+        let v = p.evaluate("read_file", Some(&json!({"path": "/workspace/a"})));
+        assert_eq!(v.decision, Decision::Allow);
+        assert_eq!(v.reason_code, ReasonCode::P_POLICY_ALLOW);
+        assert_eq!(v.matched_rule.as_deref(), Some("allow:read_*"));
+
+        let v = p.evaluate("write_file", Some(&json!({"path": 7})));
+        assert_eq!(v.reason_code, ReasonCode::P_ARG_SCHEMA);
+        assert_eq!(v.matched_rule.as_deref(), Some("schemas:write_file"));
+
+        let v = p.evaluate("write_file", None);
+        assert_eq!(
+            v.reason_code,
+            ReasonCode::P_ARG_SCHEMA,
+            "absent arguments are {{}}"
+        );
+
+        let v = p.evaluate("write_file", Some(&json!({"path": "x"})));
+        assert_eq!(v.reason_code, ReasonCode::P_POLICY_ALLOW);
+        assert_eq!(v.matched_rule.as_deref(), Some("allow:write_file"));
+
+        let v = p.evaluate("thing_ok", None);
+        assert_eq!(v.matched_rule.as_deref(), Some("allow:*_ok"));
+    }
+
+    #[test]
+    fn no_allow_list_allows_everything_not_denied() {
+        let p = policy("version: '1'\ndeny: [exec]\n");
+        let v = p.evaluate("anything", None);
+        assert_eq!(v.decision, Decision::Allow);
+        assert_eq!(v.reason_code, ReasonCode::P_POLICY_ALLOW);
+        assert_eq!(v.matched_rule, None);
+        assert!(!v.reason.is_empty());
+        assert_eq!(
+            p.evaluate("exec", None).reason_code,
+            ReasonCode::P_TOOL_DENIED
+        );
+    }
+
+    #[test]
+    fn empty_allow_list_allows_nothing() {
+        let p = policy("version: '1'\nallow: []\n");
+        assert_eq!(
+            p.evaluate("x", None).reason_code,
+            ReasonCode::P_TOOL_NOT_ALLOWED
+        );
+    }
+
+    #[test]
+    fn allow_rule_is_first_in_policy_order() {
+        let p = policy("version: '1'\nallow: ['*', read_file]\n");
+        let v = p.evaluate("read_file", None);
+        assert_eq!(v.matched_rule.as_deref(), Some("allow:*"));
+    }
+
+    #[test]
+    fn tools_form_behaves_like_top_level_form() {
+        let a = policy("version: '1'\nallow: ['*']\ndeny: [exec]\n");
+        let b = policy("version: '1'\ntools: {allow: ['*'], deny: [exec]}\n");
+        for tool in ["exec", "read"] {
+            assert_eq!(a.evaluate(tool, None), b.evaluate(tool, None));
+        }
+        assert_eq!(
+            b.evaluate("exec", None).matched_rule.as_deref(),
+            Some("deny:exec")
+        );
+        assert_eq!(
+            b.evaluate("read", None).matched_rule.as_deref(),
+            Some("allow:*")
+        );
+    }
+
+    #[test]
+    fn evaluate_never_produces_proxy_only_codes() {
+        let p = policy(FULL);
+        let args = [
+            None,
+            Some(json!(null)),
+            Some(json!([])),
+            Some(json!({"path": "/workspace/x"})),
+        ];
+        for tool in [
+            "",
+            "exec",
+            "read_file",
+            "write_file",
+            "zzz",
+            "shell",
+            "a_ok",
+        ] {
+            for a in &args {
+                let v = p.evaluate(tool, a.as_ref());
+                assert_ne!(v.decision, Decision::Error);
+                assert!(!matches!(
+                    v.reason_code,
+                    ReasonCode::P_MALFORMED | ReasonCode::P_BATCH_REFUSED
+                ));
+                assert_eq!(
+                    v.decision == Decision::Allow,
+                    v.reason_code == ReasonCode::P_POLICY_ALLOW
+                );
+            }
+        }
+    }
+}

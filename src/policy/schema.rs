@@ -1,0 +1,271 @@
+//! Per-tool JSON Schemas for `params.arguments` (SPEC §5).
+//!
+//! ```yaml
+//! schemas:
+//!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
+//! ```
+//!
+//! - Keys are literal tool names: `*` and `?` are refused at load, so nobody writes `write_*`
+//!   expecting a glob and gets a schema that never applies.
+//! - Schemas are compiled once at load as JSON Schema draft 2020-12, whatever `$schema` says.
+//!   The validator is built without remote or file `$ref` resolution (jsonschema's default
+//!   features are off), so a schema that refers outside itself does not compile: a load error.
+//! - `format` is *asserted*, not just annotated, and an unknown format name is a load error: a
+//!   security policy that writes `format: uri` means it (fail closed).
+//! - Absent `arguments` are validated as the empty object `{}`; arguments that are present but
+//!   not an object are validated as they are (so `type: object` rejects them).
+//! - `pattern`/`patternProperties` use the Rust `regex` engine (linear time, like constraints),
+//!   not jsonschema's default backtracking engine: evaluation is on the proxy's hot path and the
+//!   arguments are hostile. Look-around and backreferences therefore do not compile (load error).
+//! - The reason names the failing schema location (from the policy), never the instance values.
+
+use std::collections::HashMap;
+
+use jsonschema::Validator;
+use serde_json::{Map, Value};
+
+use super::decide::Failure;
+use super::{Ctx, PolicyError};
+
+struct ToolSchema {
+    validator: Validator,
+    /// `schemas:<tool>`.
+    rule: String,
+}
+
+/// The compiled `schemas` map.
+pub(crate) struct Schemas {
+    map: HashMap<String, ToolSchema>,
+    /// What absent arguments are validated as.
+    empty: Value,
+}
+
+impl Default for Schemas {
+    fn default() -> Self {
+        Schemas {
+            map: HashMap::new(),
+            empty: Value::Object(Map::new()),
+        }
+    }
+}
+
+/// Compiles one schema with the policy's fixed options.
+fn compile(schema: &Value) -> Result<Validator, String> {
+    jsonschema::draft202012::options()
+        // The `regex` engine runs in linear time; the default (fancy-regex) backtracks, and
+        // `pattern` runs on hostile arguments on the hot path.
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .should_validate_formats(true)
+        .should_ignore_unknown_formats(false)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+impl Schemas {
+    /// Parses and compiles the `schemas` value.
+    pub(super) fn parse(ctx: &Ctx<'_>, value: &Value) -> Result<Schemas, PolicyError> {
+        let obj = ctx.object(value, "schemas", "a mapping of tool name to JSON Schema")?;
+        let mut out = Schemas::default();
+        for (tool, schema) in obj {
+            let key = format!("schemas.{tool}");
+            if tool.is_empty() {
+                return Err(ctx.invalid(&key, "is an empty tool name; name the tool"));
+            }
+            if tool.contains(['*', '?']) {
+                return Err(ctx.invalid(
+                    &key,
+                    "is not a literal tool name; schemas are keyed by exact tool name (no * or ?)",
+                ));
+            }
+            let validator = compile(schema).map_err(|e| ctx.bad_schema(&key, &e))?;
+            out.map.insert(
+                tool.clone(),
+                ToolSchema {
+                    validator,
+                    rule: format!("schemas:{tool}"),
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// The tool names that have a schema (unordered).
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+
+    /// Validates `arguments` (absent → `{}`) against `tool`'s schema, if it has one.
+    pub(crate) fn check(&self, tool: &str, arguments: Option<&Value>) -> Result<(), Failure<'_>> {
+        let Some(s) = self.map.get(tool) else {
+            return Ok(());
+        };
+        let instance = arguments.unwrap_or(&self.empty);
+        match s.validator.validate(instance) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let at = e.schema_path().as_str();
+                let at = if at.is_empty() { "/" } else { at };
+                Err(Failure {
+                    rule: &s.rule,
+                    reason: format!(
+                        "arguments do not match the tool's schema (schema location {})",
+                        at.escape_debug()
+                    ),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn parse(v: Value) -> Result<Schemas, PolicyError> {
+        Schemas::parse(&Ctx::new(Path::new("p.json")), &v)
+    }
+
+    fn ok(v: Value) -> Schemas {
+        match parse(v) {
+            Ok(s) => s,
+            Err(e) => panic!("should compile: {e}"),
+        }
+    }
+
+    fn reason(s: &Schemas, tool: &str, args: Option<&Value>) -> Option<String> {
+        s.check(tool, args).err().map(|f| {
+            assert_eq!(f.rule, format!("schemas:{tool}"));
+            f.reason
+        })
+    }
+
+    #[test]
+    fn validates_arguments() {
+        let s = ok(json!({"write_file": {
+            "type": "object", "required": ["path"],
+            "properties": {"path": {"type": "string"}},
+            "additionalProperties": false
+        }}));
+        assert!(reason(&s, "write_file", Some(&json!({"path": "a"}))).is_none());
+        let r = reason(&s, "write_file", Some(&json!({"path": 1}))).unwrap_or_default();
+        assert!(r.contains("/properties/path/type"), "{r}");
+        let r = reason(&s, "write_file", Some(&json!({"path": "a", "SECRET": "v"})));
+        let r = r.unwrap_or_default();
+        assert!(
+            !r.contains("SECRET"),
+            "instance keys and values are not echoed: {r}"
+        );
+        assert!(reason(&s, "write_file", Some(&json!([]))).is_some());
+        assert!(reason(&s, "write_file", Some(&json!(null))).is_some());
+        // Other tools are unaffected.
+        assert!(reason(&s, "read_file", Some(&json!(5))).is_none());
+        assert!(reason(&s, "write_filex", None).is_none());
+    }
+
+    #[test]
+    fn absent_arguments_are_the_empty_object() {
+        let s = ok(json!({"t": {"type": "object", "required": ["x"]}, "u": {"type": "object"}}));
+        let r = reason(&s, "t", None).unwrap_or_default();
+        assert!(r.contains("/required"), "{r}");
+        assert!(reason(&s, "u", None).is_none());
+    }
+
+    #[test]
+    fn boolean_schemas() {
+        let s = ok(json!({"never": false, "always": true}));
+        assert!(reason(&s, "never", None).is_some());
+        assert!(reason(&s, "always", Some(&json!(1))).is_none());
+    }
+
+    #[test]
+    fn draft_2020_12_keywords_and_formats_apply() {
+        let s = ok(json!({
+            "t": {"type": "array", "prefixItems": [{"type": "string"}], "items": false},
+            "f": {"type": "object", "properties": {"e": {"type": "string", "format": "email"}}},
+            "d": {"$schema": "http://json-schema.org/draft-07/schema#",
+                  "type": "array", "prefixItems": [{"type": "string"}]}
+        }));
+        assert!(reason(&s, "t", Some(&json!(["a"]))).is_none());
+        assert!(reason(&s, "t", Some(&json!(["a", "b"]))).is_some());
+        assert!(reason(&s, "t", Some(&json!([1]))).is_some());
+        assert!(reason(&s, "f", Some(&json!({"e": "a@b.example"}))).is_none());
+        assert!(reason(&s, "f", Some(&json!({"e": "not an email"}))).is_some());
+        // Draft 2020-12 is forced: prefixItems applies even under a draft-07 `$schema`.
+        assert!(reason(&s, "d", Some(&json!([1]))).is_some());
+    }
+
+    #[test]
+    fn local_refs_work_remote_refs_do_not_compile() {
+        let s = ok(json!({"t": {
+            "$defs": {"p": {"type": "string"}},
+            "type": "object", "properties": {"path": {"$ref": "#/$defs/p"}}
+        }}));
+        assert!(reason(&s, "t", Some(&json!({"path": 1}))).is_some());
+        assert!(reason(&s, "t", Some(&json!({"path": "x"}))).is_none());
+        for r in [
+            "https://example.com/schema.json",
+            "file:///etc/passwd",
+            "other.json",
+        ] {
+            let e = parse(json!({"t": {"$ref": r}}));
+            assert!(
+                matches!(e, Err(PolicyError::BadSchema { .. })),
+                "{r}: {:?}",
+                e.err()
+            );
+        }
+    }
+
+    #[test]
+    fn load_errors() {
+        let cases = [
+            (json!([]), "schemas"),
+            (json!({"t": {"type": 5}}), "schemas.t"),
+            (json!({"t": {"type": "strnig"}}), "schemas.t"),
+            (json!({"t": {"pattern": "(unclosed"}}), "schemas.t"),
+            (json!({"t": {"format": "no-such-format"}}), "schemas.t"),
+            (json!({"t": 3}), "schemas.t"),
+            (json!({"write_*": {}}), "schemas.write_*"),
+            (json!({"t?": {}}), "schemas.t?"),
+            (json!({"": {}}), "schemas."),
+        ];
+        for (v, key) in cases {
+            match parse(v.clone()) {
+                Ok(_) => panic!("{v} should fail"),
+                Err(e) => {
+                    assert_eq!(e.key(), Some(key), "{v}: {e}");
+                    let msg = e.to_string();
+                    assert!(msg.contains("p.json") && !msg.contains('\n'), "{msg}");
+                }
+            }
+        }
+        assert!(matches!(
+            parse(json!({"t": {"type": 5}})),
+            Err(PolicyError::BadSchema { .. })
+        ));
+    }
+
+    #[test]
+    fn patterns_use_the_linear_time_engine() {
+        let s = ok(json!({"t": {"type": "object", "properties": {"p": {"pattern": "^(a+)+$"}}}}));
+        let hostile = format!("{}!", "a".repeat(50_000));
+        let start = std::time::Instant::now();
+        assert!(reason(&s, "t", Some(&json!({"p": hostile}))).is_some());
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert!(reason(&s, "t", Some(&json!({"p": "aaa"}))).is_none());
+        for p in ["(?=x)", "(?<!x)y", "(a)\\1"] {
+            let e = parse(json!({"t": {"pattern": p}}));
+            assert!(matches!(e, Err(PolicyError::BadSchema { .. })), "{p}");
+        }
+    }
+
+    #[test]
+    fn tools_lists_keys() {
+        let s = ok(json!({"a": {}, "b": {}}));
+        let mut t: Vec<&str> = s.tools().collect();
+        t.sort_unstable();
+        assert_eq!(t, ["a", "b"]);
+    }
+}
