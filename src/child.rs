@@ -110,7 +110,11 @@ pub(crate) struct Cleanup {
 }
 
 /// Polls `try_wait` until a status arrives or `bound` passes.
-pub(crate) fn poll_status(child: &mut Child, bound: Duration, every: Duration) -> Option<ExitStatus> {
+pub(crate) fn poll_status(
+    child: &mut Child,
+    bound: Duration,
+    every: Duration,
+) -> Option<ExitStatus> {
     let deadline = Instant::now() + bound;
     loop {
         match child.try_wait() {
@@ -204,13 +208,17 @@ mod tests {
 
     #[test]
     fn missing_and_non_executable_commands() {
-        let e = spawn(&["/nonexistent/assay-x".into()], Stdio::null()).err().unwrap();
+        let e = spawn(&["/nonexistent/assay-x".into()], Stdio::null())
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), ErrorKind::CommandNotFound);
         assert_eq!(e.exit_status(), 127);
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("noexec");
         std::fs::write(&p, "#!/bin/sh\n").unwrap();
-        let e = spawn(&[p.display().to_string()], Stdio::null()).err().unwrap();
+        let e = spawn(&[p.display().to_string()], Stdio::null())
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), ErrorKind::CommandNotExecutable);
         assert_eq!(e.exit_status(), 126);
     }

@@ -247,7 +247,7 @@ impl WrapConfig {
             ));
         }
         if let Some(t) = self.drain_timeout {
-            if !(t.is_finite() && t >= 0.0 && t <= 1e9) {
+            if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
                 return Err(Error::config(
                     "drain-timeout",
                     "must be a non-negative number of seconds",
@@ -434,7 +434,10 @@ impl WrapConfig {
                     if !may_exist {
                         return Err(Error::config(
                             option,
-                            format!("{} already exists (evidence files must be new)", path.display()),
+                            format!(
+                                "{} already exists (evidence files must be new)",
+                                path.display()
+                            ),
                         ));
                     }
                     if m.file_type().is_symlink() {
@@ -518,7 +521,8 @@ mod tests {
     fn config_json_refuses_unknown_and_duplicate_keys() {
         let e = WrapConfig::from_json(r#"{"command":["x"],"policy":"p","bogus":1}"#).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
-        let e = WrapConfig::from_json(r#"{"command":["x"],"policy":"p","policy":"q"}"#).unwrap_err();
+        let e =
+            WrapConfig::from_json(r#"{"command":["x"],"policy":"p","policy":"q"}"#).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         let c = WrapConfig::from_json(r#"{"command":["x"],"policy":"p","dry_run":true}"#).unwrap();
         assert!(c.dry_run);

@@ -30,5 +30,5 @@ mod evidence;
 mod proxy;
 
 pub use config::WrapConfig;
-pub use proxy::{ClientIo, wrap_session};
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
+pub use proxy::{ClientIo, wrap_session};

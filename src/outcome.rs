@@ -162,6 +162,8 @@ pub struct WrapOutcome {
     pub discovery_only: bool,
     /// Evidence writes that failed (one line each); non-empty means exit status 3.
     pub evidence_errors: Vec<String>,
+    /// Why the session ended with `proxy_error`, when it did.
+    pub proxy_error: Option<String>,
 }
 
 impl StopData {

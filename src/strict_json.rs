@@ -74,7 +74,7 @@ impl<'a> KeySet<'a> {
     fn insert(&mut self, key: Cow<'a, str>) -> bool {
         match self {
             KeySet::Small(v) => {
-                if v.iter().any(|k| *k == key) {
+                if v.contains(&key) {
                     return false;
                 }
                 if v.len() < SMALL_KEYS {
@@ -505,9 +505,6 @@ mod tests {
         let obj = format!("{}1{}", "{\"a\":".repeat(33), "}".repeat(33));
         assert_eq!(kind(&obj), Some(ScanErrorKind::TooDeep));
         // A hostile depth far beyond the limit is refused without recursion.
-        assert_eq!(
-            kind(&"[".repeat(1_000_000)),
-            Some(ScanErrorKind::TooDeep)
-        );
+        assert_eq!(kind(&"[".repeat(1_000_000)), Some(ScanErrorKind::TooDeep));
     }
 }

@@ -25,7 +25,12 @@ fn hostile(input: &[u8], extra: &[&str]) -> Case {
     let run = run(
         &wrap_args(
             &strs(&opts),
-            &["python3", &fault_server(), "record", &rec.display().to_string()],
+            &[
+                "python3",
+                &fault_server(),
+                "record",
+                &rec.display().to_string(),
+            ],
         ),
         input,
     );
@@ -88,7 +93,10 @@ fn non_object_json_gets_invalid_request() {
     let c = hostile(&script(&["42", "\"tools/call\"", "null", "true"]), &[]);
     let out = c.run.lines();
     assert_eq!(out.len(), 4);
-    assert!(out.iter().all(|o| error_code(o) == -32600 && o["id"].is_null()));
+    assert!(
+        out.iter()
+            .all(|o| error_code(o) == -32600 && o["id"].is_null())
+    );
     assert!(c.received.is_empty());
 }
 
@@ -104,10 +112,18 @@ fn malformed_tool_calls_get_an_error_decision_and_are_not_forwarded() {
     let c = hostile(&script(&lines), &[]);
     c.run.expect_status(0);
     let out = c.run.lines();
-    assert_eq!(out.len(), 4, "notification gets no response\n{}", c.run.report());
+    assert_eq!(
+        out.len(),
+        4,
+        "notification gets no response\n{}",
+        c.run.report()
+    );
     for o in &out {
         assert_eq!(o["result"]["isError"], true);
-        assert_eq!(o["result"]["structuredContent"]["assay"]["decision"], "error");
+        assert_eq!(
+            o["result"]["structuredContent"]["assay"]["decision"],
+            "error"
+        );
         assert_eq!(
             o["result"]["structuredContent"]["assay"]["reason_code"],
             "P_MALFORMED"
@@ -165,7 +181,10 @@ fn batches_follow_the_all_or_nothing_rule() {
         .iter()
         .map(|d| d["data"]["reason_code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes, ["P_BATCH_REFUSED", "P_TOOL_DENIED", "P_BATCH_REFUSED"]);
+    assert_eq!(
+        codes,
+        ["P_BATCH_REFUSED", "P_TOOL_DENIED", "P_BATCH_REFUSED"]
+    );
     assert!(c.decisions.iter().all(|d| d["data"]["decision"] == "deny"));
 }
 
@@ -193,14 +212,22 @@ fn deep_nesting_is_a_parse_error() {
 #[test]
 fn oversized_line_ends_the_session_as_proxy_error() {
     let big = call(2, "echo", &format!(r#"{{"text":"{}"}}"#, "x".repeat(5000)));
-    let c = hostile(&script(&[INIT, &big, &call(3, "echo", "{}")]), &["--max-line-bytes", "4096"]);
+    let c = hostile(
+        &script(&[INIT, &big, &call(3, "echo", "{}")]),
+        &["--max-line-bytes", "4096"],
+    );
     c.run.expect_status(3);
-    // The first line was forwarded; the oversized one and everything after were not.
-    assert_eq!(c.received, script(&[INIT]));
+    // The oversized line and everything after it were never forwarded. (The first line was
+    // written to the server's pipe, but the server may be killed by cleanup before it reads it.)
+    assert!(script(&[INIT]).starts_with(&c.received), "{:?}", c.received);
     let stop = c.stop.expect("stop record written");
     assert_eq!(stop["data"]["session_end"], "proxy_error");
     assert_eq!(stop["data"]["decision_log"], "incomplete");
-    assert!(c.run.stderr.contains("max_line_bytes"), "{}", c.run.report());
+    assert!(
+        c.run.stderr.contains("max_line_bytes"),
+        "{}",
+        c.run.report()
+    );
 }
 
 #[test]
@@ -211,4 +238,3 @@ fn line_at_the_bound_is_accepted() {
     c.run.expect_status(0);
     assert_eq!(c.received, script(&[&line]));
 }
-

@@ -57,7 +57,12 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
     let r = run(
         &wrap_args(
             &strs(&opts),
-            &["python3", &fault_server(), "record", &rec.display().to_string()],
+            &[
+                "python3",
+                &fault_server(),
+                "record",
+                &rec.display().to_string(),
+            ],
         ),
         &input,
     );
@@ -134,7 +139,11 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
     assert_eq!(decisions[0]["data"]["tool_call_id"], "3");
     assert!(decisions[2]["data"]["tool_call_id"].is_null());
     // Raw arguments are never logged.
-    assert!(!std::fs::read_to_string(&log).unwrap().contains("/etc/passwd"));
+    assert!(
+        !std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("/etc/passwd")
+    );
 }
 
 #[test]
@@ -151,9 +160,16 @@ fn arguments_digest_is_canonical_json() {
         "--decision-log".into(),
         log.display().to_string(),
     ];
-    run(&wrap_args(&strs(&opts), &["python3", &demo_server()]), &script(&[&a, &b])).expect_status(0);
+    run(
+        &wrap_args(&strs(&opts), &["python3", &demo_server()]),
+        &script(&[&a, &b]),
+    )
+    .expect_status(0);
     let d = decision_lines(&log);
-    assert_eq!(d[0]["data"]["arguments_sha256"], d[1]["data"]["arguments_sha256"]);
+    assert_eq!(
+        d[0]["data"]["arguments_sha256"],
+        d[1]["data"]["arguments_sha256"]
+    );
     // RFC 8785 form of {"n":1,"text":"x"}.
     use sha2::Digest;
     let expect: String = sha2::Sha256::digest(br#"{"n":1,"text":"x"}"#)
@@ -175,7 +191,11 @@ fn server_initiated_messages_pass_through() {
     r.expect_status(0);
     let lines = r.lines();
     assert!(lines.iter().any(|l| l["method"] == "notifications/message"));
-    assert!(lines.iter().any(|l| l["method"] == "roots/list" && l["id"] == "srv-1"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["method"] == "roots/list" && l["id"] == "srv-1")
+    );
 }
 
 #[test]

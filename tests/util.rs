@@ -25,7 +25,10 @@ pub fn demo_policy() -> PathBuf {
 }
 
 pub fn fault_server() -> String {
-    root().join("tests/fixtures/fault_server.py").display().to_string()
+    root()
+        .join("tests/fixtures/fault_server.py")
+        .display()
+        .to_string()
 }
 
 pub fn tempdir() -> tempfile::TempDir {
@@ -48,7 +51,10 @@ impl Run {
             .filter(|l| !l.is_empty())
             .map(|l| {
                 serde_json::from_slice(l).unwrap_or_else(|e| {
-                    panic!("stdout line is not JSON ({e}): {}", String::from_utf8_lossy(l))
+                    panic!(
+                        "stdout line is not JSON ({e}): {}",
+                        String::from_utf8_lossy(l)
+                    )
                 })
             })
             .collect()
@@ -87,40 +93,10 @@ pub fn run(args: &[String], input: &[u8]) -> Run {
 /// Like [`run`], but optionally keeps stdin open for `hold` after writing the input.
 pub fn run_with(args: &[String], input: &[u8], hold: Option<Duration>) -> Run {
     let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let started = Instant::now();
-    let mut child = cmd.spawn().expect("spawn assay");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-        let _ = stdin.flush();
-        if let Some(h) = hold {
-            std::thread::sleep(h);
-        }
-        drop(stdin);
-    });
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut out = Vec::new();
-    let _ = stdout.read_to_end(&mut out);
-    let status = child.wait().expect("wait");
-    writer.join().unwrap();
-    Run {
-        cmd: format!("assay {}", args.join(" ")),
-        status: status.code(),
-        stdout: out,
-        stderr: err_reader.join().unwrap(),
-        elapsed: started.elapsed(),
-    }
+    cmd.args(args);
+    let mut r = run_cmd(cmd, input, hold, None);
+    r.cmd = format!("assay {}", args.join(" "));
+    r
 }
 
 /// `mcp wrap` arguments: the given options, `--`, then the server argv.
@@ -175,7 +151,9 @@ pub const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params"
 
 /// A tools/call line.
 pub fn call(id: u64, tool: &str, args: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#)
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+    )
 }
 
 /// Joins lines with `\n` and a final newline.
@@ -183,4 +161,66 @@ pub fn script(lines: &[&str]) -> Vec<u8> {
     let mut s = lines.join("\n");
     s.push('\n');
     s.into_bytes()
+}
+
+/// Runs an arbitrary program (e.g. `/bin/sh` setting limits before exec'ing assay).
+pub fn run_program(program: &str, args: &[String], input: &[u8]) -> Run {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    run_cmd(cmd, input, None, None)
+}
+
+/// Runs `assay <args>`, writes `input`, waits `after`, runs `action` while stdin is still open,
+/// then closes stdin.
+pub fn run_during(
+    args: &[String],
+    input: &[u8],
+    after: Duration,
+    action: impl FnOnce() + Send + 'static,
+) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    run_cmd(cmd, input, Some(after), Some(Box::new(action)))
+}
+
+type Action = Box<dyn FnOnce() + Send>;
+
+fn run_cmd(mut cmd: Command, input: &[u8], hold: Option<Duration>, action: Option<Action>) -> Run {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let shown = format!("{cmd:?}");
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+        let _ = stdin.flush();
+        if let Some(h) = hold {
+            std::thread::sleep(h);
+        }
+        if let Some(a) = action {
+            a();
+        }
+        drop(stdin);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut out = Vec::new();
+    let _ = stdout.read_to_end(&mut out);
+    let status = child.wait().expect("wait");
+    writer.join().unwrap();
+    Run {
+        cmd: shown,
+        status: status.code(),
+        stdout: out,
+        stderr: err_reader.join().unwrap(),
+        elapsed: started.elapsed(),
+    }
 }

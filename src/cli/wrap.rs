@@ -19,6 +19,9 @@ pub(crate) fn run(config: WrapConfig) -> ExitCode {
             for e in &outcome.evidence_errors {
                 eprint_assay(&format!("evidence write failed: {e}"));
             }
+            if let Some(why) = &outcome.proxy_error {
+                eprint_assay(&format!("proxy error: {why}"));
+            }
             if outcome.exit_code == 3 {
                 eprint_assay(&format!(
                     "session ended with a wrapper failure ({:?}); {}",

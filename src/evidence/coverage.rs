@@ -82,7 +82,9 @@ pub(crate) fn write(
     observed: &BTreeSet<String>,
 ) -> Result<()> {
     let bytes = match log {
-        Some(p) => std::fs::read(p).map_err(|e| Error::io(p, "cannot read back decision log", &e))?,
+        Some(p) => {
+            std::fs::read(p).map_err(|e| Error::io(p, "cannot read back decision log", &e))?
+        }
         None => Vec::new(),
     };
     let (calls, unnamed_calls, decision_lines) = count(&bytes);
@@ -109,7 +111,8 @@ pub(crate) fn write(
     let mut json = serde_json::to_vec_pretty(&report)
         .map_err(|e| Error::io(out, "cannot serialize coverage", &std::io::Error::other(e)))?;
     json.push(b'\n');
-    super::file::write_new(out, &json).map_err(|e| Error::io(out, "cannot write coverage report", &e))
+    super::file::write_new(out, &json)
+        .map_err(|e| Error::io(out, "cannot write coverage report", &e))
 }
 
 #[cfg(test)]
@@ -121,7 +124,14 @@ mod tests {
         let log = b"{\"data\":{\"tool\":\"a\",\"decision\":\"allow\"}}\n{\"data\":{\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"tool\":null,\"decision\":\"error\"}}\n{\"data\":{\"tool\":\"b\",\"dec";
         let (calls, unnamed, n) = count(log);
         assert_eq!(n, 3);
-        assert_eq!(calls["a"], Counts { allow: 1, deny: 1, error: 0 });
+        assert_eq!(
+            calls["a"],
+            Counts {
+                allow: 1,
+                deny: 1,
+                error: 0
+            }
+        );
         assert!(!calls.contains_key("b"));
         assert_eq!(unnamed.error, 1);
     }

@@ -123,13 +123,19 @@ mod tests {
     fn ids_and_digests() {
         let id = new_session_id().unwrap();
         assert_eq!(id.len(), 32);
-        assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
         assert_ne!(id, new_session_id().unwrap());
         assert_eq!(
             sha256_hex(b""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-        assert_eq!(command_sha256(&["a".into(), "b".into()]), sha256_hex(b"a\0b"));
+        assert_eq!(
+            command_sha256(&["a".into(), "b".into()]),
+            sha256_hex(b"a\0b")
+        );
         let t = now_rfc3339();
         assert!(t.ends_with('Z'), "{t}");
     }

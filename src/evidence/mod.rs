@@ -8,4 +8,3 @@ pub(crate) mod event;
 pub(crate) mod file;
 pub(crate) mod protocol;
 pub(crate) mod stop;
-

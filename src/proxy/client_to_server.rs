@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ChildStdin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
@@ -69,7 +69,12 @@ impl ClientWorker {
             let line = match self.reader.next_line(&mut idle) {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
-                Err(e) => return Err(WorkerError::from_line(e, "client input")),
+                Err(e) => {
+                    // Lines accepted before the failure still go out (best effort).
+                    let _ = self.to_child.flush();
+                    let _ = shared.output.flush();
+                    return Err(WorkerError::from_line(e, "client input"));
+                }
             };
             match handle_line(&shared, line) {
                 Action::Forward => self

@@ -77,7 +77,11 @@ impl<R: Read + AsFd> LineReader<R> {
             }
             self.make_room();
             idle().map_err(LineError::Io)?;
-            if !self.cancel.wait_readable(self.src.as_fd()).map_err(LineError::Io)? {
+            if !self
+                .cancel
+                .wait_readable(self.src.as_fd())
+                .map_err(LineError::Io)?
+            {
                 return Err(LineError::Cancelled);
             }
             match self.src.read(&mut self.buf[self.end..]) {
@@ -140,7 +144,15 @@ mod tests {
     #[test]
     fn splits_lines_and_keeps_a_final_partial_line() {
         let got = lines(b"a\nbb\n\nccc", 100).unwrap();
-        assert_eq!(got, vec![b"a\n".to_vec(), b"bb\n".to_vec(), b"\n".to_vec(), b"ccc".to_vec()]);
+        assert_eq!(
+            got,
+            vec![
+                b"a\n".to_vec(),
+                b"bb\n".to_vec(),
+                b"\n".to_vec(),
+                b"ccc".to_vec()
+            ]
+        );
     }
 
     #[test]
@@ -157,7 +169,10 @@ mod tests {
     fn long_lines_across_reads() {
         let mut input = Vec::new();
         for i in 0..50 {
-            input.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, 100_000 + i as usize));
+            input.extend(std::iter::repeat_n(
+                b'a' + (i % 26) as u8,
+                100_000 + i as usize,
+            ));
             input.push(b'\n');
         }
         let got = lines(&input, 200_000).unwrap();

@@ -65,9 +65,7 @@ pub(crate) fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 
 impl Head<'_> {
     pub(crate) fn method_is(&self, name: &str) -> bool {
-        self.method
-            .and_then(as_str)
-            .is_some_and(|m| m == name)
+        self.method.and_then(as_str).is_some_and(|m| m == name)
     }
 }
 
@@ -128,9 +126,14 @@ mod tests {
         assert!(matches!(classify(b"42\n"), ClientLine::NotObject));
         assert!(matches!(classify(b"\"x\"\n"), ClientLine::NotObject));
         assert!(matches!(classify(b"{\n"), ClientLine::ParseError(_)));
-        assert!(matches!(classify(b"{\"a\":\xff}\n"), ClientLine::ParseError(_)));
+        assert!(matches!(
+            classify(b"{\"a\":\xff}\n"),
+            ClientLine::ParseError(_)
+        ));
         let dup = br#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"exec"}}"#;
-        assert!(matches!(classify(dup), ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey));
+        assert!(
+            matches!(classify(dup), ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey)
+        );
         let ClientLine::Single(h) =
             classify(br#"{"jsonrpc":"2.0","id":null,"method":"tools\/call","params":{}}"#)
         else {
@@ -143,7 +146,8 @@ mod tests {
         };
         assert!(h.method_is("tools/call"));
         assert!(h.id.is_none());
-        let ClientLine::Batch(items) = classify(br#"[{"method":"a","id":1}, 3, {"method":"tools/call"}]"#)
+        let ClientLine::Batch(items) =
+            classify(br#"[{"method":"a","id":1}, 3, {"method":"tools/call"}]"#)
         else {
             panic!("batch")
         };
@@ -151,6 +155,8 @@ mod tests {
         assert!(items[1].is_none());
         assert!(items[2].as_ref().unwrap().method_is("tools/call"));
         let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
-        assert!(matches!(classify(deep.as_bytes()), ClientLine::ParseError(e) if e.kind == ScanErrorKind::TooDeep));
+        assert!(
+            matches!(classify(deep.as_bytes()), ClientLine::ParseError(e) if e.kind == ScanErrorKind::TooDeep)
+        );
     }
 }

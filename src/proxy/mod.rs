@@ -239,10 +239,12 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
 /// are listed in [`WrapOutcome::evidence_errors`] and make [`WrapOutcome::exit_code`] 3.
 pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let plan = config.plan()?;
-    let policy = Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
+    let policy =
+        Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
-    let cancel = Cancel::new().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
+    let cancel = Cancel::new()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
 
     // From here on files are created.
     if let Some(dir) = &plan.capture_dir {
@@ -257,13 +259,13 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         protocol::write(p, &session_id, &source, &plan.server_id, &now_rfc3339())?;
     }
     let stderr_file = open_stderr(&plan)?;
-    let diag_file = match &stderr_file {
-        Some(f) => Some(
-            f.try_clone()
-                .map_err(|e| Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}")))?,
-        ),
-        None => None,
-    };
+    let diag_file =
+        match &stderr_file {
+            Some(f) => Some(f.try_clone().map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
+            })?),
+            None => None,
+        };
     let diag = Arc::new(Diag::new(diag_file, plan.verbose));
     let log = open_log(&plan, &session_id)?;
     let log_path = log.as_ref().map(|l| l.path.clone());
@@ -289,7 +291,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let started_at = now_rfc3339();
 
     let mut evidence_errors: Vec<String> = Vec::new();
-    let context_id = plan.context_out.as_ref().map(|_| context::context_id(&session_id));
+    let context_id = plan
+        .context_out
+        .as_ref()
+        .map(|_| context::context_id(&session_id));
     if let Some(p) = &plan.context_out {
         let data = context::ContextData {
             session_id: &session_id,
@@ -338,11 +343,26 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         reader: LineReader::new(spawned.stdout, plan.max_line_bytes, cancel.clone()),
         shared: shared.clone(),
     };
-    let started = start_worker("assay-client-to-server", Worker::ClientToServer, tx.clone(), move || c2s.run())
-        .and_then(|()| start_worker("assay-server-to-client", Worker::ServerToClient, tx, move || s2c.run()));
+    let started = start_worker(
+        "assay-client-to-server",
+        Worker::ClientToServer,
+        tx.clone(),
+        move || c2s.run(),
+    )
+    .and_then(|()| {
+        start_worker(
+            "assay-server-to-client",
+            Worker::ServerToClient,
+            tx,
+            move || s2c.run(),
+        )
+    });
     if let Err(e) = started {
         cancel.cancel();
-        return Err(Error::new(ErrorKind::Io, format!("cannot start I/O worker: {e}")));
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("cannot start I/O worker: {e}"),
+        ));
     }
 
     let Some(child) = guard.0.as_mut() else {
@@ -416,7 +436,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     if log_temporary {
         if let Some(p) = &log_path {
             if let Err(e) = std::fs::remove_file(p) {
-                diag.say(&format!("cannot remove temporary decision log {}: {e}", p.display()));
+                diag.say(&format!(
+                    "cannot remove temporary decision log {}: {e}",
+                    p.display()
+                ));
             }
         }
     }
@@ -437,6 +460,15 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         stop_written: false,
         discovery_only,
         evidence_errors,
+        proxy_error: if run.proxy_error {
+            Some(
+                run.message
+                    .clone()
+                    .unwrap_or_else(|| "I/O worker failed".to_string()),
+            )
+        } else {
+            None
+        },
     };
     if run.proxy_error {
         if let Some(msg) = &run.message {

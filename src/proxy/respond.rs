@@ -117,7 +117,13 @@ mod tests {
     #[test]
     fn shapes() {
         let id = RawValue::from_string("\"abc\"".into()).unwrap();
-        let r = refused_call(&id, "deny", ReasonCode::P_TOOL_DENIED, "no", "evt_decision_x_0");
+        let r = refused_call(
+            &id,
+            "deny",
+            ReasonCode::P_TOOL_DENIED,
+            "no",
+            "evt_decision_x_0",
+        );
         let v: serde_json::Value = serde_json::from_slice(&r).unwrap();
         assert_eq!(
             v,

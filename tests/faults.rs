@@ -1,0 +1,270 @@
+//! The fault matrix of SPEC §11, each row ending in the documented stop record and exit status,
+//! with real child processes and real signals.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::util::*;
+
+fn stop_of(cap: &Path) -> Value {
+    read_json(&cap.join("session-stop.json"))["data"].clone()
+}
+
+/// Runs the fault server in `mode` into a capture; returns the run and the stop data.
+fn fault(mode: &str, extra: &[&str], input: &[u8]) -> (Run, Option<Value>, tempfile::TempDir) {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let mut opts = capture_opts(&cap);
+    opts.extend(extra.iter().map(|s| s.to_string()));
+    let r = run(
+        &wrap_args(&strs(&opts), &["python3", &fault_server(), mode]),
+        input,
+    );
+    let stop = cap
+        .join("session-stop.json")
+        .exists()
+        .then(|| stop_of(&cap));
+    (r, stop, dir)
+}
+
+fn session() -> Vec<u8> {
+    script(&[
+        INIT,
+        &call(2, "echo", r#"{"text":"a"}"#),
+        &call(3, "exec", "{}"),
+    ])
+}
+
+fn assert_status(stop: &Value, termination: &str, exit_code: Value, signal: Value) {
+    assert_eq!(stop["termination"], termination, "{stop}");
+    assert_eq!(stop["exit_code"], exit_code, "{stop}");
+    assert_eq!(stop["signal"], signal, "{stop}");
+}
+
+#[test]
+fn child_exits_0() {
+    let (r, stop, _d) = fault("normal", &[], &session());
+    r.expect_status(0);
+    let s = stop.unwrap();
+    assert_status(&s, "exited", json!(0), Value::Null);
+    assert_eq!(s["core_dumped"], Value::Null);
+    assert_eq!(s["session_end"], "client_closed");
+    assert_eq!(s["assay_kill_requested"], false);
+    assert_eq!(s["decision_log"], "complete");
+    assert_eq!(s["decision_events_written"], 2);
+    assert_eq!(s["decision_events_dropped"], 0);
+}
+
+#[test]
+fn child_exits_7_with_a_complete_log() {
+    let (r, stop, d) = fault("exit7", &[], &session());
+    r.expect_status(7);
+    let s = stop.unwrap();
+    assert_status(&s, "exited", json!(7), Value::Null);
+    assert_eq!(s["decision_log"], "complete");
+    assert_eq!(s["assay_kill_requested"], false);
+    let log = d.path().join("cap/decisions.ndjson");
+    assert_eq!(s["decision_prefix_sha256"], sha256_file(&log).as_str());
+}
+
+#[test]
+fn child_killed_by_sigkill() {
+    let (r, stop, _d) = fault("sigkill", &[], &session());
+    r.expect_status(128 + 9);
+    let s = stop.unwrap();
+    assert_status(&s, "signaled", Value::Null, json!(9));
+    assert_eq!(s["core_dumped"], false);
+    assert_eq!(s["assay_kill_requested"], false);
+    assert_eq!(s["session_end"], "client_closed");
+}
+
+#[test]
+fn child_killed_by_sigsegv() {
+    let (r, stop, _d) = fault("sigsegv", &[], &session());
+    r.expect_status(128 + 11);
+    let s = stop.unwrap();
+    assert_status(&s, "signaled", Value::Null, json!(11));
+    assert!(s["core_dumped"].is_boolean());
+    assert_eq!(s["decision_log"], "complete");
+}
+
+#[test]
+fn child_ignoring_stdin_eof_and_sigterm_is_killed_within_the_bound() {
+    let (r, stop, _d) = fault("ignore", &["--drain-timeout", "0.5"], &session());
+    let s = stop.expect("stop written");
+    assert_eq!(s["assay_kill_requested"], true);
+    assert_status(&s, "signaled", Value::Null, json!(9));
+    assert_eq!(s["session_end"], "client_closed");
+    r.expect_status(128 + 9);
+    // drain 0.5 s + kill + bounded poll; far below the 2 s cleanup bound plus drain.
+    assert!(
+        r.elapsed < Duration::from_millis(500 + 2500),
+        "{:?}",
+        r.elapsed
+    );
+}
+
+#[test]
+fn child_closing_stdout_but_running_is_killed_at_cleanup() {
+    let (r, stop, _d) = fault("close-stdout", &[], &session());
+    let s = stop.expect("stop written");
+    assert_eq!(s["assay_kill_requested"], true);
+    assert_status(&s, "signaled", Value::Null, json!(9));
+    assert_eq!(s["session_end"], "client_closed");
+    r.expect_status(137);
+    assert!(r.elapsed < Duration::from_secs(5));
+}
+
+#[test]
+fn grandchild_holding_the_pipe_is_abandoned_as_proxy_error() {
+    let (r, stop, _d) = fault("grandchild", &[], &session());
+    let s = stop.expect("stop written");
+    assert_eq!(s["session_end"], "proxy_error");
+    assert_status(&s, "exited", json!(0), Value::Null);
+    assert_eq!(s["decision_log"], "incomplete");
+    r.expect_status(3);
+    assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
+    assert!(
+        r.stderr.contains("child exited with status 0"),
+        "{}",
+        r.report()
+    );
+}
+
+#[test]
+fn command_not_found_and_not_executable() {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let opts = capture_opts(&cap);
+    let r = run(&wrap_args(&strs(&opts), &["/nonexistent/mcp-server"]), b"");
+    r.expect_status(127);
+    assert!(!cap.join("session-stop.json").exists());
+    assert!(r.stderr.starts_with("assay: "), "{}", r.report());
+
+    let script_path = dir.path().join("server.sh");
+    std::fs::write(&script_path, "#!/bin/sh\n").unwrap();
+    let r = run(
+        &wrap_args(
+            &["--policy", &demo_policy().display().to_string()],
+            &[&script_path.display().to_string()],
+        ),
+        b"",
+    );
+    r.expect_status(126);
+}
+
+#[test]
+fn decision_log_write_failure_poisons_the_writer() {
+    // A real write failure: RLIMIT_FSIZE (with SIGXFSZ ignored so the write returns EFBIG). Each
+    // decision line is ~600 bytes, so a write part-way through the log fails.
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let opts = capture_opts(&cap);
+    let mut lines = vec![INIT.to_string()];
+    for i in 0..8 {
+        lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut argv = vec![
+        "-c".to_string(),
+        "trap '' XFSZ; ulimit -f 4; exec \"$@\"".to_string(),
+        "sh".to_string(),
+        bin().display().to_string(),
+    ];
+    argv.extend(wrap_args(&strs(&opts), &["python3", &demo_server()]));
+    let r = crate::util::run_program("/bin/sh", &argv, &script(&refs));
+    r.expect_status(3);
+    // The proxy kept forwarding: every allowed call was answered by the server.
+    for i in 0..8 {
+        let resp = r.response(json!(10 + i));
+        assert_eq!(resp["result"]["isError"], false, "{}", r.report());
+    }
+    let s = stop_of(&cap);
+    assert_eq!(s["decision_log"], "incomplete");
+    let written = s["decision_events_written"].as_u64().unwrap();
+    let dropped = s["decision_events_dropped"].as_u64().unwrap();
+    assert_eq!(written + dropped, 8);
+    assert!(written >= 1 && dropped >= 1, "{s}");
+    let bytes = std::fs::read(cap.join("decisions.ndjson")).unwrap();
+    assert_eq!(bytes.len() % 512, 0, "the file stops at the size limit");
+    let complete: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+    let prefix: Vec<u8> = complete
+        .iter()
+        .filter(|l| l.ends_with(b"\n"))
+        .flat_map(|l| l.iter().copied())
+        .collect();
+    assert_eq!(
+        complete.iter().filter(|l| l.ends_with(b"\n")).count() as u64,
+        written
+    );
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(&prefix)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(s["decision_prefix_sha256"], digest.as_str());
+    assert!(
+        bytes.len() > prefix.len(),
+        "a partial tail follows the prefix"
+    );
+}
+
+#[test]
+fn stop_write_failure_exits_3_naming_the_child_status_and_loses_nothing() {
+    let dir = tempdir();
+    let evidence = dir.path().join("evidence");
+    let stop_dir = dir.path().join("stopdir");
+    std::fs::create_dir(&evidence).unwrap();
+    std::fs::create_dir(&stop_dir).unwrap();
+    let log = evidence.join("decisions.ndjson");
+    let ctx = evidence.join("context.json");
+    let opts = [
+        "--policy".to_string(),
+        demo_policy().display().to_string(),
+        "--event-source".into(),
+        "assay://t/stopfail".into(),
+        "--decision-log".into(),
+        log.display().to_string(),
+        "--decision-log-new".into(),
+        "--session-context-out".into(),
+        ctx.display().to_string(),
+        "--session-stop-out".into(),
+        stop_dir.join("stop.json").display().to_string(),
+    ];
+    let args = wrap_args(&strs(&opts), &["python3", &fault_server(), "exit7"]);
+    let stop_dir2 = stop_dir.clone();
+    let r = crate::util::run_during(&args, &session(), Duration::from_millis(700), move || {
+        std::fs::remove_dir(&stop_dir2).unwrap();
+    });
+    r.expect_status(3);
+    assert!(
+        r.stderr.contains("child exited with status 7"),
+        "{}",
+        r.report()
+    );
+    assert!(!stop_dir.exists());
+    // Earlier evidence is intact.
+    assert_eq!(decision_lines(&log).len(), 2);
+    assert_eq!(read_json(&ctx)["type"], "assay.mcp.session.context.v1");
+}
+
+#[test]
+fn discovery_only_run_writes_no_stop() {
+    let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
+    let (r, stop, d) = fault("normal", &[], &script(&[discover, discover]));
+    r.expect_status(0);
+    assert!(stop.is_none());
+    assert!(!d.path().join("cap/session-stop.json").exists());
+    // Other outputs behave as usual.
+    assert!(d.path().join("cap/session-context.json").exists());
+    assert!(d.path().join("cap/decisions.ndjson").exists());
+
+    let (r, stop, _d) = fault("normal", &[], b"");
+    r.expect_status(0);
+    assert!(stop.is_none(), "no client message at all: no session");
+
+    let (_r, stop, _d) = fault("normal", &[], &script(&[discover, INIT]));
+    assert!(stop.is_some(), "a non-discovery message makes a session");
+}
