@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up everything the tests need and runs every test: Rust (unit + integration against real
+# child processes), the C/C++ ABI hosts, and the Python package. Safe to run on a fresh clone:
+# it creates .venv and installs what it needs there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "python environment (.venv)"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -r python/requirements-test.txt
+
+step "rust: format and lints"
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+
+step "rust: unit and integration tests"
+export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
+cargo test --all-targets
+
+step "rust: docs build without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
+step "python: tests"
+.venv/bin/python -m pytest python/tests -q -W error --timeout 300 -p no:cacheprovider
