@@ -3,6 +3,7 @@
 
 mod util;
 
+mod coverage;
 mod evidence;
 mod faults;
 mod hostile;
