@@ -13,11 +13,13 @@
 //! on the command line (`assay`).
 #![deny(missing_docs)]
 
+pub mod capture;
 pub mod error;
 pub mod outcome;
 pub mod policy;
 pub mod strict_json;
 
+pub use capture::{Closure, ClosureKind, package_capture, read_capture};
 pub use error::{Error, ErrorKind, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,

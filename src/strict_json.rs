@@ -67,7 +67,8 @@ const SMALL_KEYS: usize = 16;
 
 impl<'a> KeySet<'a> {
     fn new() -> Self {
-        KeySet::Small(Vec::new())
+        // One allocation per object: growing 4 -> 8 -> 16 would cost three.
+        KeySet::Small(Vec::with_capacity(SMALL_KEYS))
     }
 
     /// Inserts `key`; returns false when it was already present.
@@ -106,9 +107,18 @@ pub fn scan(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
         kind: ScanErrorKind::Invalid,
         offset: e.valid_up_to(),
     })?;
+    scan_str(text, max_depth)
+}
+
+/// [`scan`] for input already known to be UTF-8 (skips the UTF-8 check; the capture reader
+/// validates a whole log once and scans its lines as `&str`).
+///
+/// # Errors
+/// Returns the first problem found, see [`ScanErrorKind`].
+pub fn scan_str(input: &str, max_depth: usize) -> Result<(), ScanError> {
     Scanner {
-        text,
-        bytes: input,
+        text: input,
+        bytes: input.as_bytes(),
         pos: 0,
         max_depth,
     }
@@ -148,7 +158,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn run(mut self) -> Result<(), ScanError> {
-        let mut stack: Vec<Frame<'a>> = Vec::new();
+        let mut stack: Vec<Frame<'a>> = Vec::with_capacity(self.max_depth.min(8));
         // `true` when the next token must be a value (start, after ':' or ',' in an array).
         self.skip_ws();
         'value: loop {
@@ -177,7 +187,7 @@ impl<'a> Scanner<'a> {
                     }
                 }
                 Some(b'"') => {
-                    self.string()?;
+                    self.string(false)?;
                 }
                 Some(b'-' | b'0'..=b'9') => self.number()?,
                 Some(b't') => self.literal("true")?,
@@ -241,7 +251,7 @@ impl<'a> Scanner<'a> {
             return Err(self.invalid());
         }
         let start = self.pos;
-        let key = self.string()?;
+        let key = self.string(true)?;
         if let Some(Frame::Object(keys)) = stack.last_mut() {
             if !keys.insert(key) {
                 return Err(ScanError {
@@ -335,14 +345,42 @@ impl<'a> Scanner<'a> {
         Ok(v)
     }
 
-    /// Reads a string starting at the opening quote; returns its unescaped value (borrowed when
-    /// it has no escapes).
-    fn string(&mut self) -> Result<Cow<'a, str>, ScanError> {
+    /// Skips string bytes that need no attention (no `"`, `\\` or control character) eight at a
+    /// time. Long strings dominate capture logs; the byte-wise loop in [`Self::string`] then
+    /// handles the word holding the special byte. The input is valid UTF-8 and we stop only
+    /// before ASCII bytes, so positions stay on character boundaries.
+    fn skip_plain_string_bytes(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // Nonzero iff some byte of `x` is below `n` (n <= 128); exact as a boolean.
+        let has_less = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+        let has_zero = |x: u64| has_less(x, 1);
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word);
+            if has_zero(x ^ (ONES * u64::from(b'"')))
+                | has_zero(x ^ (ONES * u64::from(b'\\')))
+                | has_less(x, 0x20)
+                != 0
+            {
+                return;
+            }
+            self.pos += 8;
+        }
+    }
+
+    /// Reads a string starting at the opening quote. With `unescape` (object keys, compared
+    /// for duplicates) returns its unescaped value, borrowed when it has no escapes; without it
+    /// (values) only validates the escapes and returns an empty borrow, so a value full of
+    /// escapes costs no allocation.
+    fn string(&mut self, unescape: bool) -> Result<Cow<'a, str>, ScanError> {
         self.pos += 1; // opening quote
         let start = self.pos;
         let mut owned: Option<String> = None;
         let mut run_start = start;
         loop {
+            self.skip_plain_string_bytes();
             let Some(b) = self.peek() else {
                 return Err(self.invalid());
             };
@@ -350,6 +388,9 @@ impl<'a> Scanner<'a> {
                 b'"' => {
                     let end = self.pos;
                     self.pos += 1;
+                    if !unescape {
+                        return Ok(Cow::Borrowed(""));
+                    }
                     return Ok(match owned {
                         None => Cow::Borrowed(&self.text[start..end]),
                         Some(mut s) => {
@@ -359,22 +400,21 @@ impl<'a> Scanner<'a> {
                     });
                 }
                 b'\\' => {
-                    let s = owned.get_or_insert_with(String::new);
-                    s.push_str(&self.text[run_start..self.pos]);
+                    let escape_start = self.pos;
                     self.pos += 1;
                     let Some(e) = self.peek() else {
                         return Err(self.invalid());
                     };
                     self.pos += 1;
-                    match e {
-                        b'"' => s.push('"'),
-                        b'\\' => s.push('\\'),
-                        b'/' => s.push('/'),
-                        b'b' => s.push('\u{8}'),
-                        b'f' => s.push('\u{c}'),
-                        b'n' => s.push('\n'),
-                        b'r' => s.push('\r'),
-                        b't' => s.push('\t'),
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
                         b'u' => {
                             let hi = self.hex4()?;
                             let c = if (0xD800..0xDC00).contains(&hi) {
@@ -395,9 +435,14 @@ impl<'a> Scanner<'a> {
                             let Some(ch) = char::from_u32(c) else {
                                 return Err(self.invalid());
                             };
-                            s.push(ch);
+                            ch
                         }
                         _ => return Err(self.invalid()),
+                    };
+                    if unescape {
+                        let s = owned.get_or_insert_with(String::new);
+                        s.push_str(&self.text[run_start..escape_start]);
+                        s.push(ch);
                     }
                     run_start = self.pos;
                 }
@@ -495,6 +540,45 @@ mod tests {
         }
         let huge = format!("1{}", "0".repeat(400));
         assert_eq!(kind(&huge), Some(ScanErrorKind::NonFinite));
+    }
+
+    #[test]
+    fn long_strings_are_checked_at_every_offset() {
+        // The word-at-a-time skip must stop at a quote, backslash or control byte wherever it
+        // falls in an 8-byte word, in keys and in values.
+        for at in 0..24 {
+            let pad = "x".repeat(at);
+            let long = "y".repeat(20);
+            assert_eq!(
+                kind(&format!("{{\"{pad}\\\"{long}\":\"{pad}\\\\{long}\"}}")),
+                None
+            );
+            assert_eq!(
+                kind(&format!("[\"{pad}\u{1}{long}\"]")),
+                Some(ScanErrorKind::Invalid),
+                "control byte at {at}"
+            );
+            assert_eq!(
+                kind(&format!("[\"{pad}\\q{long}\"]")),
+                Some(ScanErrorKind::Invalid),
+                "bad escape at {at}"
+            );
+            assert_eq!(
+                kind(&format!("[\"{pad}é{long}\"]")),
+                None,
+                "non-ASCII at {at}"
+            );
+            assert_eq!(
+                kind(&format!("[\"{pad}{long}")),
+                Some(ScanErrorKind::Invalid)
+            );
+            assert_eq!(
+                kind(&format!("{{\"{pad}\\u0061{long}\":1,\"{pad}a{long}\":2}}")),
+                Some(ScanErrorKind::DuplicateKey),
+                "escaped key at {at}"
+            );
+        }
+        assert_eq!(scan_str("{\"a\":[1,2]}", 32), Ok(()));
     }
 
     #[test]

@@ -1,0 +1,251 @@
+//! `package_capture`: copy a capture's raw bytes into a new directory with a manifest (SPEC §7).
+//!
+//! Every source is opened with the bounded no-follow opener and streamed through a bound, so a
+//! hostile capture costs no more than its bounds. Everything that can fail before writing —
+//! opening the sources, hashing extra files and the producer binary — happens before `dst` is
+//! created. The verdict in the manifest is `read_capture` run on the *copied* files, so it
+//! describes exactly the bytes in the package.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::bounded::{self, BoundedError};
+use super::checks::hex;
+use super::{
+    CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, PROTOCOL, STDERR_LOG, STOP,
+    read_capture,
+};
+use crate::error::{Error, ErrorKind};
+
+/// The `schema` of `manifest.json`.
+pub const PACKAGE_SCHEMA: &str = "assay.capture.package.v1";
+
+/// Bound for `coverage.json` when packaging (SPEC sets none; the reader does not read it).
+const MAX_COVERAGE_BYTES: u64 = 8 * 1024 * 1024;
+/// Bound for `proxy-stderr.log` when packaging (SPEC sets none; the reader does not read it).
+const MAX_STDERR_BYTES: u64 = 64 * 1024 * 1024;
+/// Bound for an extra file named by the caller and for the producer binary.
+const MAX_EXTRA_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// The files a package may hold, in manifest order, with their bounds.
+const PACKAGED: [(&str, u64); 6] = [
+    (PROTOCOL, MAX_COMPANION_BYTES),
+    (CONTEXT, MAX_COMPANION_BYTES),
+    (STOP, MAX_COMPANION_BYTES),
+    (LOG, MAX_LOG_BYTES),
+    (STDERR_LOG, MAX_STDERR_BYTES),
+    (COVERAGE, MAX_COVERAGE_BYTES),
+];
+
+/// The manifest's `non_claims`.
+const PACKAGE_NON_CLAIMS: [&str; 5] = [
+    "not_producer_authentication",
+    "not_execution_proof",
+    "not_authentication",
+    "not_global_coverage",
+    "not_durable_storage_proof",
+];
+
+fn io_msg(path: &Path, msg: String) -> Error {
+    Error::new(ErrorKind::Io, format!("{}: {msg}", path.display()))
+}
+
+fn bounded_err(path: &Path, bound: u64, e: BoundedError) -> Error {
+    match e {
+        BoundedError::Io(io) => Error::io(path, "cannot read", &io),
+        other => io_msg(path, other.describe(bound)),
+    }
+}
+
+/// Copies (or, with `out == None`, only hashes) at most `bound` bytes of `src`; fails if there
+/// are more. Returns `(bytes, sha256)`.
+fn stream(
+    mut src: impl Read,
+    src_path: &Path,
+    bound: u64,
+    mut out: Option<(&mut File, &Path)>,
+) -> crate::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let mut limited = (&mut src).take(bound.saturating_add(1));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = match limited.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(src_path, "cannot read", &e)),
+        };
+        total += n as u64;
+        if total > bound {
+            return Err(io_msg(
+                src_path,
+                format!("grew over the {bound}-byte bound while being read"),
+            ));
+        }
+        let chunk = buf.get(..n).unwrap_or_default();
+        hasher.update(chunk);
+        if let Some((f, p)) = out.as_mut() {
+            f.write_all(chunk)
+                .map_err(|e| Error::io(*p, "cannot write", &e))?;
+        }
+    }
+    Ok((total, hex(&hasher.finalize())))
+}
+
+/// A new evidence-style file: `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, mode exactly 0600.
+fn create_new(path: &Path) -> crate::Result<File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, "cannot create", &e))?;
+    // fchmod: the umask may have removed bits from 0600.
+    f.set_permissions(Permissions::from_mode(0o600))
+        .map_err(|e| Error::io(path, "cannot set mode of", &e))?;
+    Ok(f)
+}
+
+/// The file holding the code of this library: the mapping of `/proc/self/maps` that contains
+/// this function's address (the `.so` for the C ABI and Python module, the executable when the
+/// library is linked statically). Falls back to `current_exe`.
+fn producer_binary() -> Option<PathBuf> {
+    let addr = producer_binary as fn() -> Option<PathBuf> as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        // start-end perms offset dev inode pathname
+        let mut parts = line.split_whitespace();
+        let range = parts.next()?;
+        let (lo, hi) = range.split_once('-')?;
+        let lo = usize::from_str_radix(lo, 16).ok()?;
+        let hi = usize::from_str_radix(hi, 16).ok()?;
+        if !(lo..hi).contains(&addr) {
+            return None;
+        }
+        // Skip perms, offset, dev, inode; the rest is the path (may contain spaces).
+        let path = line.splitn(6, char::is_whitespace).nth(5)?.trim_start();
+        // A replaced file shows as "(deleted)": hashing the new file would be wrong.
+        (path.starts_with('/') && !path.ends_with(" (deleted)")).then(|| PathBuf::from(path))
+    })
+}
+
+fn hash_path(path: &Path, follow: bool) -> crate::Result<(u64, String)> {
+    let file = if follow {
+        File::open(path).map_err(|e| Error::io(path, "cannot open", &e))?
+    } else {
+        bounded::open_regular(path, MAX_EXTRA_BYTES)
+            .map_err(|e| bounded_err(path, MAX_EXTRA_BYTES, e))?
+            .0
+    };
+    stream(file, path, MAX_EXTRA_BYTES, None)
+}
+
+/// Removes what a failed packaging created (best effort; the error already names the cause).
+fn cleanup(dst: &Path, created: &[PathBuf]) {
+    for p in created {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_dir(dst);
+}
+
+/// Copies the capture in `src` into the new directory `dst` and writes `dst/manifest.json`.
+///
+/// `dst` must not exist; it is created with mode 0700. Each capture file present in `src`
+/// (`protocol.json`, `session-context.json`, `session-stop.json`, `decisions.ndjson`,
+/// `proxy-stderr.log`, `coverage.json`) is copied byte for byte to a new 0600 file. A missing
+/// file is skipped (the embedded verdict reports it); a file that is a symlink, not a regular
+/// file or over its bound is an error. `extra_files` (helper or source files the caller wants
+/// on record) are hashed, not copied. Returns the manifest that was written.
+///
+/// The manifest records the producer's version and the SHA-256 of the binary holding this
+/// code (see `docs/capture-reader.md`), the closure verdict of the packaged files, and
+/// `non_claims` including `not_producer_authentication`: file/digest agreement does not
+/// authenticate the producer.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the path when `dst` exists or cannot be created, a source cannot
+/// be read or is refused, or a copy cannot be written. After a failure nothing is left in `dst`
+/// that this call created.
+pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> crate::Result<Value> {
+    // 1. Open every source first, so a refused file fails before anything is created.
+    let mut sources = Vec::new();
+    for (name, bound) in PACKAGED {
+        let path = src.join(name);
+        match bounded::open_regular(&path, bound) {
+            Ok((file, _)) => sources.push((name, bound, path, file)),
+            Err(BoundedError::Missing) => {}
+            Err(e) => return Err(bounded_err(&path, bound, e)),
+        }
+    }
+    let mut extras = Vec::new();
+    for path in extra_files {
+        let (bytes, sha256) = hash_path(path, false)?;
+        extras.push(json!({
+            "path": path.to_string_lossy(),
+            "bytes": bytes,
+            "sha256": sha256,
+        }));
+    }
+    let (binary_path, binary_source) = match producer_binary() {
+        Some(p) => (p, "proc_self_maps"),
+        None => (
+            std::env::current_exe()
+                .map_err(|e| Error::io("current executable", "cannot locate", &e))?,
+            "current_exe",
+        ),
+    };
+    let (_, binary_sha256) = hash_path(&binary_path, true)?;
+
+    // 2. Create dst (must not exist) and copy.
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dst)
+        .map_err(|e| Error::io(dst, "cannot create package directory", &e))?;
+    let mut created = Vec::new();
+    let result = (|| {
+        let mut files = Vec::new();
+        for (name, bound, path, file) in sources {
+            let out_path = dst.join(name);
+            let mut out = create_new(&out_path)?;
+            created.push(out_path.clone());
+            let (bytes, sha256) = stream(file, &path, bound, Some((&mut out, &out_path)))?;
+            files.push(json!({"name": name, "bytes": bytes, "sha256": sha256}));
+        }
+        let closure = serde_json::to_value(read_capture(dst))
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("closure verdict: {e}")))?;
+        let manifest = json!({
+            "schema": PACKAGE_SCHEMA,
+            "files": files,
+            "producer": {
+                "name": "assay",
+                "version": env!("CARGO_PKG_VERSION"),
+                "binary_path": binary_path.to_string_lossy(),
+                "binary_source": binary_source,
+                "binary_sha256": binary_sha256,
+            },
+            "extra_files": extras,
+            "closure": closure,
+            "non_claims": PACKAGE_NON_CLAIMS,
+        });
+        let mut text = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("manifest: {e}")))?;
+        text.push(b'\n');
+        let manifest_path = dst.join("manifest.json");
+        let mut out = create_new(&manifest_path)?;
+        created.push(manifest_path.clone());
+        out.write_all(&text)
+            .map_err(|e| Error::io(&manifest_path, "cannot write", &e))?;
+        Ok(manifest)
+    })();
+    if result.is_err() {
+        cleanup(dst, &created);
+    }
+    result
+}
