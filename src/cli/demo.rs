@@ -25,7 +25,10 @@ const SCRIPT: &[(&str, &str)] = &[
         "initialized (notification)",
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     ),
-    ("tools/list", r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+    (
+        "tools/list",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ),
     (
         "call echo",
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
@@ -55,7 +58,10 @@ const SCRIPT: &[(&str, &str)] = &[
 fn demo_dir(args: &DemoArgs) -> std::io::Result<(PathBuf, PathBuf)> {
     let base = match &args.capture_dir {
         Some(d) => {
-            let parent = d.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent = d
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             return Ok((parent.to_path_buf(), d.clone()));
         }
         None => std::env::temp_dir().join(format!(
@@ -129,15 +135,27 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
     let mut child = Command::new(&exe)
         .args(["mcp", "wrap", "--policy"])
         .arg(&policy)
-        .args(["--event-source", "assay://demo/session", "--label", "demo-server", "--capture-dir"])
+        .args([
+            "--event-source",
+            "assay://demo/session",
+            "--label",
+            "demo-server",
+            "--capture-dir",
+        ])
         .arg(&capture)
         .args(["--", "python3"])
         .arg(&server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
-    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
     let mut lines = BufReader::new(stdout).lines();
     println!("client session (through `assay mcp wrap`):");
     for (label, line) in SCRIPT {
@@ -156,16 +174,24 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
     }
     let status = child.wait()?;
     println!();
-    println!("wrapper exit status: {}", status.code().map_or("signal".to_string(), |c| c.to_string()));
+    println!(
+        "wrapper exit status: {}",
+        status
+            .code()
+            .map_or("signal".to_string(), |c| c.to_string())
+    );
     let verdict = read_capture(&capture);
     println!();
     println!("reader verdict (assay capture read {}):", capture.display());
-    println!("{}", verdict.to_json());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&verdict).unwrap_or_else(|_| verdict.to_json())
+    );
     println!();
     let reasons: Vec<String> = verdict
         .reasons
         .iter()
-        .map(|r| format!("{}", r.detail))
+        .map(|r| format!("{}: {}", r.code.as_str(), r.detail))
         .collect();
     match verdict.closure {
         ClosureKind::Closed => println!(
@@ -174,5 +200,9 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
         other => println!("closure: {other:?}: {}", reasons.join("; ")),
     }
     println!("decisions: {}", capture.join("decisions.ndjson").display());
-    Ok(exit(if verdict.closure == ClosureKind::Closed { 0 } else { 3 }))
+    Ok(exit(if verdict.closure == ClosureKind::Closed {
+        0
+    } else {
+        3
+    }))
 }
