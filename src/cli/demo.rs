@@ -4,7 +4,7 @@
 //! denied calls; then the reader's verdict is printed for a person to read.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
 use assay::{ClosureKind, read_capture};
@@ -55,26 +55,22 @@ const SCRIPT: &[(&str, &str)] = &[
     ),
 ];
 
+/// A new directory for the demo's server and policy files (never the user's directory), and the
+/// capture directory: the one asked for, or `capture/` inside the new directory.
 fn demo_dir(args: &DemoArgs) -> std::io::Result<(PathBuf, PathBuf)> {
-    let base = match &args.capture_dir {
-        Some(d) => {
-            let parent = d
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            return Ok((parent.to_path_buf(), d.clone()));
-        }
-        None => std::env::temp_dir().join(format!(
-            "assay-demo-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0)
-        )),
-    };
+    let base = std::env::temp_dir().join(format!(
+        "assay-demo-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    ));
     std::fs::create_dir(&base)?;
-    let capture = base.join("capture");
+    let capture = args
+        .capture_dir
+        .clone()
+        .unwrap_or_else(|| base.join("capture"));
     Ok((base, capture))
 }
 
