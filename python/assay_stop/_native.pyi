@@ -3,7 +3,21 @@
 Use the re-exports in ``assay_stop``: its ``wrap_session``, ``read_capture`` and
 ``package_capture`` accept ``os.PathLike`` paths and objects with ``fileno()`` and call these.
 """
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, final
+
+__all__ = [
+    "__version__",
+    "wrap_session",
+    "read_capture",
+    "package_capture",
+    "WrapOutcome",
+    "Closure",
+    "Reason",
+    "PackageManifest",
+    "ConfigError",
+    "WrapError",
+    "StopWriteError",
+]
 
 __version__: str
 
@@ -58,6 +72,7 @@ def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> Package
         WrapError: ``dst`` exists or cannot be created, a source is refused, a copy failed.
     """
 
+@final
 class WrapOutcome:
     """What ``wrap_session`` observed. Immutable.
 
@@ -144,6 +159,7 @@ class WrapOutcome:
     def to_dict(self) -> Dict[str, Any]:
         """A plain dict of every attribute (stop fields at the top level, plus ``stop``)."""
 
+@final
 class Reason:
     """One reason behind a verdict that is not ``closed``. Immutable."""
 
@@ -156,6 +172,7 @@ class Reason:
     def to_dict(self) -> Dict[str, str]:
         """``{"code": ..., "detail": ...}``."""
 
+@final
 class Closure:
     """The verdict on a capture directory (``assay.capture.closure.v1``). Immutable.
 
@@ -191,6 +208,7 @@ class Closure:
     def to_json(self, *, indent: bool = False) -> str:
         """The verdict as JSON: compact, or pretty-printed (as ``assay capture read``)."""
 
+@final
 class PackageManifest:
     """The manifest written by ``package_capture`` (``assay.capture.package.v1``). Immutable.
 
