@@ -145,14 +145,16 @@ pub struct OutputPaths {
 }
 
 /// Everything `wrap_session` observed, returned to every surface (Rust, C as JSON, Python).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Its JSON form (see [`WrapOutcome::to_json_value`]) has `exit_code` for the CLI status rule, so
+/// the stop record's own `exit_code` appears there as `child_exit_code`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrapOutcome {
     /// The session id.
     pub session_id: String,
     /// The `assay mcp wrap` exit status for this session (SPEC §10).
     pub exit_code: i32,
-    /// The stop fields (also when no stop record was requested).
-    #[serde(flatten)]
+    /// The stop fields (also when no stop record was requested or written).
     pub stop: StopData,
     /// The paths involved.
     pub paths: OutputPaths,
@@ -166,6 +168,47 @@ pub struct WrapOutcome {
     pub proxy_error: Option<String>,
 }
 
+impl WrapOutcome {
+    /// The outcome as one JSON object: `session_id`, `exit_code` (the CLI status rule),
+    /// `child_exit_code` (the stop record's `exit_code`), every other stop field at the top level,
+    /// `stop` (the stop `data` exactly as written, or as it would have been), `paths`,
+    /// `stop_written`, `discovery_only`, `evidence_errors`, `proxy_error`. No key appears twice.
+    pub fn to_json_value(&self) -> serde_json::Value {
+        use serde_json::{Map, Value};
+        let stop = serde_json::to_value(&self.stop).unwrap_or(Value::Null);
+        let mut out = Map::new();
+        out.insert("session_id".into(), Value::from(self.session_id.clone()));
+        out.insert("exit_code".into(), Value::from(self.exit_code));
+        out.insert("child_exit_code".into(), Value::from(self.stop.exit_code));
+        if let Value::Object(fields) = &stop {
+            for (k, v) in fields {
+                if k != "session_id" && k != "exit_code" {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        out.insert("stop".into(), stop);
+        out.insert(
+            "paths".into(),
+            serde_json::to_value(&self.paths).unwrap_or(Value::Null),
+        );
+        out.insert("stop_written".into(), Value::from(self.stop_written));
+        out.insert("discovery_only".into(), Value::from(self.discovery_only));
+        out.insert(
+            "evidence_errors".into(),
+            Value::from(self.evidence_errors.clone()),
+        );
+        out.insert("proxy_error".into(), Value::from(self.proxy_error.clone()));
+        Value::Object(out)
+    }
+}
+
+impl Serialize for WrapOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json_value().serialize(serializer)
+    }
+}
+
 impl StopData {
     /// A one-line description of the observed child status, for diagnostics.
     pub fn describe_status(&self) -> String {
@@ -176,5 +219,48 @@ impl StopData {
             core_dumped: self.core_dumped,
         }
         .describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_json_has_no_duplicate_keys_and_separates_the_two_exit_codes() {
+        let outcome = WrapOutcome {
+            session_id: "s".into(),
+            exit_code: 3,
+            stop: StopData {
+                session_id: "s".into(),
+                server_id: "srv".into(),
+                server_pid: 1,
+                session_context_id: None,
+                session_end: SessionEnd::ClientClosed,
+                termination: Termination::Exited,
+                exit_code: Some(7),
+                signal: None,
+                core_dumped: None,
+                assay_kill_requested: false,
+                decision_log: DecisionLogState::Incomplete,
+                decision_events_written: Some(1),
+                decision_events_dropped: Some(1),
+                decision_prefix_sha256: Some("00".into()),
+                assertion_basis: "producer_observation".into(),
+                non_claims: NON_CLAIMS.iter().map(|s| s.to_string()).collect(),
+            },
+            paths: OutputPaths::default(),
+            stop_written: true,
+            discovery_only: false,
+            evidence_errors: vec![],
+            proxy_error: None,
+        };
+        let text = serde_json::to_string(&outcome).unwrap();
+        crate::strict_json::scan(text.as_bytes(), 8).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["exit_code"], 3);
+        assert_eq!(v["child_exit_code"], 7);
+        assert_eq!(v["stop"]["exit_code"], 7);
+        assert_eq!(v["decision_log"], "incomplete");
     }
 }

@@ -181,26 +181,9 @@ impl WrapOutcome {
     /// A plain dict: `session_id`, `exit_code` (the CLI status), `child_exit_code`, every other
     /// stop field at the top level, `stop` (the exact stop `data`), `paths`, `stop_written`,
     /// `discovery_only`, `evidence_errors`, `proxy_error`.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stop = self.stop_value()?;
-        let dict = PyDict::new(py);
-        dict.set_item("session_id", &self.inner.session_id)?;
-        dict.set_item("exit_code", self.inner.exit_code)?;
-        dict.set_item("child_exit_code", self.inner.stop.exit_code)?;
-        if let Value::Object(map) = &stop {
-            for (k, v) in map {
-                if k != "session_id" && k != "exit_code" {
-                    dict.set_item(k, json_to_py(py, v)?)?;
-                }
-            }
-        }
-        dict.set_item("stop", json_to_py(py, &stop)?)?;
-        dict.set_item("paths", to_py(py, &self.inner.paths)?)?;
-        dict.set_item("stop_written", self.inner.stop_written)?;
-        dict.set_item("discovery_only", self.inner.discovery_only)?;
-        dict.set_item("evidence_errors", self.inner.evidence_errors.clone())?;
-        dict.set_item("proxy_error", self.inner.proxy_error.as_deref())?;
-        Ok(dict)
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // The library's one JSON form of the outcome, so C and Python agree key for key.
+        json_to_py(py, &self.inner.to_json_value())
     }
 
     fn __repr__(&self) -> String {
