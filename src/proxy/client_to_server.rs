@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::value::RawValue;
 
 use super::line::LineReader;
-use super::message::{CallParams, ClientLine, Head, as_str, classify};
+use super::message::{self, CallParams, ClientLine, Head, as_str, classify};
 use super::respond;
 use super::{Shared, WorkerError};
 use crate::evidence::event::sha256_hex;
@@ -167,24 +167,40 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
     let Ok(params) = serde_json::from_str::<CallParams<'_>>(params.get()) else {
         return ev;
     };
-    let arguments = match params.arguments {
-        Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
-            Ok(v) => Some(v),
-            Err(_) => return ev,
-        },
-        None => None,
-    };
-    if let Some(v) = &arguments {
-        // RFC 8785 canonical form, so the digest does not depend on the client's key order or
-        // whitespace.
-        if let Ok(canon) = serde_json_canonicalizer::to_vec(v) {
+    // RFC 8785 canonical form, so the digest does not depend on the client's key order or
+    // whitespace. Simple arguments are canonicalized straight from the text; a `Value` is built
+    // only when the text needs the general canonicalizer or the policy inspects the arguments.
+    let mut arguments: Option<serde_json::Value> = None;
+    if let Some(raw) = params.arguments {
+        let mut canon = Vec::with_capacity(raw.get().len());
+        if message::canonicalize_simple(raw.get().as_bytes(), &mut canon) {
             ev.arguments_sha256 = Some(sha256_hex(&canon));
+        } else {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+                return ev;
+            };
+            if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
+                ev.arguments_sha256 = Some(sha256_hex(&canon));
+            }
+            arguments = Some(v);
         }
     }
     let Some(name) = params.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
         return ev;
     };
+    if arguments.is_none() && shared.policy.reads_arguments(&name) {
+        if let Some(raw) = params.arguments {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+                // As if the parse had failed up front (it cannot after the fast path accepted
+                // the text, but the outcome must not depend on which path ran).
+                ev.arguments_sha256 = None;
+                ev.verdict = malformed("tools/call params is missing or not an object");
+                return ev;
+            };
+            arguments = Some(v);
+        }
+    }
     ev.verdict = shared.policy.evaluate(&name, arguments.as_ref());
     ev.tool = Some(name.into_owned());
     ev
