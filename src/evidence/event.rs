@@ -57,12 +57,13 @@ impl<'a, D: Serialize> Envelope<'a, D> {
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
+    let mut s = Vec::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        s.push(DIGITS[usize::from(b >> 4)]);
+        s.push(DIGITS[usize::from(b & 0xf)]);
     }
-    s
+    // Only ASCII hex digits were pushed.
+    String::from_utf8(s).unwrap_or_default()
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -167,6 +168,12 @@ impl Clock {
 pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
+    // Most strings (tool names, reasons, ids) need no escape: one vectorizable pass, one copy.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let esc: &[u8] = match b {

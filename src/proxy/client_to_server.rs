@@ -206,18 +206,25 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
     ev
 }
 
-fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict) -> String {
+/// Records one decision; returns its event id when `want_id` (a refusal carries it), else an
+/// empty string, so the common allowed path formats no id.
+fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool) -> String {
     let mut rec = shared
         .recorder
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let id = rec.record(
+    let seq = rec.record(
         &shared.diag,
         ev.tool.as_deref(),
         ev.tool_call_id.as_deref(),
         verdict,
         ev.arguments_sha256.as_deref(),
     );
+    let id = if want_id || shared.diag.verbose {
+        rec.decision_id(seq)
+    } else {
+        String::new()
+    };
     if shared.diag.verbose {
         shared.diag.say(&format!(
             "decision {} {} tool={} ({})",
@@ -261,8 +268,9 @@ fn handle_single(shared: &Shared, head: &Head<'_>) -> Action {
         return Action::Forward;
     }
     let ev = evaluate(shared, head);
-    let decision_id = record(shared, &ev, &ev.verdict);
-    if ev.allowed() || shared.dry_run {
+    let forward = ev.allowed() || shared.dry_run;
+    let decision_id = record(shared, &ev, &ev.verdict, !forward);
+    if forward {
         return Action::Forward;
     }
     match refusal(&ev, &ev.verdict, &decision_id) {
@@ -286,7 +294,7 @@ fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
     let refuse = !shared.dry_run && calls.iter().any(|(_, ev)| !ev.allowed());
     if !refuse {
         for (_, ev) in &calls {
-            record(shared, ev, &ev.verdict);
+            record(shared, ev, &ev.verdict, false);
         }
         return Action::Forward;
     }
@@ -304,7 +312,7 @@ fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
         } else {
             &ev.verdict
         };
-        let decision_id = record(shared, ev, verdict);
+        let decision_id = record(shared, ev, verdict, true);
         responses[*i] = refusal(ev, verdict, &decision_id);
     }
     for (i, item) in items.iter().enumerate() {
