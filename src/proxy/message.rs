@@ -84,13 +84,15 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
     else {
         return ClientLine::Blank;
     };
-    if let Err(e) = strict_json::scan(line, CLIENT_MAX_DEPTH) {
+    // One UTF-8 check serves the scan and the parses below (as `strict_json::scan` reports it).
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => return ClientLine::ParseError(invalid(e.valid_up_to())),
+    };
+    if let Err(e) = strict_json::scan_str(text, CLIENT_MAX_DEPTH) {
         return ClientLine::ParseError(e);
     }
-    // The scan validated UTF-8 and syntax; these parses fail only on limits we stay under.
-    let Ok(text) = std::str::from_utf8(line) else {
-        return ClientLine::ParseError(invalid(0));
-    };
+    // The scan validated the syntax; these parses fail only on limits we stay under.
     match line[first] {
         b'{' => match serde_json::from_str::<Head<'_>>(text) {
             Ok(h) => ClientLine::Single(h),
