@@ -17,14 +17,26 @@ fn main() -> io::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let mut log = OpenOptions::new().create_new(true).write(true).open(log_path)?;
+    let mut log = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(log_path)?;
     let mut child = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut to_child = BufWriter::with_capacity(64 * 1024, child.stdin.take().ok_or_else(|| io::Error::other("stdin"))?);
-    let mut from_child = child.stdout.take().ok_or_else(|| io::Error::other("stdout"))?;
+    let mut to_child = BufWriter::with_capacity(
+        64 * 1024,
+        child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("stdin"))?,
+    );
+    let mut from_child = child
+        .stdout
+        .take()
+        .ok_or_else(|| io::Error::other("stdout"))?;
 
     let back = std::thread::spawn(move || -> io::Result<()> {
         let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
@@ -53,7 +65,11 @@ fn main() -> io::Result<ExitCode> {
         }
         to_child.write_all(&line)?;
         record.clear();
-        write!(record, "{{\"seq\":{seq},\"bytes\":{},\"decision\":\"allow\",\"pad\":\"", line.len())?;
+        write!(
+            record,
+            "{{\"seq\":{seq},\"bytes\":{},\"decision\":\"allow\",\"pad\":\"",
+            line.len()
+        )?;
         while record.len() < 397 {
             record.push(b'x');
         }
@@ -64,7 +80,9 @@ fn main() -> io::Result<ExitCode> {
     }
     to_child.flush()?;
     drop(to_child);
-    let relayed = back.join().map_err(|_| io::Error::other("relay thread panicked"))?;
+    let relayed = back
+        .join()
+        .map_err(|_| io::Error::other("relay thread panicked"))?;
     let status = child.wait()?;
     relayed?;
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
