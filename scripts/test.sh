@@ -17,6 +17,7 @@ fi
 step "rust: format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+cargo clippy -p assay-stop-python -- -D warnings
 
 step "rust: unit and integration tests"
 export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
@@ -25,5 +26,18 @@ cargo test --all-targets
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
+step "python: build the wheel and install it into .venv"
+# A debug build (the Rust tests above already compiled the library in that profile), stripped to
+# keep the wheel small. The tests use the installed wheel, never the source tree, and
+# python/tests/test_wheel.py installs the same wheel into a clean venv with --no-index.
+rm -rf target/wheels
+.venv/bin/maturin build --quiet --strip --out target/wheels
+export ASSAY_WHEEL
+ASSAY_WHEEL="$(ls target/wheels/assay_stop-*.whl)"
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$ASSAY_WHEEL"
+
 step "python: tests"
 .venv/bin/python -m pytest python/tests -q -W error --timeout 300 -p no:cacheprovider
+
+step "python: mypy --strict (package, probe scripts, typed usage; stubtest runs in test_typing.py)"
+.venv/bin/python -m mypy

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod capture;
 mod coverage;
 mod evidence;
 mod faults;

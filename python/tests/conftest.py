@@ -74,3 +74,116 @@ def cli_capture(tmp_path: Path, assay_bin: Path, demo_server: Path, demo_policy:
     )
     assert proc.returncode == 0, proc.stderr
     return cap
+
+
+# --- fixtures and helpers for the assay_stop package tests ---------------------------------------
+
+import json  # noqa: E402
+import threading  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any, Callable, List, Optional  # noqa: E402
+
+SOURCE = "assay://pytest/python"
+
+
+@pytest.fixture(scope="session")
+def fault_server() -> Path:
+    return ROOT / "tests" / "fixtures" / "fault_server.py"
+
+
+@pytest.fixture(scope="session")
+def sdk_server() -> Path:
+    return ROOT / "python" / "tests" / "fixtures" / "sdk_server.py"
+
+
+@pytest.fixture(scope="session")
+def probe_dir() -> Path:
+    return ROOT / "python" / "examples" / "agent-session-evidence-probe"
+
+
+class Reader(threading.Thread):
+    """Reads everything from a descriptor on its own thread (so a session never blocks on a
+    full pipe) and lets the test wait for a given number of lines."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.data = b""
+        self.cond = threading.Condition()
+
+    def run(self) -> None:
+        while True:
+            chunk = os.read(self.fd, 65536)
+            with self.cond:
+                if not chunk:
+                    self.cond.notify_all()
+                    break
+                self.data += chunk
+                self.cond.notify_all()
+        os.close(self.fd)
+
+    def wait_lines(self, n: int, timeout: float = 30.0) -> List[Any]:
+        with self.cond:
+            ok = self.cond.wait_for(lambda: self.data.count(b"\n") >= n, timeout)
+        assert ok, f"expected {n} lines, got {self.data!r}"
+        return self.lines()
+
+    def lines(self) -> List[Any]:
+        return [json.loads(x) for x in self.data.splitlines() if x.strip()]
+
+
+@dataclass
+class Client:
+    """An MCP client made of two pipes: the session reads `stdin`, writes `stdout`."""
+
+    stdin: int  # the session's end (read)
+    stdout: int  # the session's end (write)
+    writer: int  # the test's end of the session's input
+    reader: Reader = field(repr=False)
+
+    def send(self, *lines: str) -> None:
+        os.write(self.writer, ("\n".join(lines) + "\n").encode())
+
+    def close_input(self) -> None:
+        if self.writer >= 0:
+            os.close(self.writer)
+            self.writer = -1
+
+    def finish(self) -> List[Any]:
+        """After the session returned: close the session's ends and collect its responses."""
+        self.close_input()
+        for fd in (self.stdin, self.stdout):
+            os.close(fd)
+        self.reader.join(30)
+        return self.reader.lines()
+
+
+@pytest.fixture
+def client() -> Any:
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    reader = Reader(out_r)
+    reader.start()
+    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
+    yield c
+    for fd in (c.writer, c.stdin, c.stdout):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+class SessionThread(threading.Thread):
+    """Runs a callable (a wrap_session call) on a thread and keeps its result or exception."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self.fn = fn
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            self.error = e

@@ -148,7 +148,7 @@ impl Builder {
                 "matched_rule": if allow { json!("*") } else { json!("exec") },
                 "enforced": !self.dry_run,
                 "policy_sha256": POLICY_SHA,
-                "arguments_sha256": if seq % 2 == 0 { json!(hex(&Sha256::digest(seq.to_string()))) } else { Value::Null },
+                "arguments_sha256": if seq.is_multiple_of(2) { json!(hex(&Sha256::digest(seq.to_string()))) } else { Value::Null },
             }),
         );
         for e in &self.edit_line {

@@ -20,7 +20,8 @@ pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
 pub(crate) fn read(dir: &Path) -> ExitCode {
     let closure = read_capture(dir);
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "{}", closure.to_json()).and_then(|()| out.flush()).is_err() {
+    let text = serde_json::to_string_pretty(&closure).unwrap_or_else(|_| closure.to_json());
+    if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
         return exit(3);
     }
     exit(closure_status(closure.closure))

@@ -4,7 +4,7 @@
 //! denied calls; then the reader's verdict is printed for a person to read.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
 use assay::{ClosureKind, read_capture};
@@ -25,7 +25,10 @@ const SCRIPT: &[(&str, &str)] = &[
         "initialized (notification)",
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     ),
-    ("tools/list", r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+    (
+        "tools/list",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ),
     (
         "call echo",
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
@@ -52,23 +55,22 @@ const SCRIPT: &[(&str, &str)] = &[
     ),
 ];
 
+/// A new directory for the demo's server and policy files (never the user's directory), and the
+/// capture directory: the one asked for, or `capture/` inside the new directory.
 fn demo_dir(args: &DemoArgs) -> std::io::Result<(PathBuf, PathBuf)> {
-    let base = match &args.capture_dir {
-        Some(d) => {
-            let parent = d.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            return Ok((parent.to_path_buf(), d.clone()));
-        }
-        None => std::env::temp_dir().join(format!(
-            "assay-demo-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0)
-        )),
-    };
+    let base = std::env::temp_dir().join(format!(
+        "assay-demo-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    ));
     std::fs::create_dir(&base)?;
-    let capture = base.join("capture");
+    let capture = args
+        .capture_dir
+        .clone()
+        .unwrap_or_else(|| base.join("capture"));
     Ok((base, capture))
 }
 
@@ -129,15 +131,27 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
     let mut child = Command::new(&exe)
         .args(["mcp", "wrap", "--policy"])
         .arg(&policy)
-        .args(["--event-source", "assay://demo/session", "--label", "demo-server", "--capture-dir"])
+        .args([
+            "--event-source",
+            "assay://demo/session",
+            "--label",
+            "demo-server",
+            "--capture-dir",
+        ])
         .arg(&capture)
         .args(["--", "python3"])
         .arg(&server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
-    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
     let mut lines = BufReader::new(stdout).lines();
     println!("client session (through `assay mcp wrap`):");
     for (label, line) in SCRIPT {
@@ -156,16 +170,24 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
     }
     let status = child.wait()?;
     println!();
-    println!("wrapper exit status: {}", status.code().map_or("signal".to_string(), |c| c.to_string()));
+    println!(
+        "wrapper exit status: {}",
+        status
+            .code()
+            .map_or("signal".to_string(), |c| c.to_string())
+    );
     let verdict = read_capture(&capture);
     println!();
     println!("reader verdict (assay capture read {}):", capture.display());
-    println!("{}", verdict.to_json());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&verdict).unwrap_or_else(|_| verdict.to_json())
+    );
     println!();
     let reasons: Vec<String> = verdict
         .reasons
         .iter()
-        .map(|r| format!("{}", r.detail))
+        .map(|r| format!("{}: {}", r.code.as_str(), r.detail))
         .collect();
     match verdict.closure {
         ClosureKind::Closed => println!(
@@ -174,5 +196,9 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
         other => println!("closure: {other:?}: {}", reasons.join("; ")),
     }
     println!("decisions: {}", capture.join("decisions.ndjson").display());
-    Ok(exit(if verdict.closure == ClosureKind::Closed { 0 } else { 3 }))
+    Ok(exit(if verdict.closure == ClosureKind::Closed {
+        0
+    } else {
+        3
+    }))
 }

@@ -2,8 +2,8 @@
 //! statuses live here; every decision is the library's.
 
 mod args;
-// mod capture;
-// mod demo;
+mod capture;
+mod demo;
 mod messages;
 mod wrap;
 
@@ -28,6 +28,12 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
-        Command::Capture(_) | Command::Demo(_) => todo!(),
+        Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
+        Command::Capture(CaptureCommand::Package {
+            dir,
+            out,
+            hash_file,
+        }) => capture::package(&dir, &out, &hash_file),
+        Command::Demo(args) => demo::run(args),
     }
 }

@@ -1,0 +1,384 @@
+//! Conversions between Python and Rust values: result classes (`WrapOutcome`, `Closure`,
+//! `Reason`, `PackageManifest`) as immutable objects with getters and `to_dict()`, and JSON values
+//! into plain Python objects. Arguments arrive already normalised by `assay_stop/__init__.py`
+//! (paths are `str`, descriptors are `int`), so PyO3's own extraction covers them.
+
+use std::path::Path;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Converts a JSON value into `None`/`bool`/`int`/`float`/`str`/`list`/`dict`.
+pub(crate) fn json_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                // serde_json numbers are finite; `as_f64` is `Some` for every other number.
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(json_to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, item) in map {
+                dict.set_item(k, json_to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Serializes a result type and converts it into Python objects.
+fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    let json = serde_json::to_value(value).map_err(|e| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!("cannot convert result: {e}"))
+    })?;
+    json_to_py(py, &json)
+}
+
+fn path_str(p: Option<&Path>) -> Option<String> {
+    p.map(|p| p.to_string_lossy().into_owned())
+}
+
+/// What `wrap_session` observed. Immutable.
+#[pyclass(frozen, module = "assay_stop", name = "WrapOutcome")]
+pub(crate) struct WrapOutcome {
+    inner: assay::WrapOutcome,
+}
+
+impl From<assay::WrapOutcome> for WrapOutcome {
+    fn from(inner: assay::WrapOutcome) -> Self {
+        Self { inner }
+    }
+}
+
+impl WrapOutcome {
+    /// The stop record's `data` object, exactly as SPEC §4.3 names its keys.
+    fn stop_value(&self) -> PyResult<Value> {
+        serde_json::to_value(&self.inner.stop).map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot convert result: {e}"))
+        })
+    }
+}
+
+#[pymethods]
+impl WrapOutcome {
+    #[getter]
+    fn session_id(&self) -> &str {
+        &self.inner.session_id
+    }
+    /// The `assay mcp wrap` exit status for this session (SPEC §10), not the child's exit code.
+    #[getter]
+    fn exit_code(&self) -> i32 {
+        self.inner.exit_code
+    }
+    /// The child's own exit code (the stop record's `exit_code`).
+    #[getter]
+    fn child_exit_code(&self) -> Option<i32> {
+        self.inner.stop.exit_code
+    }
+    #[getter]
+    fn server_id(&self) -> &str {
+        &self.inner.stop.server_id
+    }
+    #[getter]
+    fn server_pid(&self) -> u32 {
+        self.inner.stop.server_pid
+    }
+    #[getter]
+    fn session_context_id(&self) -> Option<&str> {
+        self.inner.stop.session_context_id.as_deref()
+    }
+    #[getter]
+    fn session_end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.stop.session_end)
+    }
+    #[getter]
+    fn termination<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.stop.termination)
+    }
+    #[getter]
+    fn signal(&self) -> Option<i32> {
+        self.inner.stop.signal
+    }
+    #[getter]
+    fn core_dumped(&self) -> Option<bool> {
+        self.inner.stop.core_dumped
+    }
+    #[getter]
+    fn assay_kill_requested(&self) -> bool {
+        self.inner.stop.assay_kill_requested
+    }
+    #[getter]
+    fn decision_log<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.stop.decision_log)
+    }
+    #[getter]
+    fn decision_events_written(&self) -> Option<u64> {
+        self.inner.stop.decision_events_written
+    }
+    #[getter]
+    fn decision_events_dropped(&self) -> Option<u64> {
+        self.inner.stop.decision_events_dropped
+    }
+    #[getter]
+    fn decision_prefix_sha256(&self) -> Option<&str> {
+        self.inner.stop.decision_prefix_sha256.as_deref()
+    }
+    #[getter]
+    fn assertion_basis(&self) -> &str {
+        &self.inner.stop.assertion_basis
+    }
+    #[getter]
+    fn non_claims(&self) -> Vec<String> {
+        self.inner.stop.non_claims.clone()
+    }
+    /// The stop record's `data` object (every key of SPEC §4.3).
+    #[getter]
+    fn stop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.stop_value()?)
+    }
+    #[getter]
+    fn paths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.paths)
+    }
+    #[getter]
+    fn capture_dir(&self) -> Option<String> {
+        path_str(self.inner.paths.capture_dir.as_deref())
+    }
+    #[getter]
+    fn stop_written(&self) -> bool {
+        self.inner.stop_written
+    }
+    #[getter]
+    fn discovery_only(&self) -> bool {
+        self.inner.discovery_only
+    }
+    #[getter]
+    fn evidence_errors(&self) -> Vec<String> {
+        self.inner.evidence_errors.clone()
+    }
+    #[getter]
+    fn proxy_error(&self) -> Option<&str> {
+        self.inner.proxy_error.as_deref()
+    }
+
+    /// A plain dict: `session_id`, `exit_code` (the CLI status), `child_exit_code`, every other
+    /// stop field at the top level, `stop` (the exact stop `data`), `paths`, `stop_written`,
+    /// `discovery_only`, `evidence_errors`, `proxy_error`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stop = self.stop_value()?;
+        let dict = PyDict::new(py);
+        dict.set_item("session_id", &self.inner.session_id)?;
+        dict.set_item("exit_code", self.inner.exit_code)?;
+        dict.set_item("child_exit_code", self.inner.stop.exit_code)?;
+        if let Value::Object(map) = &stop {
+            for (k, v) in map {
+                if k != "session_id" && k != "exit_code" {
+                    dict.set_item(k, json_to_py(py, v)?)?;
+                }
+            }
+        }
+        dict.set_item("stop", json_to_py(py, &stop)?)?;
+        dict.set_item("paths", to_py(py, &self.inner.paths)?)?;
+        dict.set_item("stop_written", self.inner.stop_written)?;
+        dict.set_item("discovery_only", self.inner.discovery_only)?;
+        dict.set_item("evidence_errors", self.inner.evidence_errors.clone())?;
+        dict.set_item("proxy_error", self.inner.proxy_error.as_deref())?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "WrapOutcome(session_id={:?}, exit_code={}, termination={:?}, decision_log={:?}, stop_written={})",
+            self.inner.session_id,
+            self.inner.exit_code,
+            serde_json::to_value(self.inner.stop.termination).unwrap_or_default(),
+            serde_json::to_value(self.inner.stop.decision_log).unwrap_or_default(),
+            if self.inner.stop_written {
+                "True"
+            } else {
+                "False"
+            },
+        )
+    }
+}
+
+/// One reason behind a verdict that is not `closed`. Immutable.
+#[pyclass(frozen, module = "assay_stop", name = "Reason")]
+pub(crate) struct Reason {
+    code: &'static str,
+    detail: String,
+}
+
+#[pymethods]
+impl Reason {
+    #[getter]
+    fn code(&self) -> &'static str {
+        self.code
+    }
+    #[getter]
+    fn detail(&self) -> &str {
+        &self.detail
+    }
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("code", self.code)?;
+        dict.set_item("detail", &self.detail)?;
+        Ok(dict)
+    }
+    fn __repr__(&self) -> String {
+        format!("Reason(code={:?}, detail={:?})", self.code, self.detail)
+    }
+}
+
+/// The verdict on a capture directory (`assay.capture.closure.v1`). Immutable.
+#[pyclass(frozen, module = "assay_stop", name = "Closure")]
+pub(crate) struct Closure {
+    inner: assay::Closure,
+}
+
+impl From<assay::Closure> for Closure {
+    fn from(inner: assay::Closure) -> Self {
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl Closure {
+    #[getter]
+    fn schema(&self) -> &'static str {
+        self.inner.schema
+    }
+    #[getter]
+    fn closure(&self) -> &'static str {
+        self.inner.closure.as_str()
+    }
+    #[getter]
+    fn reasons(&self) -> Vec<Reason> {
+        self.inner
+            .reasons
+            .iter()
+            .map(|r| Reason {
+                code: r.code.as_str(),
+                detail: r.detail.clone(),
+            })
+            .collect()
+    }
+    #[getter]
+    fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+    /// The stop event's `data` fields (without `session_id` and `non_claims`), or `None` when
+    /// the stop event did not pass its checks.
+    #[getter]
+    fn stop<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &self.inner.stop {
+            Some(map) => Ok(Some(json_to_py(py, &Value::Object(map.clone()))?)),
+            None => Ok(None),
+        }
+    }
+    #[getter]
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.files)
+    }
+    #[getter]
+    fn non_claims(&self) -> Vec<String> {
+        self.inner.non_claims.clone()
+    }
+    /// The verdict object as a dict (stop fields at the top level, as in the JSON).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+    /// The verdict as JSON text: compact, or pretty with `indent=True` (as `assay capture read`).
+    #[pyo3(signature = (*, indent = false))]
+    fn to_json(&self, indent: bool) -> String {
+        if indent {
+            serde_json::to_string_pretty(&self.inner).unwrap_or_else(|_| self.inner.to_json())
+        } else {
+            self.inner.to_json()
+        }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Closure(closure={:?}, session_id={:?}, reasons={})",
+            self.inner.closure.as_str(),
+            self.inner.session_id,
+            self.inner.reasons.len()
+        )
+    }
+}
+
+/// The manifest written by `package_capture` (`assay.capture.package.v1`). Immutable.
+#[pyclass(frozen, module = "assay_stop", name = "PackageManifest")]
+pub(crate) struct PackageManifest {
+    inner: Value,
+}
+
+impl From<Value> for PackageManifest {
+    fn from(inner: Value) -> Self {
+        Self { inner }
+    }
+}
+
+impl PackageManifest {
+    fn field<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, self.inner.get(key).unwrap_or(&Value::Null))
+    }
+}
+
+#[pymethods]
+impl PackageManifest {
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "schema")
+    }
+    #[getter]
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "files")
+    }
+    #[getter]
+    fn producer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "producer")
+    }
+    #[getter]
+    fn extra_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "extra_files")
+    }
+    /// The closure verdict of the packaged files, as a dict.
+    #[getter]
+    fn closure<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "closure")
+    }
+    #[getter]
+    fn non_claims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "non_claims")
+    }
+    /// The manifest as a dict (the content of `manifest.json`).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.inner)
+    }
+    fn __repr__(&self) -> String {
+        let verdict = self
+            .inner
+            .pointer("/closure/closure")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        format!("PackageManifest(closure={verdict:?})")
+    }
+}

@@ -1,0 +1,143 @@
+//! `assay_stop._native`: the PyO3 extension behind `import assay_stop` (SPEC §9).
+//!
+//! This crate only translates: Python arguments into an [`assay::WrapConfig`] and a
+//! [`assay::ClientIo`], library results into immutable Python objects, library errors into the
+//! three exceptions of [`errors`]. Every decision is made by the `assay` library. The public,
+//! documented API is the Python package `assay_stop` (`python/assay_stop/`), which normalises
+//! `os.PathLike` paths and `fileno()` objects before calling in here; the docstrings users see
+//! live in `python/assay_stop/_native.pyi`.
+
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+mod convert;
+mod errors;
+
+use convert::{Closure, PackageManifest, Reason, WrapOutcome};
+use errors::{ConfigError, StopWriteError, WrapError, os_error, to_pyerr};
+
+/// Duplicates the caller's descriptor `fd` (close-on-exec, numbered 3 or above). The session owns
+/// and closes what it is given (`assay::ClientIo`), so the caller's own descriptor stays open
+/// and stays the caller's to close.
+fn dup_fd(py: Python<'_>, name: &str, fd: RawFd) -> PyResult<OwnedFd> {
+    if fd < 0 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: file descriptor must be non-negative, got {fd}"
+        )));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC only reads `fd`; on a descriptor that is not open it fails with
+    // EBADF and touches nothing. No Rust object is asserted to own or borrow `fd`.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(os_error(
+            py,
+            &e,
+            format!("{name}: cannot duplicate file descriptor {fd}: {e}"),
+        ));
+    }
+    // SAFETY: `new` was just returned by fcntl(F_DUPFD_CLOEXEC): it is an open descriptor that
+    // nothing else refers to, so this OwnedFd is its only owner.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Runs one wrapped session. See `_native.pyi` for the documentation.
+#[pyfunction]
+#[pyo3(signature = (
+    command, *, policy, event_source = None, label = None, decision_log = None,
+    decision_log_new = false, session_context_out = None, session_stop_out = None,
+    coverage_out = None, capture_dir = None, dry_run = false, drain_timeout = None,
+    max_line_bytes = None, stdin = 0, stdout = 1, stderr = None, verbose = false
+))]
+// One parameter per SPEC §9 keyword: this mirrors the Python signature.
+#[allow(clippy::too_many_arguments)]
+fn wrap_session(
+    py: Python<'_>,
+    command: Vec<String>,
+    policy: PathBuf,
+    event_source: Option<String>,
+    label: Option<String>,
+    decision_log: Option<PathBuf>,
+    decision_log_new: bool,
+    session_context_out: Option<PathBuf>,
+    session_stop_out: Option<PathBuf>,
+    coverage_out: Option<PathBuf>,
+    capture_dir: Option<PathBuf>,
+    dry_run: bool,
+    drain_timeout: Option<f64>,
+    max_line_bytes: Option<u64>,
+    stdin: RawFd,
+    stdout: RawFd,
+    stderr: Option<PathBuf>,
+    verbose: bool,
+) -> PyResult<WrapOutcome> {
+    // Every argument is an owned Rust value before the GIL is released.
+    let mut config = assay::WrapConfig::new(command, policy);
+    config.event_source = event_source;
+    config.label = label;
+    config.decision_log = decision_log;
+    config.decision_log_new = decision_log_new;
+    config.session_context_out = session_context_out;
+    config.session_stop_out = session_stop_out;
+    config.coverage_out = coverage_out;
+    config.capture_dir = capture_dir;
+    config.dry_run = dry_run;
+    config.drain_timeout = drain_timeout;
+    config.max_line_bytes = max_line_bytes;
+    config.stdin = stdin;
+    config.stdout = stdout;
+    config.stderr = stderr;
+    config.verbose = verbose;
+    let io = assay::ClientIo {
+        input: dup_fd(py, "stdin", stdin)?,
+        output: dup_fd(py, "stdout", stdout)?,
+    };
+    // The session blocks until the client closes its input: release the GIL for all of it so
+    // other Python threads run. Ctrl-C is only seen once this returns (documented in the .pyi).
+    let result = py.detach(move || assay::wrap_session(&config, io));
+    match result {
+        Ok(outcome) => Ok(WrapOutcome::from(outcome)),
+        Err(e) => Err(to_pyerr(py, e)),
+    }
+}
+
+/// Judges a capture directory. Never raises for a bad capture.
+#[pyfunction]
+fn read_capture(py: Python<'_>, path: PathBuf) -> Closure {
+    Closure::from(py.detach(move || assay::read_capture(&path)))
+}
+
+/// Copies a capture into a new directory with a manifest.
+#[pyfunction]
+#[pyo3(signature = (src, dst, extra_files = Vec::new()))]
+fn package_capture(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    extra_files: Vec<PathBuf>,
+) -> PyResult<PackageManifest> {
+    match py.detach(move || assay::package_capture(&src, &dst, &extra_files)) {
+        Ok(manifest) => Ok(PackageManifest::from(manifest)),
+        Err(e) => Err(to_pyerr(py, e)),
+    }
+}
+
+#[pymodule(gil_used = false)]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(wrap_session, m)?)?;
+    m.add_function(wrap_pyfunction!(read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(package_capture, m)?)?;
+    m.add_class::<WrapOutcome>()?;
+    m.add_class::<Closure>()?;
+    m.add_class::<Reason>()?;
+    m.add_class::<PackageManifest>()?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("WrapError", py.get_type::<WrapError>())?;
+    m.add("StopWriteError", py.get_type::<StopWriteError>())?;
+    Ok(())
+}

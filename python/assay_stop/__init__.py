@@ -1,0 +1,154 @@
+"""assay_stop: an MCP stdio wrapper with a tool policy and checkable session evidence.
+
+``wrap_session`` runs one MCP server as a child process between a client's descriptors and the
+child, enforcing a tool policy on every ``tools/call`` and writing the requested evidence.
+``read_capture`` judges a capture directory ``closed``, ``incomplete`` or ``unknown``;
+``package_capture`` copies one with a manifest of digests. See ``_native.pyi`` for the full
+documentation of every class and function.
+
+The GIL is released while a session runs, so other Python threads keep running. Ctrl-C
+(``KeyboardInterrupt``) takes effect only when ``wrap_session`` returns, which happens when the
+client closes its input: run a session in a thread, or close the input descriptor, to stop it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Protocol, Union
+
+from assay_stop._native import (
+    Closure,
+    ConfigError,
+    PackageManifest,
+    Reason,
+    StopWriteError,
+    WrapError,
+    WrapOutcome,
+    __version__,
+)
+from assay_stop import _native
+
+__all__ = [
+    "Closure",
+    "ConfigError",
+    "PackageManifest",
+    "Reason",
+    "StopWriteError",
+    "WrapError",
+    "WrapOutcome",
+    "__version__",
+    "package_capture",
+    "read_capture",
+    "wrap_session",
+]
+
+
+class _HasFileno(Protocol):
+    def fileno(self) -> int: ...
+
+
+StrPath = Union[str, "os.PathLike[str]", bytes, "os.PathLike[bytes]"]
+"""A filesystem path: ``str``, ``bytes`` or ``os.PathLike``."""
+
+FileDescriptorLike = Union[int, _HasFileno]
+"""A file descriptor number or an object with ``fileno()``."""
+
+
+def _path(value: StrPath) -> str:
+    # os.fsdecode keeps non-UTF-8 bytes as surrogate escapes, which the extension turns back
+    # into the original bytes.
+    return os.fsdecode(os.fspath(value))
+
+
+def _opt_path(value: Optional[StrPath]) -> Optional[str]:
+    return None if value is None else _path(value)
+
+
+def _fd(name: str, value: FileDescriptorLike) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a file descriptor or an object with fileno(), not bool")
+    if isinstance(value, int):
+        return value
+    fileno = getattr(value, "fileno", None)
+    if fileno is None:
+        raise TypeError(
+            f"{name} must be a file descriptor or an object with fileno(), "
+            f"not {type(value).__name__}"
+        )
+    fd = fileno()
+    if not isinstance(fd, int) or isinstance(fd, bool):
+        raise TypeError(f"{name}.fileno() must return an int, not {type(fd).__name__}")
+    return fd
+
+
+def wrap_session(
+    command: Iterable[StrPath],
+    *,
+    policy: StrPath,
+    event_source: Optional[str] = None,
+    label: Optional[str] = None,
+    decision_log: Optional[StrPath] = None,
+    decision_log_new: bool = False,
+    session_context_out: Optional[StrPath] = None,
+    session_stop_out: Optional[StrPath] = None,
+    coverage_out: Optional[StrPath] = None,
+    capture_dir: Optional[StrPath] = None,
+    dry_run: bool = False,
+    drain_timeout: Optional[float] = None,
+    max_line_bytes: Optional[int] = None,
+    stdin: FileDescriptorLike = 0,
+    stdout: FileDescriptorLike = 1,
+    stderr: Optional[StrPath] = None,
+) -> WrapOutcome:
+    """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
+
+    ``command`` is the server argv (a list, not a shell string). Paths accept ``str``, ``bytes``
+    or ``os.PathLike``; ``stdin``/``stdout`` accept a descriptor number or an object with
+    ``fileno()``; they are duplicated, never closed: close your end of ``stdin`` to end the
+    session. ``stderr`` is a file the child's stderr is appended to (``None``: inherited; with
+    ``capture_dir``: ``proxy-stderr.log`` in the capture).
+
+    The GIL is released for the whole session; Ctrl-C takes effect only when this returns.
+
+    Returns a :class:`WrapOutcome`. Raises :class:`ConfigError` (a ``ValueError``) when the
+    configuration is refused before anything is spawned or created, :class:`WrapError` (an
+    ``OSError``) when the session cannot start or run, :class:`StopWriteError` (a ``WrapError``)
+    when the stop record could not be written (``.outcome`` holds the observed result).
+    """
+    if isinstance(command, (str, bytes)) or isinstance(command, os.PathLike):
+        raise TypeError("command must be a list of arguments, not a single string")
+    argv = [_path(a) for a in command]
+    return _native.wrap_session(
+        argv,
+        policy=_path(policy),
+        event_source=event_source,
+        label=label,
+        decision_log=_opt_path(decision_log),
+        decision_log_new=decision_log_new,
+        session_context_out=_opt_path(session_context_out),
+        session_stop_out=_opt_path(session_stop_out),
+        coverage_out=_opt_path(coverage_out),
+        capture_dir=_opt_path(capture_dir),
+        dry_run=dry_run,
+        drain_timeout=drain_timeout,
+        max_line_bytes=max_line_bytes,
+        stdin=_fd("stdin", stdin),
+        stdout=_fd("stdout", stdout),
+        stderr=_opt_path(stderr),
+    )
+
+
+def read_capture(path: StrPath) -> Closure:
+    """Judge the capture directory ``path`` (SPEC §7). Never raises for a bad capture: an absent,
+    malformed, oversized or inconsistent capture is ``closure == "unknown"`` with reasons."""
+    return _native.read_capture(_path(path))
+
+
+def package_capture(
+    src: StrPath, dst: StrPath, extra_files: Iterable[StrPath] = ()
+) -> PackageManifest:
+    """Copy the capture in ``src`` into the new directory ``dst`` with ``manifest.json``.
+
+    ``extra_files`` (helper or source files to put on record) are hashed, not copied. Raises
+    :class:`WrapError` when ``dst`` exists, a source file is refused, or a copy fails.
+    """
+    return _native.package_capture(_path(src), _path(dst), [_path(p) for p in extra_files])

@@ -1,0 +1,34 @@
+"""``python -m assay_stop read DIR``: judge a capture directory like ``assay capture read DIR``.
+
+Prints the verdict JSON on stdout; exit status 0 closed, 1 incomplete, 3 unknown, 2 usage error.
+"""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+from assay_stop import read_capture
+
+USAGE = "usage: python -m assay_stop read DIR"
+_STATUS = {"closed": 0, "incomplete": 1, "unknown": 3}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if len(args) != 2 or args[0] != "read" or args[1].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    closure = read_capture(args[1])
+    try:
+        sys.stdout.write(closure.to_json(indent=True) + "\n")
+        sys.stdout.flush()
+    except OSError:
+        return 3
+    return _STATUS.get(closure.closure, 3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

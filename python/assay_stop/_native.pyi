@@ -1,0 +1,262 @@
+"""The native extension behind ``assay_stop`` (built from ``bindings/python`` by maturin).
+
+Use the re-exports in ``assay_stop``: its ``wrap_session``, ``read_capture`` and
+``package_capture`` accept ``os.PathLike`` paths and objects with ``fileno()`` and call these.
+"""
+from typing import Any, Dict, List, Literal, Optional, final
+
+__all__ = [
+    "__version__",
+    "wrap_session",
+    "read_capture",
+    "package_capture",
+    "WrapOutcome",
+    "Closure",
+    "Reason",
+    "PackageManifest",
+    "ConfigError",
+    "WrapError",
+    "StopWriteError",
+]
+
+__version__: str
+
+def wrap_session(
+    command: List[str],
+    *,
+    policy: str,
+    event_source: Optional[str] = None,
+    label: Optional[str] = None,
+    decision_log: Optional[str] = None,
+    decision_log_new: bool = False,
+    session_context_out: Optional[str] = None,
+    session_stop_out: Optional[str] = None,
+    coverage_out: Optional[str] = None,
+    capture_dir: Optional[str] = None,
+    dry_run: bool = False,
+    drain_timeout: Optional[float] = None,
+    max_line_bytes: Optional[int] = None,
+    stdin: int = 0,
+    stdout: int = 1,
+    stderr: Optional[str] = None,
+    verbose: bool = False,
+) -> WrapOutcome:
+    """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
+
+    Proxies JSON-RPC lines between the client descriptors ``stdin``/``stdout`` and the child
+    ``command``, enforcing ``policy`` on every ``tools/call`` and writing the requested evidence.
+    The descriptors are duplicated and never closed: close your end of ``stdin`` to end the
+    session.
+
+    The GIL is released for the whole session, so other Python threads keep running.
+    Ctrl-C (``KeyboardInterrupt``) takes effect only when this call returns.
+
+    Raises:
+        ConfigError: the configuration was refused; nothing was spawned or created.
+        WrapError: the command was not found (``errno`` ENOENT) or not executable (EACCES), a
+            descriptor could not be duplicated, or an I/O failure stopped the session.
+        StopWriteError: the session ran but the stop record could not be written;
+            ``.outcome`` holds the observed :class:`WrapOutcome`.
+    """
+
+def read_capture(path: str) -> Closure:
+    """Judge a capture directory (SPEC §7). Never raises for a bad capture: anything absent,
+    malformed, over a bound or inconsistent is ``closure == "unknown"`` with reasons."""
+
+def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> PackageManifest:
+    """Copy the capture ``src`` into the new directory ``dst`` and write ``manifest.json``.
+
+    ``extra_files`` are hashed (not copied) into the manifest.
+
+    Raises:
+        WrapError: ``dst`` exists or cannot be created, a source is refused, a copy failed.
+    """
+
+@final
+class WrapOutcome:
+    """What ``wrap_session`` observed. Immutable.
+
+    ``exit_code`` is the ``assay mcp wrap`` exit status for the session (the child's code when it
+    exited, 128+signal when signaled, 3 for a wrapper failure); the child's own exit code is
+    ``child_exit_code`` (the stop record's ``exit_code``). The other attributes are the stop
+    record's fields (SPEC §4.3), also when no stop record was requested.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """32 lowercase hex characters."""
+    @property
+    def exit_code(self) -> int:
+        """The CLI exit status rule applied to this session (SPEC §10)."""
+    @property
+    def child_exit_code(self) -> Optional[int]:
+        """The child's exit code when it exited normally, else ``None``."""
+    @property
+    def server_id(self) -> str:
+        """The configured label (``default-mcp-server`` by default)."""
+    @property
+    def server_pid(self) -> int:
+        """The spawned child's process id."""
+    @property
+    def session_context_id(self) -> Optional[str]:
+        """``evt_context_<session_id>`` when a context event was requested."""
+    @property
+    def session_end(self) -> Literal["client_closed", "proxy_error"]:
+        """How the session ended."""
+    @property
+    def termination(self) -> Literal["exited", "signaled", "unknown"]:
+        """What was observed about the child's end."""
+    @property
+    def signal(self) -> Optional[int]:
+        """The signal number when the child was signaled."""
+    @property
+    def core_dumped(self) -> Optional[bool]:
+        """Whether a core was dumped, when the child was signaled."""
+    @property
+    def assay_kill_requested(self) -> bool:
+        """A kill was attempted during cleanup; claims neither cause nor success."""
+    @property
+    def decision_log(self) -> Literal["complete", "incomplete", "temporary", "absent", "unknown"]:
+        """The state of the decision log."""
+    @property
+    def decision_events_written(self) -> Optional[int]:
+        """Decision lines written successfully by this invocation."""
+    @property
+    def decision_events_dropped(self) -> Optional[int]:
+        """Decision emissions refused after the first failed write."""
+    @property
+    def decision_prefix_sha256(self) -> Optional[str]:
+        """SHA-256 of exactly the successfully written decision lines."""
+    @property
+    def assertion_basis(self) -> str:
+        """Always ``producer_observation``."""
+    @property
+    def non_claims(self) -> List[str]:
+        """What the stop record does not claim."""
+    @property
+    def stop(self) -> Dict[str, Any]:
+        """The stop record's ``data`` object with every SPEC §4.3 key (its ``exit_code`` is the
+        child's)."""
+    @property
+    def paths(self) -> Dict[str, Optional[str]]:
+        """Paths involved: ``decision_log``, ``session_context``, ``session_stop``, ``coverage``,
+        ``protocol``, ``capture_dir`` (``None`` when not requested)."""
+    @property
+    def capture_dir(self) -> Optional[str]:
+        """The capture directory, when one was used."""
+    @property
+    def stop_written(self) -> bool:
+        """Whether the stop event was written."""
+    @property
+    def discovery_only(self) -> bool:
+        """A discovery-only run: no session existed and no stop record was written."""
+    @property
+    def evidence_errors(self) -> List[str]:
+        """Evidence writes that failed, one line each; non-empty means ``exit_code`` 3."""
+    @property
+    def proxy_error(self) -> Optional[str]:
+        """Why the session ended with ``proxy_error``, when it did."""
+    def to_dict(self) -> Dict[str, Any]:
+        """A plain dict of every attribute (stop fields at the top level, plus ``stop``)."""
+
+@final
+class Reason:
+    """One reason behind a verdict that is not ``closed``. Immutable."""
+
+    @property
+    def code(self) -> str:
+        """A SPEC §7 reason code, e.g. ``missing_file`` or ``digest_mismatch``."""
+    @property
+    def detail(self) -> str:
+        """A one-line description naming the file and field."""
+    def to_dict(self) -> Dict[str, str]:
+        """``{"code": ..., "detail": ...}``."""
+
+@final
+class Closure:
+    """The verdict on a capture directory (``assay.capture.closure.v1``). Immutable.
+
+    ``closed`` means a recorded ending with matching retained accounting; it does not mean the
+    child succeeded. ``incomplete`` means consistent files with known loss. ``unknown`` means
+    anything absent, malformed, over a bound, inconsistent or not retained.
+    """
+
+    @property
+    def schema(self) -> str:
+        """Always ``assay.capture.closure.v1``."""
+    @property
+    def closure(self) -> Literal["closed", "incomplete", "unknown"]:
+        """The verdict."""
+    @property
+    def reasons(self) -> List[Reason]:
+        """Why the verdict is not ``closed``; empty exactly when it is."""
+    @property
+    def session_id(self) -> Optional[str]:
+        """The session id, when a well-formed one was found."""
+    @property
+    def stop(self) -> Optional[Dict[str, Any]]:
+        """The stop event's ``data`` fields (without ``session_id`` and ``non_claims``) when the
+        stop event passed its checks, else ``None``."""
+    @property
+    def files(self) -> Dict[str, Dict[str, Any]]:
+        """``{name: {"bytes": int, "sha256": str}}`` for every file read within its bound."""
+    @property
+    def non_claims(self) -> List[str]:
+        """What the verdict does not claim."""
+    def to_dict(self) -> Dict[str, Any]:
+        """The verdict object as a dict, stop fields at the top level (as the JSON)."""
+    def to_json(self, *, indent: bool = False) -> str:
+        """The verdict as JSON: compact, or pretty-printed (as ``assay capture read``)."""
+
+@final
+class PackageManifest:
+    """The manifest written by ``package_capture`` (``assay.capture.package.v1``). Immutable.
+
+    File/digest agreement does not authenticate the producer (``not_producer_authentication``).
+    """
+
+    @property
+    def schema(self) -> str:
+        """Always ``assay.capture.package.v1``."""
+    @property
+    def files(self) -> List[Dict[str, Any]]:
+        """``[{"name", "bytes", "sha256"}]`` for every copied capture file."""
+    @property
+    def producer(self) -> Dict[str, Any]:
+        """Producer name, version and the SHA-256 of the binary holding the library."""
+    @property
+    def extra_files(self) -> List[Dict[str, Any]]:
+        """``[{"path", "bytes", "sha256"}]`` for each ``extra_files`` entry."""
+    @property
+    def closure(self) -> Dict[str, Any]:
+        """The closure verdict of the packaged files, as a dict."""
+    @property
+    def non_claims(self) -> List[str]:
+        """What the package does not claim."""
+    def to_dict(self) -> Dict[str, Any]:
+        """The manifest as a dict (the content of ``manifest.json``)."""
+
+class ConfigError(ValueError):
+    """The configuration was refused before anything was spawned or created (SPEC §6).
+
+    ``option`` names the offending option (e.g. ``"event-source"``); ``kind`` is ``"config"``
+    (or ``"invalid_argument"``); ``exit_status`` is 2.
+    """
+
+    option: Optional[str]
+    kind: str
+    exit_status: int
+
+class WrapError(OSError):
+    """The session could not start or run. ``kind`` is ``"command_not_found"`` (``errno``
+    ENOENT, ``exit_status`` 127), ``"command_not_executable"`` (EACCES, 126), ``"io"`` or
+    ``"internal"`` (3)."""
+
+    kind: str
+    exit_status: int
+
+class StopWriteError(WrapError):
+    """The session ran, but the requested stop record could not be written (``exit_status`` 3).
+    Earlier evidence is intact. ``outcome`` holds the observed :class:`WrapOutcome`."""
+
+    outcome: WrapOutcome

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""An MCP server entry for a host: wraps a real MCP server into a capture directory.
+
+usage: wrap_entry.py --capture-dir DIR [--policy P] [--event-source URI] [--label NAME]
+                     -- SERVER [ARGS...]
+
+Configure this script as the MCP server command in the host (agent, IDE). It runs
+``assay_stop.wrap_session`` on its own stdin/stdout: the host talks to SERVER through the
+wrapper, every ``tools/call`` is checked against the policy, and DIR receives protocol.json,
+session-context.json, decisions.ndjson, session-stop.json and proxy-stderr.log (SERVER's stderr
+and the wrapper's diagnostics). Judge it afterwards with ``session_stop.py DIR``.
+
+Exit status: that of ``assay mcp wrap`` (the server's exit code, 128+signal, 3 for a wrapper or
+evidence failure including a failed stop write, 2 for a configuration error, 126/127 when the
+server cannot be executed / is not found).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import assay_stop
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_POLICY = HERE.parents[2] / "examples" / "demo" / "policy.yaml"
+DEFAULT_EVENT_SOURCE = "assay://agent-session-evidence-probe/session"
+
+
+def _parse(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="wrap_entry.py",
+        description="Wrap an MCP stdio server into an assay capture directory.",
+    )
+    parser.add_argument("--capture-dir", required=True, type=Path, help="capture directory")
+    parser.add_argument("--policy", type=Path, default=DEFAULT_POLICY, help="tool policy file")
+    parser.add_argument("--event-source", default=DEFAULT_EVENT_SOURCE, help="CloudEvents source")
+    parser.add_argument("--label", default=None, help="server_id label")
+    parser.add_argument("server", nargs="+", help="the MCP server command (after --)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    try:
+        outcome = assay_stop.wrap_session(
+            args.server,
+            policy=args.policy,
+            event_source=args.event_source,
+            label=args.label,
+            capture_dir=args.capture_dir,
+            stdin=sys.stdin,
+            stdout=sys.stdout,
+        )
+    except assay_stop.ConfigError as e:
+        print(f"assay: {e}", file=sys.stderr)
+        return 2
+    except assay_stop.StopWriteError as e:
+        print(f"assay: {e} ({e.outcome.termination}, child exit {e.outcome.child_exit_code})", file=sys.stderr)
+        return 3
+    except assay_stop.WrapError as e:
+        print(f"assay: {e}", file=sys.stderr)
+        return int(getattr(e, "exit_status", 3))
+    for err in outcome.evidence_errors:
+        print(f"assay: {err}", file=sys.stderr)
+    return outcome.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
