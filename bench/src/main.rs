@@ -491,11 +491,11 @@ fn bench_startup(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
 fn make_max_capture(env: &Env) -> Res<(PathBuf, u64)> {
     let dir = env.tmp.join("max-capture");
     let _ = fs::remove_dir_all(&dir);
-    // A long allowed tool name and a long string id make each decision line ~830 bytes.
-    let tool = format!("bench_{}", "t".repeat(250));
+    // A long allowed tool name and a long string id make each decision line ~815 bytes.
+    let tool = format!("bench_{}", "t".repeat(90));
     let mut data = Vec::new();
     for i in 0..10_000u64 {
-        let id = format!("{i:0>8}-{}", "i".repeat(240));
+        let id = format!("{i:0>8}-{}", "i".repeat(90));
         let _ = writeln!(
             data,
             "{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{\"n\":{i}}}}}}}"
