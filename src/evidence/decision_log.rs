@@ -9,10 +9,9 @@
 use std::fs::File;
 use std::io::{self, Write};
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::event::{Envelope, TYPE_DECISION, hex};
+use super::event::{Clock, TYPE_DECISION, hex, push_json_str};
 use crate::policy::{Decision, ReasonCode};
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
@@ -47,21 +46,6 @@ pub(crate) struct DecisionEntry<'a> {
     pub arguments_sha256: Option<&'a str>,
 }
 
-#[derive(Serialize)]
-struct DecisionData<'a> {
-    session_id: &'a str,
-    seq: u64,
-    tool: Option<&'a str>,
-    tool_call_id: Option<&'a str>,
-    decision: Decision,
-    reason_code: ReasonCode,
-    reason: &'a str,
-    matched_rule: Option<&'a str>,
-    enforced: bool,
-    policy_sha256: &'a str,
-    arguments_sha256: Option<&'a str>,
-}
-
 /// The outcome of one emission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Emitted {
@@ -75,15 +59,42 @@ pub(crate) enum Emitted {
 /// The decision log writer.
 pub(crate) struct DecisionLog {
     sink: Box<dyn DecisionSink>,
-    session_id: String,
-    source: String,
-    policy_sha256: String,
-    enforced: bool,
     written: u64,
     dropped: u64,
     poisoned: bool,
     hasher: Sha256,
-    id_buf: String,
+    clock: Clock,
+    /// The line being built (reused).
+    line: Vec<u8>,
+    /// `{"specversion":"1.0","id":"evt_decision_<session>_`
+    head: String,
+    /// `","type":…,"source":…,"time":"`
+    mid: String,
+    /// `","datacontenttype":…,"data":{"session_id":…,"seq":`
+    data_head: String,
+    /// `,"enforced":…,"policy_sha256":…,"arguments_sha256":`
+    tail: String,
+}
+
+/// Appends the decimal text of `n` (no `fmt` machinery on the per-line path).
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+fn json_str(s: &str) -> String {
+    let mut v = Vec::new();
+    push_json_str(&mut v, s);
+    String::from_utf8(v).unwrap_or_default()
 }
 
 impl DecisionLog {
@@ -94,17 +105,31 @@ impl DecisionLog {
         policy_sha256: &str,
         enforced: bool,
     ) -> Self {
+        let sid = json_str(session_id);
+        // The id is a JSON string built from the escaped session id; session ids are hex, so
+        // only the quotes need care.
+        let sid_inner = &sid[1..sid.len() - 1];
         Self {
             sink,
-            session_id: session_id.to_string(),
-            source: source.to_string(),
-            policy_sha256: policy_sha256.to_string(),
-            enforced,
             written: 0,
             dropped: 0,
             poisoned: false,
             hasher: Sha256::new(),
-            id_buf: String::new(),
+            clock: Clock::new(),
+            line: Vec::with_capacity(1024),
+            head: format!("{{\"specversion\":\"1.0\",\"id\":\"evt_decision_{sid_inner}_"),
+            mid: format!(
+                "\",\"type\":{},\"source\":{},\"time\":\"",
+                json_str(TYPE_DECISION),
+                json_str(source)
+            ),
+            data_head: format!(
+                "\",\"datacontenttype\":\"application/json\",\"data\":{{\"session_id\":{sid},\"seq\":"
+            ),
+            tail: format!(
+                ",\"enforced\":{enforced},\"policy_sha256\":{},\"arguments_sha256\":",
+                json_str(policy_sha256)
+            ),
         }
     }
 
@@ -119,38 +144,12 @@ impl DecisionLog {
             self.dropped += 1;
             return (Emitted::Refused, None);
         }
-        use std::fmt::Write as _;
-        self.id_buf.clear();
-        // Writing into a String cannot fail.
-        let _ = write!(self.id_buf, "evt_decision_{}_{seq}", self.session_id);
-        let time = super::event::now_rfc3339();
-        let event = Envelope::new(
-            &self.id_buf,
-            TYPE_DECISION,
-            &self.source,
-            &time,
-            DecisionData {
-                session_id: &self.session_id,
-                seq,
-                tool: entry.tool,
-                tool_call_id: entry.tool_call_id,
-                decision: entry.decision,
-                reason_code: entry.reason_code,
-                reason: entry.reason,
-                matched_rule: entry.matched_rule,
-                enforced: self.enforced,
-                policy_sha256: &self.policy_sha256,
-                arguments_sha256: entry.arguments_sha256,
-            },
-        );
-        let result = match event.to_line() {
-            Ok(line) => self.sink.write_line(&line).map(|()| line),
-            Err(e) => Err(io::Error::other(e.to_string())),
-        };
-        match result {
-            Ok(line) => {
+        self.serialize(seq, entry);
+        // SPEC §4.1: one write_all of the whole line; only a completed write enters the digest.
+        match self.sink.write_line(&self.line) {
+            Ok(()) => {
                 self.written += 1;
-                self.hasher.update(&line);
+                self.hasher.update(&self.line);
                 (Emitted::Written, None)
             }
             Err(e) => {
@@ -159,6 +158,41 @@ impl DecisionLog {
                 (Emitted::Failed, Some(e))
             }
         }
+    }
+
+    /// Builds the event line in the reused buffer: the same bytes `serde_json` writes for
+    /// `Envelope<DecisionData>` plus `\n` (the test below holds the two together), without a
+    /// per-line allocation. The constant parts are escaped once, in `new`.
+    fn serialize(&mut self, seq: u64, e: &DecisionEntry<'_>) {
+        fn opt(out: &mut Vec<u8>, v: Option<&str>) {
+            match v {
+                Some(s) => push_json_str(out, s),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        let out = &mut self.line;
+        out.clear();
+        out.extend_from_slice(self.head.as_bytes());
+        push_u64(out, seq);
+        out.extend_from_slice(self.mid.as_bytes());
+        self.clock.push_now(out);
+        out.extend_from_slice(self.data_head.as_bytes());
+        push_u64(out, seq);
+        out.extend_from_slice(b",\"tool\":");
+        opt(out, e.tool);
+        out.extend_from_slice(b",\"tool_call_id\":");
+        opt(out, e.tool_call_id);
+        out.extend_from_slice(b",\"decision\":\"");
+        out.extend_from_slice(e.decision.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"reason_code\":\"");
+        out.extend_from_slice(e.reason_code.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"reason\":");
+        push_json_str(out, e.reason);
+        out.extend_from_slice(b",\"matched_rule\":");
+        opt(out, e.matched_rule);
+        out.extend_from_slice(self.tail.as_bytes());
+        opt(out, e.arguments_sha256);
+        out.extend_from_slice(b"}}\n");
     }
 
     pub(crate) fn accounting(&self) -> LogAccounting {
@@ -207,6 +241,102 @@ mod tests {
             matched_rule: Some("allow:*"),
             arguments_sha256: None,
         }
+    }
+
+    /// The serde shape the hand-written serializer must reproduce byte for byte.
+    #[derive(serde::Serialize)]
+    struct DecisionData<'a> {
+        session_id: &'a str,
+        seq: u64,
+        tool: Option<&'a str>,
+        tool_call_id: Option<&'a str>,
+        decision: Decision,
+        reason_code: ReasonCode,
+        reason: &'a str,
+        matched_rule: Option<&'a str>,
+        enforced: bool,
+        policy_sha256: &'a str,
+        arguments_sha256: Option<&'a str>,
+    }
+
+    struct VecSink(Arc<Mutex<Vec<u8>>>);
+
+    impl DecisionSink for VecSink {
+        fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+            self.0.lock().unwrap().extend_from_slice(line);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_are_the_serde_serialization() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sid = "0123456789abcdef0123456789abcdef";
+        let source = "assay://te\"st/\u{e9}\\x";
+        let policy = "ab\ncd";
+        let mut log = DecisionLog::new(Box::new(VecSink(out.clone())), sid, source, policy, false);
+        let entries = [
+            entry(),
+            DecisionEntry {
+                tool: None,
+                tool_call_id: None,
+                decision: Decision::Error,
+                reason_code: ReasonCode::P_MALFORMED,
+                reason: "bad \"name\"\t\u{1}",
+                matched_rule: None,
+                arguments_sha256: Some("00ff"),
+            },
+            DecisionEntry {
+                tool: Some("t\u{7f}\u{1F600}"),
+                tool_call_id: Some("\"quoted\\id\""),
+                decision: Decision::Deny,
+                reason_code: ReasonCode::P_BATCH_REFUSED,
+                reason: "",
+                matched_rule: Some("deny:x*"),
+                arguments_sha256: None,
+            },
+        ];
+        for (i, e) in entries.iter().enumerate() {
+            log.emit([0u64, 9, 10, u64::MAX][i % 4], e);
+        }
+        let bytes = out.lock().unwrap().clone();
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+        assert_eq!(lines.len(), entries.len());
+        for (i, (line, e)) in lines.iter().zip(&entries).enumerate() {
+            let seq = [0u64, 9, 10, u64::MAX][i % 4];
+            let parsed: serde_json::Value = serde_json::from_slice(line).unwrap();
+            let time = parsed["time"].as_str().unwrap().to_string();
+            let id = format!("evt_decision_{sid}_{seq}");
+            let want = crate::evidence::event::Envelope::new(
+                &id,
+                TYPE_DECISION,
+                source,
+                &time,
+                DecisionData {
+                    session_id: sid,
+                    seq,
+                    tool: e.tool,
+                    tool_call_id: e.tool_call_id,
+                    decision: e.decision,
+                    reason_code: e.reason_code,
+                    reason: e.reason,
+                    matched_rule: e.matched_rule,
+                    enforced: false,
+                    policy_sha256: policy,
+                    arguments_sha256: e.arguments_sha256,
+                },
+            )
+            .to_line()
+            .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(line),
+                String::from_utf8_lossy(&want)
+            );
+        }
+        assert_eq!(
+            log.accounting().prefix_sha256,
+            super::super::event::sha256_hex(&bytes)
+        );
     }
 
     #[test]

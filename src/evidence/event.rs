@@ -57,12 +57,13 @@ impl<'a, D: Serialize> Envelope<'a, D> {
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
+    let mut s = Vec::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        s.push(DIGITS[usize::from(b >> 4)]);
+        s.push(DIGITS[usize::from(b & 0xf)]);
     }
-    s
+    // Only ASCII hex digits were pushed.
+    String::from_utf8(s).unwrap_or_default()
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -89,6 +90,117 @@ pub(crate) fn now_rfc3339() -> String {
         // Formatting a current UTC timestamp cannot fail (year is within 0..=9999); fall back to
         // the Unix epoch text rather than panic if it ever does.
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}
+
+/// RFC 3339 timestamps for the per-line hot path: the same text as [`now_rfc3339`], but the
+/// `YYYY-MM-DDTHH:MM:SS` part is formatted once per second and the sub-second digits by hand.
+pub(crate) struct Clock {
+    second: Option<i64>,
+    prefix: String,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Self {
+            second: None,
+            prefix: String::new(),
+        }
+    }
+
+    /// Appends the current time (UTC, `Z`) to `out`.
+    pub(crate) fn push_now(&mut self, out: &mut Vec<u8>) {
+        let (secs, nanos) = match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)
+        {
+            Ok(d) => (
+                i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+                d.subsec_nanos(),
+            ),
+            // A clock before 1970: let the general formatter handle it.
+            Err(_) => {
+                out.extend_from_slice(now_rfc3339().as_bytes());
+                return;
+            }
+        };
+        self.push(secs, nanos, out);
+    }
+
+    fn push(&mut self, secs: i64, nanos: u32, out: &mut Vec<u8>) {
+        if self.second != Some(secs) {
+            let whole = time::OffsetDateTime::from_unix_timestamp(secs)
+                .ok()
+                .and_then(|t| {
+                    t.format(&time::format_description::well_known::Rfc3339)
+                        .ok()
+                });
+            match whole {
+                // Formatted without a fraction (nanos are 0): "…:SSZ".
+                Some(text) if text.ends_with('Z') => {
+                    self.prefix.clear();
+                    self.prefix.push_str(&text[..text.len() - 1]);
+                    self.second = Some(secs);
+                }
+                _ => {
+                    self.second = None;
+                    out.extend_from_slice(b"1970-01-01T00:00:00Z");
+                    return;
+                }
+            }
+        }
+        out.extend_from_slice(self.prefix.as_bytes());
+        // As the time crate does: the nanoseconds with trailing zeros removed, omitted when 0.
+        if nanos != 0 {
+            let mut digits = [b'0'; 9];
+            let mut n = nanos;
+            for d in digits.iter_mut().rev() {
+                *d = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+            let len = 9 - digits.iter().rev().take_while(|d| **d == b'0').count();
+            out.push(b'.');
+            out.extend_from_slice(&digits[..len]);
+        }
+        out.push(b'Z');
+    }
+}
+
+/// Appends `s` as a JSON string, escaped exactly as `serde_json` escapes it (short escapes for
+/// `\b \t \n \f \r`, `\u00xx` with lowercase hex for other control characters, nothing else).
+pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    // Most strings (tool names, reasons, ids) need no escape: one vectorizable pass, one copy.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0a => b"\\n",
+            0x0c => b"\\f",
+            0x0d => b"\\r",
+            0x00..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 /// SHA-256 of argv joined by NUL bytes (SPEC §4.2 `command_sha256`).
@@ -138,5 +250,48 @@ mod tests {
         );
         let t = now_rfc3339();
         assert!(t.ends_with('Z'), "{t}");
+    }
+
+    #[test]
+    fn clock_matches_the_time_crate() {
+        let mut clock = Clock::new();
+        for (secs, nanos) in [
+            (0i64, 0u32),
+            (1_700_000_000, 1),
+            (1_700_000_000, 120_000_000),
+            (1_700_000_000, 999_999_999),
+            (1_700_000_001, 500),
+            (4_102_444_799, 123_456_780),
+        ] {
+            let mut got = Vec::new();
+            clock.push(secs, nanos, &mut got);
+            let want = time::OffsetDateTime::from_unix_timestamp_nanos(
+                i128::from(secs) * 1_000_000_000 + i128::from(nanos),
+            )
+            .unwrap()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+            assert_eq!(String::from_utf8(got).unwrap(), want);
+        }
+        let mut live = Vec::new();
+        clock.push_now(&mut live);
+        let live = String::from_utf8(live).unwrap();
+        assert!(live.ends_with('Z') && live.len() >= 20, "{live}");
+    }
+
+    #[test]
+    fn json_strings_match_serde_json() {
+        let mut samples: Vec<String> = vec![
+            String::new(),
+            "plain".into(),
+            "quote \" backslash \\ slash /".into(),
+            "é ü 日本 \u{1F600} \u{7f}".into(),
+        ];
+        samples.push((0u8..0x20).map(char::from).collect());
+        for s in samples {
+            let mut got = Vec::new();
+            push_json_str(&mut got, &s);
+            assert_eq!(got, serde_json::to_vec(&s).unwrap(), "{s:?}");
+        }
     }
 }

@@ -91,6 +91,11 @@ impl Constraints {
         self.list.iter().map(|c| &c.tool)
     }
 
+    /// Whether any constraint applies to `tool` (only then does `check` look at arguments).
+    pub(crate) fn applies_to(&self, tool: &str) -> bool {
+        self.list.iter().any(|c| c.tool.matches(tool))
+    }
+
     /// Checks every constraint that applies to `tool`; the first failure wins.
     pub(crate) fn check(&self, tool: &str, arguments: Option<&Value>) -> Result<(), Failure<'_>> {
         let args = arguments.and_then(Value::as_object);

@@ -149,6 +149,12 @@ fn deny(code: ReasonCode, reason: String, rule: Option<&str>) -> Verdict {
 }
 
 impl Rules {
+    /// Whether `evaluate` looks at the arguments of a call of `tool` (a constraint or a schema
+    /// applies). When not, the verdict is the same whatever the arguments are.
+    pub(crate) fn reads_arguments(&self, tool: &str) -> bool {
+        self.constraints.applies_to(tool) || self.schemas.applies_to(tool)
+    }
+
     /// Evaluates a call in the order of SPEC §5.
     pub(crate) fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
         if let Some((label, reason)) = self.deny.first_match(tool) {

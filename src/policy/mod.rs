@@ -147,6 +147,12 @@ impl Policy {
     pub fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
         self.rules.evaluate(tool, arguments)
     }
+
+    /// Whether [`Policy::evaluate`] for `tool` depends on the arguments at all (a constraint or
+    /// a schema applies to it). The proxy skips building a `Value` when it does not.
+    pub(crate) fn reads_arguments(&self, tool: &str) -> bool {
+        self.rules.reads_arguments(tool)
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

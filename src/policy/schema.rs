@@ -94,6 +94,11 @@ impl Schemas {
         self.map.keys().map(String::as_str)
     }
 
+    /// Whether `tool` has a schema.
+    pub(crate) fn applies_to(&self, tool: &str) -> bool {
+        self.map.contains_key(tool)
+    }
+
     /// Validates `arguments` (absent → `{}`) against `tool`'s schema, if it has one.
     pub(crate) fn check(&self, tool: &str, arguments: Option<&Value>) -> Result<(), Failure<'_>> {
         let Some(s) = self.map.get(tool) else {

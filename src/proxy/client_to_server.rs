@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::value::RawValue;
 
 use super::line::LineReader;
-use super::message::{CallParams, ClientLine, Head, as_str, classify};
+use super::message::{self, CallParams, ClientLine, Head, as_str, classify};
 use super::respond;
 use super::{Shared, WorkerError};
 use crate::evidence::event::sha256_hex;
@@ -167,41 +167,64 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
     let Ok(params) = serde_json::from_str::<CallParams<'_>>(params.get()) else {
         return ev;
     };
-    let arguments = match params.arguments {
-        Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
-            Ok(v) => Some(v),
-            Err(_) => return ev,
-        },
-        None => None,
-    };
-    if let Some(v) = &arguments {
-        // RFC 8785 canonical form, so the digest does not depend on the client's key order or
-        // whitespace.
-        if let Ok(canon) = serde_json_canonicalizer::to_vec(v) {
+    // RFC 8785 canonical form, so the digest does not depend on the client's key order or
+    // whitespace. Simple arguments are canonicalized straight from the text; a `Value` is built
+    // only when the text needs the general canonicalizer or the policy inspects the arguments.
+    let mut arguments: Option<serde_json::Value> = None;
+    if let Some(raw) = params.arguments {
+        let mut canon = Vec::with_capacity(raw.get().len());
+        if message::canonicalize_simple(raw.get().as_bytes(), &mut canon) {
             ev.arguments_sha256 = Some(sha256_hex(&canon));
+        } else {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+                return ev;
+            };
+            if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
+                ev.arguments_sha256 = Some(sha256_hex(&canon));
+            }
+            arguments = Some(v);
         }
     }
     let Some(name) = params.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
         return ev;
     };
+    if arguments.is_none() && shared.policy.reads_arguments(&name) {
+        if let Some(raw) = params.arguments {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+                // As if the parse had failed up front (it cannot after the fast path accepted
+                // the text, but the outcome must not depend on which path ran).
+                ev.arguments_sha256 = None;
+                ev.verdict = malformed("tools/call params is missing or not an object");
+                return ev;
+            };
+            arguments = Some(v);
+        }
+    }
     ev.verdict = shared.policy.evaluate(&name, arguments.as_ref());
     ev.tool = Some(name.into_owned());
     ev
 }
 
-fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict) -> String {
+/// Records one decision; returns its event id when `want_id` (a refusal carries it), else an
+/// empty string, so the common allowed path formats no id.
+fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool) -> String {
     let mut rec = shared
         .recorder
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let id = rec.record(
+    let seq = rec.record(
         &shared.diag,
         ev.tool.as_deref(),
         ev.tool_call_id.as_deref(),
         verdict,
         ev.arguments_sha256.as_deref(),
     );
+    let id = if want_id || shared.diag.verbose {
+        rec.decision_id(seq)
+    } else {
+        String::new()
+    };
     if shared.diag.verbose {
         shared.diag.say(&format!(
             "decision {} {} tool={} ({})",
@@ -245,8 +268,9 @@ fn handle_single(shared: &Shared, head: &Head<'_>) -> Action {
         return Action::Forward;
     }
     let ev = evaluate(shared, head);
-    let decision_id = record(shared, &ev, &ev.verdict);
-    if ev.allowed() || shared.dry_run {
+    let forward = ev.allowed() || shared.dry_run;
+    let decision_id = record(shared, &ev, &ev.verdict, !forward);
+    if forward {
         return Action::Forward;
     }
     match refusal(&ev, &ev.verdict, &decision_id) {
@@ -270,7 +294,7 @@ fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
     let refuse = !shared.dry_run && calls.iter().any(|(_, ev)| !ev.allowed());
     if !refuse {
         for (_, ev) in &calls {
-            record(shared, ev, &ev.verdict);
+            record(shared, ev, &ev.verdict, false);
         }
         return Action::Forward;
     }
@@ -288,7 +312,7 @@ fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
         } else {
             &ev.verdict
         };
-        let decision_id = record(shared, ev, verdict);
+        let decision_id = record(shared, ev, verdict, true);
         responses[*i] = refusal(ev, verdict, &decision_id);
     }
     for (i, item) in items.iter().enumerate() {

@@ -102,7 +102,7 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Records one decision and returns its event id.
+    /// Records one decision and returns its `seq`.
     pub(crate) fn record(
         &mut self,
         diag: &Diag,
@@ -110,7 +110,7 @@ impl Recorder {
         tool_call_id: Option<&str>,
         verdict: &Verdict,
         arguments_sha256: Option<&str>,
-    ) -> String {
+    ) -> u64 {
         let seq = self.seq;
         self.seq += 1;
         if let Some(log) = self.log.as_mut() {
@@ -133,6 +133,11 @@ impl Recorder {
                 ));
             }
         }
+        seq
+    }
+
+    /// The event id of decision `seq` (built only when a response or a message needs it).
+    pub(crate) fn decision_id(&self, seq: u64) -> String {
         format!("evt_decision_{}_{seq}", self.session_id)
     }
 }
