@@ -18,8 +18,8 @@ use crate::outcome::{ChildStatus, Termination};
 pub(crate) const KILL_POLL_BOUND: Duration = Duration::from_secs(2);
 /// Polling interval after the kill attempt.
 const KILL_POLL_INTERVAL: Duration = Duration::from_millis(10);
-/// After both I/O workers finish, how long `try_wait` is retried before cleanup concludes there is
-/// no status. A child closes its stdout while exiting a few microseconds before the kernel makes
+/// After both I/O workers finish, how long `try_wait` is retried (from 20 µs, doubling up to 2 ms)
+/// before cleanup concludes there is no status. A child closes its stdout while exiting a few microseconds before the kernel makes
 /// its exit status available; without this short grace a normally exiting child would routinely
 /// be recorded with `assay_kill_requested: true`. It is a sequence of non-blocking `try_wait`
 /// calls, so the cleanup stays bounded.
@@ -109,13 +109,17 @@ pub(crate) struct Cleanup {
     pub window_start: Instant,
 }
 
-/// Polls `try_wait` until a status arrives or `bound` passes.
+/// Polls `try_wait` until a status arrives or `bound` passes, sleeping `first` after the first
+/// miss and doubling up to `every`: a child that is already exiting is seen within microseconds,
+/// and a long wait still costs few wake-ups.
 pub(crate) fn poll_status(
     child: &mut Child,
     bound: Duration,
+    first: Duration,
     every: Duration,
 ) -> Option<ExitStatus> {
     let deadline = Instant::now() + bound;
+    let mut interval = first;
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
@@ -127,13 +131,19 @@ pub(crate) fn poll_status(
         if now >= deadline {
             return None;
         }
-        thread::sleep(every.min(deadline - now));
+        thread::sleep(interval.min(deadline - now));
+        interval = (interval * 2).min(every);
     }
 }
 
 /// The bounded cleanup of SPEC §3.1.
 pub(crate) fn cleanup(child: &mut Child) -> Cleanup {
-    if let Some(s) = poll_status(child, EXIT_GRACE, Duration::from_millis(1)) {
+    if let Some(s) = poll_status(
+        child,
+        EXIT_GRACE,
+        Duration::from_micros(20),
+        Duration::from_millis(2),
+    ) {
         return Cleanup {
             status: observe(s),
             kill_requested: false,
@@ -144,9 +154,14 @@ pub(crate) fn cleanup(child: &mut Child) -> Cleanup {
     // and an error from kill (already reaped, ESRCH) is not treated as anything but an attempt.
     let _ = child.kill();
     let window_start = Instant::now();
-    let status = poll_status(child, KILL_POLL_BOUND, KILL_POLL_INTERVAL)
-        .map(observe)
-        .unwrap_or(ChildStatus::UNKNOWN);
+    let status = poll_status(
+        child,
+        KILL_POLL_BOUND,
+        KILL_POLL_INTERVAL,
+        KILL_POLL_INTERVAL,
+    )
+    .map(observe)
+    .unwrap_or(ChildStatus::UNKNOWN);
     Cleanup {
         status,
         kill_requested: true,
