@@ -145,14 +145,20 @@ pub struct OutputPaths {
 }
 
 /// Everything `wrap_session` observed, returned to every surface (Rust, C as JSON, Python).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Serialized (the C ABI's outcome JSON) as one flat object: `session_id`, `exit_code` (the
+/// `assay mcp wrap` exit status, SPEC §8/§10), the stop fields, `paths`, `stop_written`, ... .
+/// Two stop fields would collide with the outcome's own keys, and a JSON object must not hold a
+/// key twice: the stop's `session_id` is the same value and is not repeated, and the child's own
+/// exit code (the stop's `exit_code`) is emitted as `child_exit_code`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WrapOutcome {
     /// The session id.
     pub session_id: String,
     /// The `assay mcp wrap` exit status for this session (SPEC §10).
     pub exit_code: i32,
     /// The stop fields (also when no stop record was requested).
-    #[serde(flatten)]
+    #[serde(flatten, serialize_with = "stop_fields")]
     pub stop: StopData,
     /// The paths involved.
     pub paths: OutputPaths,
@@ -166,6 +172,20 @@ pub struct WrapOutcome {
     pub proxy_error: Option<String>,
 }
 
+/// Serializes the stop fields for [`WrapOutcome`] without the keys it has itself.
+fn stop_fields<S: serde::Serializer>(stop: &StopData, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::Error as _;
+    let mut fields = match serde_json::to_value(stop).map_err(S::Error::custom)? {
+        serde_json::Value::Object(fields) => fields,
+        _ => return Err(S::Error::custom("stop data is not an object")),
+    };
+    fields.remove("session_id");
+    if let Some(code) = fields.remove("exit_code") {
+        fields.insert("child_exit_code".to_owned(), code);
+    }
+    fields.serialize(serializer)
+}
+
 impl StopData {
     /// A one-line description of the observed child status, for diagnostics.
     pub fn describe_status(&self) -> String {
@@ -176,5 +196,48 @@ impl StopData {
             core_dumped: self.core_dumped,
         }
         .describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_json_has_no_duplicate_keys() {
+        let outcome = WrapOutcome {
+            session_id: "0".repeat(32),
+            exit_code: 3,
+            stop: StopData {
+                session_id: "0".repeat(32),
+                server_id: "s".into(),
+                server_pid: 1,
+                session_context_id: None,
+                session_end: SessionEnd::ProxyError,
+                termination: Termination::Exited,
+                exit_code: Some(0),
+                signal: None,
+                core_dumped: None,
+                assay_kill_requested: false,
+                decision_log: DecisionLogState::Incomplete,
+                decision_events_written: Some(1),
+                decision_events_dropped: Some(0),
+                decision_prefix_sha256: None,
+                assertion_basis: "producer_observation".into(),
+                non_claims: vec![],
+            },
+            paths: OutputPaths::default(),
+            stop_written: false,
+            discovery_only: false,
+            evidence_errors: vec![],
+            proxy_error: Some("x".into()),
+        };
+        let json = serde_json::to_string(&outcome).unwrap();
+        crate::strict_json::scan_str(&json, 32).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["exit_code"], 3, "{json}");
+        assert_eq!(value["child_exit_code"], 0, "{json}");
+        assert_eq!(value["session_end"], "proxy_error", "{json}");
+        assert_eq!(value["session_id"], "0".repeat(32), "{json}");
     }
 }
