@@ -6,5 +6,6 @@ mod util;
 mod coverage;
 mod evidence;
 mod faults;
+mod header;
 mod hostile;
 mod proxy;
