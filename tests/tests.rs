@@ -3,6 +3,7 @@
 
 mod util;
 
+mod c_abi;
 mod coverage;
 mod evidence;
 mod faults;
