@@ -14,6 +14,21 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r python/requirements-test.txt
 
+step "C toolchain (gcc, g++, pkg-config: the C ABI tests build the example hosts)"
+missing=()
+for tool in gcc g++ pkg-config; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq gcc g++ pkg-config
+  else
+    echo "missing: ${missing[*]} (install gcc, g++ and pkg-config)" >&2
+    exit 1
+  fi
+fi
+
 step "rust: format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings

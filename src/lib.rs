@@ -9,12 +9,13 @@
 //! or `unknown` without trusting anything it reads. [`package_capture`] copies a capture with a
 //! manifest of digests.
 //!
-//! The same operations are exposed to C (`include/assay.h`), to Python (`import assay_stop`) and
-//! on the command line (`assay`).
+//! The same operations are exposed to C (`include/assay.h`, generated from the [`ffi`] module), to
+//! Python (`import assay_stop`) and on the command line (`assay`).
 #![deny(missing_docs)]
 
 pub mod capture;
 pub mod error;
+pub mod ffi;
 pub mod outcome;
 pub mod policy;
 pub mod strict_json;

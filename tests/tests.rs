@@ -4,8 +4,10 @@
 mod util;
 
 mod capture;
+mod c_abi;
 mod coverage;
 mod evidence;
 mod faults;
+mod header;
 mod hostile;
 mod proxy;

@@ -170,6 +170,11 @@ pub fn run_program(program: &str, args: &[String], input: &[u8]) -> Run {
     run_cmd(cmd, input, None, None)
 }
 
+/// Runs a prepared command (e.g. with a changed environment), feeding it `input`.
+pub fn run_command(cmd: Command, input: &[u8]) -> Run {
+    run_cmd(cmd, input, None, None)
+}
+
 /// Runs `assay <args>`, writes `input`, waits `after`, runs `action` while stdin is still open,
 /// then closes stdin.
 pub fn run_during(

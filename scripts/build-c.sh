@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the C ABI libraries (libassay.so, libassay.a) and writes target/<profile>/assay.pc, so
+# that `PKG_CONFIG_PATH=target/<profile> pkg-config --cflags --libs assay` works from this
+# checkout.
+#
+# usage: scripts/build-c.sh [--release]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=debug
+args=(--lib)
+if [ "${1:-}" = "--release" ]; then
+  profile=release
+  args+=(--release)
+fi
+cargo build "${args[@]}"
+
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+libdir="$(cd "$target_dir/$profile" && pwd)"
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+sed -e "s|@PREFIX@|$PWD|g" -e "s|@LIBDIR@|$libdir|g" -e "s|@VERSION@|$version|g" \
+  bindings/c/assay.pc.in >"$libdir/assay.pc"
+echo "wrote $libdir/assay.pc"
+echo "  PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs assay"
