@@ -3,8 +3,8 @@
 
 mod util;
 
-mod capture;
 mod c_abi;
+mod capture;
 mod coverage;
 mod evidence;
 mod faults;
