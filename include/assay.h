@@ -154,7 +154,8 @@ const char *assay_version(void);
    status `assay mcp wrap` would have: the child's exit code, 128 + signal, or 3 for a wrapper
    failure such as a `proxy_error` session or a failed evidence write), the session-stop fields
    (`session_end`, `termination`, `signal`, `decision_log`, ...; the child's own exit code is
-   `child_exit_code`, so no key appears twice), `paths` (the files written), `stop_written`,
+   `child_exit_code`, so no key appears twice), `stop` (the stop record's `data` exactly as
+   recorded, or as it would have been), `paths` (the files written), `stop_written`,
    `discovery_only`, `evidence_errors` and `proxy_error`.
  - `ASSAY_ERR_STOP_WRITE`: the session ran but the requested stop record could not be
    written; the outcome JSON is still stored (it reports the observed child status).
