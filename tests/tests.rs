@@ -8,3 +8,4 @@ mod evidence;
 mod faults;
 mod hostile;
 mod proxy;
+mod regression;

@@ -126,6 +126,19 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Action {
             }
             Action::Respond(respond::error(None, respond::PARSE_ERROR, msg))
         }
+        ClientLine::CarriageReturn(offset) => {
+            shared.session_message.store(true, Ordering::Relaxed);
+            if shared.diag.verbose {
+                shared.diag.say(&format!(
+                    "refused client line: carriage return inside the line at byte {offset}"
+                ));
+            }
+            Action::Respond(respond::error(
+                None,
+                respond::PARSE_ERROR,
+                "Parse error: carriage return inside a line",
+            ))
+        }
         ClientLine::NotObject => {
             shared.session_message.store(true, Ordering::Relaxed);
             Action::Respond(respond::error(
@@ -168,7 +181,8 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
         return ev;
     };
     let arguments = match params.arguments {
-        Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
+        // Literal keys: serde_json's `Value` would rewrite a `$serde_json::private::RawValue` key.
+        Some(raw) => match crate::strict_json::parse_value(raw.get()) {
             Ok(v) => Some(v),
             Err(_) => return ev,
         },
