@@ -7,5 +7,6 @@ mod coverage;
 mod evidence;
 mod faults;
 mod hostile;
+mod properties;
 mod proxy;
 mod regression;
