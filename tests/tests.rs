@@ -4,6 +4,7 @@
 mod util;
 
 mod coverage;
+mod differential;
 mod evidence;
 mod faults;
 mod hostile;
