@@ -155,3 +155,62 @@ fn issue_7_carriage_return_inside_a_line_is_refused() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0]["data"]["tool_call_id"], "5");
 }
+
+/// Issue 7, end to end with the official MCP Python SDK server (tests/fixtures/sdk_server.py): a
+/// denied `exec` call hidden between carriage returns must not run. Before the fix the wrapper
+/// forwarded `[[\r{…exec…}\r]]` and the SDK server executed the tool. Needs `mcp` in
+/// `$ASSAY_TEST_PYTHON` (scripts/test.sh sets it); without that variable the test is a no-op when
+/// `python3` has no `mcp`.
+#[test]
+fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
+    let python = match std::env::var("ASSAY_TEST_PYTHON") {
+        Ok(p) => p,
+        Err(_) => {
+            let probe = std::process::Command::new("python3")
+                .args(["-c", "import mcp"])
+                .output();
+            if !probe.is_ok_and(|o| o.status.success()) {
+                eprintln!("python3 has no mcp and ASSAY_TEST_PYTHON is unset: not run");
+                return;
+            }
+            "python3".to_string()
+        }
+    };
+    let dir = tempdir();
+    let marker = dir.path().join("exec-ran");
+    let exec = r#"{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"exec","arguments":{"cmd":"id"}}}"#;
+    let hidden = format!("[[\r{exec}\r]]");
+    let echo = call(101, "echo", r#"{"text":"still served"}"#);
+    let input = script(&[
+        INIT,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &hidden,
+        exec,
+        &echo,
+    ]);
+    let server = root().join("tests/fixtures/sdk_server.py");
+    // Keep stdin open briefly so the SDK answers before it sees EOF.
+    let r = run_with(
+        &wrap_args(
+            &["--policy", &demo_policy().display().to_string()],
+            &[
+                &python,
+                &server.display().to_string(),
+                &marker.display().to_string(),
+            ],
+        ),
+        &input,
+        Some(std::time::Duration::from_secs(2)),
+    );
+    assert!(!marker.exists(), "exec ran on the server\n{}", r.report());
+    assert_eq!(
+        r.response(Value::from(100))["result"]["structuredContent"]["assay"]["reason_code"],
+        "P_TOOL_DENIED"
+    );
+    assert_eq!(
+        r.response(Value::from(101))["result"]["content"][0]["text"],
+        "still served",
+        "{}",
+        r.report()
+    );
+}
