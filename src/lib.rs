@@ -30,6 +30,8 @@ mod child;
 pub mod config;
 mod diag;
 mod evidence;
+#[doc(hidden)]
+pub mod fuzzing;
 mod proxy;
 
 pub use config::WrapConfig;

@@ -125,6 +125,81 @@ pub fn scan_str(input: &str, max_depth: usize) -> Result<(), ScanError> {
     .run()
 }
 
+/// Parses JSON text (already accepted by [`scan`]) into a [`serde_json::Value`], taking every
+/// object key literally.
+///
+/// `serde_json::Value`'s own `Deserialize` gives one key a meaning when the `raw_value` feature
+/// is on (this crate enables it): an object whose first key is `$serde_json::private::RawValue`
+/// is replaced by the JSON *inside its string value*. So `{"path":{"$serde_json::private::RawValue":"\"/workspace/a\""}}`
+/// would reach the policy as `{"path":"/workspace/a"}` while the server and every other parser
+/// see an object. Everything that judges untrusted JSON as a value goes through this function.
+///
+/// # Errors
+/// The `serde_json` error for input that is not JSON (or nests beyond its recursion limit).
+pub fn parse_value(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = LiteralValue.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Builds a `serde_json::Value` from any deserializer, with no special keys.
+struct LiteralValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for LiteralValue {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for LiteralValue {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        // Non-finite numbers never get here (JSON text cannot spell them, serde_json refuses
+        // overflow); `from` maps them to null like serde_json's own `Value`.
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(LiteralValue)? {
+            out.push(v);
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(LiteralValue)?;
+            out.insert(k, v);
+        }
+        Ok(serde_json::Value::Object(out))
+    }
+}
+
 struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -579,6 +654,27 @@ mod tests {
             );
         }
         assert_eq!(scan_str("{\"a\":[1,2]}", 32), Ok(()));
+    }
+
+    #[test]
+    fn parse_value_takes_every_key_literally() {
+        let text = r#"{"path":{"$serde_json::private::RawValue":"\"/workspace/a\""}}"#;
+        // serde_json's own Value substitutes the string's content (the raw_value feature)...
+        let sj: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(sj["path"], "/workspace/a");
+        // ...parse_value keeps what every other parser sees.
+        let v = parse_value(text).unwrap();
+        assert_eq!(
+            v["path"]["$serde_json::private::RawValue"],
+            "\"/workspace/a\""
+        );
+        let round = parse_value(r#"[1,-2,2.5,"\u00e9",null,true,{"a":{}}]"#).unwrap();
+        assert_eq!(
+            round,
+            serde_json::json!([1, -2, 2.5, "é", null, true, {"a": {}}])
+        );
+        assert!(parse_value("[1,]").is_err());
+        assert!(parse_value("{} x").is_err());
     }
 
     #[test]

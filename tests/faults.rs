@@ -43,18 +43,131 @@ fn assert_status(stop: &Value, termination: &str, exit_code: Value, signal: Valu
     assert_eq!(stop["signal"], signal, "{stop}");
 }
 
+/// The whole stop record one fault-matrix row must end in (SPEC §4.3), plus the reader's
+/// verdict on the capture (SPEC §7, `assay capture read` exit status).
+struct Expected {
+    session_end: &'static str,
+    termination: &'static str,
+    exit_code: Value,
+    signal: Value,
+    /// `None`: a boolean either way (whether a core was dumped depends on the machine).
+    core_dumped: Option<Value>,
+    kill_requested: bool,
+    decision_log: &'static str,
+    /// `None`: checked by the row itself (written + dropped there).
+    written: Option<u64>,
+    dropped: Option<u64>,
+    /// `assay capture read` exit status: 0 closed, 1 incomplete, 3 unknown.
+    verdict: i32,
+}
+
+/// Checks every field of the stop record in `cap` against `e` and the context, the log
+/// accounting against the log on disk, and the reader's verdict.
+fn assert_stop_record(cap: &Path, e: &Expected) {
+    let event = read_json(&cap.join("session-stop.json"));
+    let ctx = read_json(&cap.join("session-context.json"));
+    let s = &event["data"];
+    let mut keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "assay_kill_requested",
+            "assertion_basis",
+            "core_dumped",
+            "decision_events_dropped",
+            "decision_events_written",
+            "decision_log",
+            "decision_prefix_sha256",
+            "exit_code",
+            "non_claims",
+            "server_id",
+            "server_pid",
+            "session_context_id",
+            "session_end",
+            "session_id",
+            "signal",
+            "termination",
+        ],
+        "{s}"
+    );
+    let sid = ctx["data"]["session_id"].as_str().unwrap();
+    assert_eq!(s["session_id"], sid, "{s}");
+    assert_eq!(event["id"], format!("evt_stop_{sid}"));
+    assert_eq!(event["type"], "assay.mcp.session.stop.v1");
+    assert_eq!(s["server_id"], "default-mcp-server");
+    assert!(s["server_pid"].as_u64().is_some_and(|p| p > 0), "{s}");
+    assert_eq!(s["server_pid"], ctx["data"]["server_pid"]);
+    assert_eq!(s["session_context_id"], ctx["id"]);
+    assert_eq!(s["session_end"], e.session_end, "{s}");
+    assert_status(s, e.termination, e.exit_code.clone(), e.signal.clone());
+    match &e.core_dumped {
+        Some(v) => assert_eq!(&s["core_dumped"], v, "{s}"),
+        None => assert!(s["core_dumped"].is_boolean(), "{s}"),
+    }
+    assert_eq!(s["assay_kill_requested"], e.kill_requested, "{s}");
+    assert_eq!(s["decision_log"], e.decision_log, "{s}");
+    if let Some(w) = e.written {
+        assert_eq!(s["decision_events_written"], w, "{s}");
+    }
+    if let Some(d) = e.dropped {
+        assert_eq!(s["decision_events_dropped"], d, "{s}");
+    }
+    // The prefix digest covers exactly the complete lines on disk.
+    let log = std::fs::read(cap.join("decisions.ndjson")).unwrap();
+    let end = log.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    assert_eq!(
+        s["decision_events_written"].as_u64(),
+        Some(log[..end].iter().filter(|b| **b == b'\n').count() as u64),
+        "{s}"
+    );
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(&log[..end])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(s["decision_prefix_sha256"], digest.as_str(), "{s}");
+    assert_eq!(s["assertion_basis"], "producer_observation");
+    assert_eq!(
+        s["non_claims"],
+        json!([
+            "not_execution_proof",
+            "not_authentication",
+            "not_global_coverage",
+            "not_durable_storage_proof"
+        ])
+    );
+    let verdict = run(
+        &["capture".into(), "read".into(), cap.display().to_string()],
+        b"",
+    );
+    verdict.expect_status(e.verdict);
+}
+
+/// A normal ending with both session() decisions written.
+fn ended(termination: &'static str, exit_code: Value, signal: Value) -> Expected {
+    Expected {
+        session_end: "client_closed",
+        termination,
+        exit_code,
+        signal,
+        core_dumped: Some(Value::Null),
+        kill_requested: false,
+        decision_log: "complete",
+        written: Some(2),
+        dropped: Some(0),
+        verdict: 0,
+    }
+}
+
 #[test]
 fn child_exits_0() {
-    let (r, stop, _d) = fault("normal", &[], &session());
+    let (r, _stop, d) = fault("normal", &[], &session());
     r.expect_status(0);
-    let s = stop.unwrap();
-    assert_status(&s, "exited", json!(0), Value::Null);
-    assert_eq!(s["core_dumped"], Value::Null);
-    assert_eq!(s["session_end"], "client_closed");
-    assert_eq!(s["assay_kill_requested"], false);
-    assert_eq!(s["decision_log"], "complete");
-    assert_eq!(s["decision_events_written"], 2);
-    assert_eq!(s["decision_events_dropped"], 0);
+    assert_stop_record(
+        &d.path().join("cap"),
+        &ended("exited", json!(0), Value::Null),
+    );
 }
 
 #[test]
@@ -62,42 +175,42 @@ fn child_exits_7_with_a_complete_log() {
     let (r, stop, d) = fault("exit7", &[], &session());
     r.expect_status(7);
     let s = stop.unwrap();
-    assert_status(&s, "exited", json!(7), Value::Null);
-    assert_eq!(s["decision_log"], "complete");
-    assert_eq!(s["assay_kill_requested"], false);
     let log = d.path().join("cap/decisions.ndjson");
     assert_eq!(s["decision_prefix_sha256"], sha256_file(&log).as_str());
+    // A nonzero exit still has a complete log and a closed capture.
+    assert_stop_record(
+        &d.path().join("cap"),
+        &ended("exited", json!(7), Value::Null),
+    );
 }
 
 #[test]
 fn child_killed_by_sigkill() {
-    let (r, stop, _d) = fault("sigkill", &[], &session());
+    let (r, _stop, d) = fault("sigkill", &[], &session());
     r.expect_status(128 + 9);
-    let s = stop.unwrap();
-    assert_status(&s, "signaled", Value::Null, json!(9));
-    assert_eq!(s["core_dumped"], false);
-    assert_eq!(s["assay_kill_requested"], false);
-    assert_eq!(s["session_end"], "client_closed");
+    let mut e = ended("signaled", Value::Null, json!(9));
+    e.core_dumped = Some(json!(false));
+    assert_stop_record(&d.path().join("cap"), &e);
 }
 
 #[test]
 fn child_killed_by_sigsegv() {
-    let (r, stop, _d) = fault("sigsegv", &[], &session());
+    let (r, _stop, d) = fault("sigsegv", &[], &session());
     r.expect_status(128 + 11);
-    let s = stop.unwrap();
-    assert_status(&s, "signaled", Value::Null, json!(11));
-    assert!(s["core_dumped"].is_boolean());
-    assert_eq!(s["decision_log"], "complete");
+    let mut e = ended("signaled", Value::Null, json!(11));
+    e.core_dumped = None;
+    assert_stop_record(&d.path().join("cap"), &e);
 }
 
 #[test]
 fn child_ignoring_stdin_eof_and_sigterm_is_killed_within_the_bound() {
-    let (r, stop, _d) = fault("ignore", &["--drain-timeout", "0.5"], &session());
-    let s = stop.expect("stop written");
-    assert_eq!(s["assay_kill_requested"], true);
-    assert_status(&s, "signaled", Value::Null, json!(9));
-    assert_eq!(s["session_end"], "client_closed");
+    let (r, stop, d) = fault("ignore", &["--drain-timeout", "0.5"], &session());
+    stop.expect("stop written");
     r.expect_status(128 + 9);
+    let mut e = ended("signaled", Value::Null, json!(9));
+    e.core_dumped = Some(json!(false));
+    e.kill_requested = true;
+    assert_stop_record(&d.path().join("cap"), &e);
     // drain 0.5 s + kill + bounded poll; far below the 2 s cleanup bound plus drain.
     assert!(
         r.elapsed < Duration::from_millis(500 + 2500),
@@ -108,23 +221,27 @@ fn child_ignoring_stdin_eof_and_sigterm_is_killed_within_the_bound() {
 
 #[test]
 fn child_closing_stdout_but_running_is_killed_at_cleanup() {
-    let (r, stop, _d) = fault("close-stdout", &[], &session());
-    let s = stop.expect("stop written");
-    assert_eq!(s["assay_kill_requested"], true);
-    assert_status(&s, "signaled", Value::Null, json!(9));
-    assert_eq!(s["session_end"], "client_closed");
+    let (r, stop, d) = fault("close-stdout", &[], &session());
+    stop.expect("stop written");
     r.expect_status(137);
+    let mut e = ended("signaled", Value::Null, json!(9));
+    e.core_dumped = Some(json!(false));
+    e.kill_requested = true;
+    assert_stop_record(&d.path().join("cap"), &e);
     assert!(r.elapsed < Duration::from_secs(5));
 }
 
 #[test]
 fn grandchild_holding_the_pipe_is_abandoned_as_proxy_error() {
-    let (r, stop, _d) = fault("grandchild", &[], &session());
-    let s = stop.expect("stop written");
-    assert_eq!(s["session_end"], "proxy_error");
-    assert_status(&s, "exited", json!(0), Value::Null);
-    assert_eq!(s["decision_log"], "incomplete");
+    let (r, stop, d) = fault("grandchild", &[], &session());
+    stop.expect("stop written");
     r.expect_status(3);
+    // proxy_error: known loss, so the log is `incomplete` and the capture too.
+    let mut e = ended("exited", json!(0), Value::Null);
+    e.session_end = "proxy_error";
+    e.decision_log = "incomplete";
+    e.verdict = 1;
+    assert_stop_record(&d.path().join("cap"), &e);
     assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
     assert!(
         r.stderr.contains("child exited with status 0"),
@@ -182,7 +299,21 @@ fn decision_log_write_failure_poisons_the_writer() {
         assert_eq!(resp["result"]["isError"], false, "{}", r.report());
     }
     let s = stop_of(&cap);
-    assert_eq!(s["decision_log"], "incomplete");
+    assert_stop_record(
+        &cap,
+        &Expected {
+            session_end: "client_closed",
+            termination: "exited",
+            exit_code: json!(0),
+            signal: Value::Null,
+            core_dumped: Some(Value::Null),
+            kill_requested: false,
+            decision_log: "incomplete",
+            written: None,
+            dropped: None,
+            verdict: 1,
+        },
+    );
     let written = s["decision_events_written"].as_u64().unwrap();
     let dropped = s["decision_events_dropped"].as_u64().unwrap();
     assert_eq!(written + dropped, 8);

@@ -238,3 +238,323 @@ fn line_at_the_bound_is_accepted() {
     c.run.expect_status(0);
     assert_eq!(c.received, script(&[&line]));
 }
+
+// ---- output paths (SPEC §6, §11 "symlinked or pre-existing output paths") ----
+
+/// One hostile output-path setup: what to plant in the temp dir, the options, and the option
+/// the one-line error must name.
+struct PathCase {
+    name: &'static str,
+    plant: fn(&std::path::Path),
+    opts: fn(&std::path::Path) -> Vec<String>,
+    names: &'static str,
+}
+
+fn evidence_opts(extra: &[String]) -> Vec<String> {
+    let mut v = vec![
+        "--policy".to_string(),
+        demo_policy().display().to_string(),
+        "--event-source".into(),
+        "assay://t/paths".into(),
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+fn p(d: &std::path::Path, name: &str) -> String {
+    d.join(name).display().to_string()
+}
+
+fn plant_old(d: &std::path::Path, name: &str) {
+    if let Some(parent) = d.join(name).parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(d.join(name), b"old evidence\n").unwrap();
+}
+
+fn plant_link(d: &std::path::Path, name: &str) {
+    if let Some(parent) = d.join(name).parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::os::unix::fs::symlink(d.join("target-of-link"), d.join(name)).unwrap();
+}
+
+fn path_cases() -> Vec<PathCase> {
+    vec![
+        PathCase {
+            name: "pre-existing decisions.ndjson in the capture dir",
+            plant: |d| plant_old(d, "cap/decisions.ndjson"),
+            opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
+            names: "--decision-log",
+        },
+        PathCase {
+            name: "pre-existing protocol.json in the capture dir",
+            plant: |d| plant_old(d, "cap/protocol.json"),
+            opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
+            names: "protocol.json",
+        },
+        PathCase {
+            name: "pre-existing proxy-stderr.log in the capture dir",
+            plant: |d| plant_old(d, "cap/proxy-stderr.log"),
+            opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
+            names: "proxy-stderr.log",
+        },
+        PathCase {
+            name: "dangling symlink as session-context.json in the capture dir",
+            plant: |d| plant_link(d, "cap/session-context.json"),
+            opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
+            names: "--session-context-out",
+        },
+        PathCase {
+            name: "symlink as session-stop.json in the capture dir",
+            plant: |d| {
+                plant_old(d, "target-of-link");
+                plant_link(d, "cap/session-stop.json");
+            },
+            opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
+            names: "session-stop",
+        },
+        PathCase {
+            name: "policy file shared with a capture file",
+            plant: |d| {
+                std::fs::create_dir_all(d.join("cap")).unwrap();
+                std::fs::copy(demo_policy(), d.join("cap/protocol.json")).unwrap();
+            },
+            opts: |d| {
+                vec![
+                    "--policy".into(),
+                    p(d, "cap/protocol.json"),
+                    "--event-source".into(),
+                    "assay://t/paths".into(),
+                    "--capture-dir".into(),
+                    p(d, "cap"),
+                ]
+            },
+            names: "--policy",
+        },
+        PathCase {
+            name: "coverage output on a capture file",
+            plant: |_| {},
+            opts: |d| {
+                evidence_opts(&[
+                    "--capture-dir".into(),
+                    p(d, "cap"),
+                    "--coverage-out".into(),
+                    p(d, "cap/session-stop.json"),
+                ])
+            },
+            names: "--coverage-out",
+        },
+        PathCase {
+            name: "capture dir with an explicit stop path",
+            plant: |_| {},
+            opts: |d| {
+                evidence_opts(&[
+                    "--capture-dir".into(),
+                    p(d, "cap"),
+                    "--session-stop-out".into(),
+                    p(d, "stop.json"),
+                ])
+            },
+            names: "--session-stop-out",
+        },
+        PathCase {
+            name: "pre-existing context output",
+            plant: |d| plant_old(d, "ctx.json"),
+            opts: |d| evidence_opts(&["--session-context-out".into(), p(d, "ctx.json")]),
+            names: "--session-context-out",
+        },
+        PathCase {
+            name: "symlinked coverage output",
+            plant: |d| plant_link(d, "cov.json"),
+            opts: |d| evidence_opts(&["--coverage-out".into(), p(d, "cov.json")]),
+            names: "--coverage-out",
+        },
+        PathCase {
+            name: "context and stop on one path",
+            plant: |_| {},
+            opts: |d| {
+                evidence_opts(&[
+                    "--session-context-out".into(),
+                    p(d, "same.json"),
+                    "--session-stop-out".into(),
+                    p(d, "same.json"),
+                ])
+            },
+            names: "same file",
+        },
+    ]
+}
+
+/// Every file under `d` with its bytes (symlinks as their target), to prove nothing changed.
+fn snapshot(d: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![d.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                "dir".to_string()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+            };
+            out.push((path.display().to_string(), what));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn hostile_output_paths_are_config_errors_that_touch_nothing() {
+    let mut failures = Vec::new();
+    for case in path_cases() {
+        let dir = tempdir();
+        let d = dir.path();
+        (case.plant)(d);
+        let before = snapshot(d);
+        let marker = d.join("spawned");
+        let r = run(
+            &wrap_args(
+                &strs(&(case.opts)(d)),
+                &["/bin/sh", "-c", &format!("touch {}", marker.display())],
+            ),
+            &script(&[INIT]),
+        );
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        let ok = r.status == Some(2)
+            && r.stdout.is_empty()
+            && lines.len() == 1
+            && lines[0].starts_with("assay: ")
+            && lines[0].contains(case.names)
+            && !marker.exists()
+            && snapshot(d) == before;
+        if !ok {
+            failures.push(format!("{}:\n{}", case.name, r.report()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+// ---- capture files for the reader (SPEC §7, §11 "symlinked or oversized capture files") ----
+
+/// A real closed capture made by the wrapper.
+fn real_capture(dir: &std::path::Path) -> std::path::PathBuf {
+    let cap = dir.join("cap");
+    run(
+        &wrap_args(&strs(&capture_opts(&cap)), &["python3", &demo_server()]),
+        &script(&[INIT, &call(2, "echo", r#"{"text":"a"}"#)]),
+    )
+    .expect_status(0);
+    cap
+}
+
+fn read_cli(cap: &std::path::Path) -> (Run, serde_json::Value) {
+    let r = run(
+        &["capture".into(), "read".into(), cap.display().to_string()],
+        b"",
+    );
+    let v = serde_json::from_slice(&r.stdout)
+        .unwrap_or_else(|e| panic!("verdict is not JSON ({e})\n{}", r.report()));
+    (r, v)
+}
+
+#[test]
+fn symlinked_and_oversized_capture_files_are_unknown_through_the_cli() {
+    let dir = tempdir();
+    let cap = real_capture(dir.path());
+    let (r, v) = read_cli(&cap);
+    r.expect_status(0);
+    assert_eq!(v["closure"], "closed");
+
+    type Alter = fn(&std::path::Path);
+    let cases: [(&str, &str, Alter, &str); 6] = [
+        (
+            "symlinked stop",
+            "session-stop.json",
+            |_| {},
+            "not_regular_file",
+        ),
+        (
+            "symlinked log",
+            "decisions.ndjson",
+            |_| {},
+            "not_regular_file",
+        ),
+        (
+            "symlinked context",
+            "session-context.json",
+            |_| {},
+            "not_regular_file",
+        ),
+        (
+            "stop over 64 KiB",
+            "session-stop.json",
+            |f| pad(f, 64 * 1024 + 1),
+            "too_large",
+        ),
+        (
+            "protocol over 64 KiB",
+            "protocol.json",
+            |f| pad(f, 64 * 1024 + 1),
+            "too_large",
+        ),
+        (
+            "log over 8 MiB",
+            "decisions.ndjson",
+            |f| pad(f, 8 * 1024 * 1024 + 1),
+            "too_large",
+        ),
+    ];
+    for (name, file, alter, code) in cases {
+        let work = tempdir();
+        let copy = work.path().join("cap");
+        std::fs::create_dir(&copy).unwrap();
+        for f in [
+            "protocol.json",
+            "session-context.json",
+            "session-stop.json",
+            "decisions.ndjson",
+        ] {
+            std::fs::copy(cap.join(f), copy.join(f)).unwrap();
+        }
+        let target = copy.join(file);
+        if code == "not_regular_file" {
+            // The link points at the (valid) original: following it would say `closed`.
+            std::fs::remove_file(&target).unwrap();
+            std::os::unix::fs::symlink(cap.join(file), &target).unwrap();
+        } else {
+            alter(&target);
+        }
+        let before = snapshot(work.path());
+        let (r, v) = read_cli(&copy);
+        assert_eq!(r.status, Some(3), "{name}\n{}", r.report());
+        assert_eq!(v["closure"], "unknown", "{name}: {v}");
+        let reasons = v["reasons"].as_array().unwrap();
+        assert!(
+            reasons
+                .iter()
+                .any(|x| x["code"] == code && x["detail"].as_str().unwrap().contains(file)),
+            "{name}: {v}"
+        );
+        // The reader changes nothing.
+        assert_eq!(snapshot(work.path()), before, "{name}");
+        if file == "session-stop.json" {
+            assert!(
+                v.get("session_end").is_none(),
+                "{name}: no stop fields: {v}"
+            );
+        }
+    }
+}
+
+/// Pads a file with spaces (valid JSON whitespace) to exactly `len` bytes.
+fn pad(path: &std::path::Path, len: usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.resize(len, b' ');
+    std::fs::write(path, bytes).unwrap();
+}

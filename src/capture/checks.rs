@@ -152,7 +152,11 @@ fn parse_object(name: &str, bytes: &[u8], r: &mut Reasons) -> Option<Map<String,
         r.push(scan_reason(e.kind), format!("{name}: {e}"));
         return None;
     }
-    match serde_json::from_slice::<Value>(bytes) {
+    // The scan validated UTF-8; parse_value takes every key literally (see its docs).
+    let parsed = std::str::from_utf8(bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|t| strict_json::parse_value(t).map_err(|e| e.to_string()));
+    match parsed {
         Ok(Value::Object(m)) => Some(m),
         Ok(_) => {
             r.push(

@@ -1131,6 +1131,123 @@ proptest! {
     }
 }
 
+/// One structural alteration of a valid capture (beyond single-byte flips).
+#[derive(Debug, Clone)]
+enum Alteration {
+    /// Cut `file` at a point (keeping fewer bytes than it had).
+    Truncate {
+        file: usize,
+        at: prop::sample::Index,
+    },
+    /// Append non-empty bytes to `file`.
+    Append { file: usize, extra: Vec<u8> },
+    /// Swap two distinct lines of the decision log.
+    SwapLines {
+        a: prop::sample::Index,
+        b: prop::sample::Index,
+    },
+    /// Replace `file` with the same file of another capture: of another session, or (for the
+    /// log and the stop, the files that carry the accounting) of the same session with a
+    /// different number of decisions.
+    Transplant {
+        file: usize,
+        other_session: bool,
+        delta: usize,
+    },
+}
+
+fn alteration() -> impl Strategy<Value = Alteration> {
+    prop_oneof![
+        (0usize..4, any::<prop::sample::Index>())
+            .prop_map(|(file, at)| Alteration::Truncate { file, at }),
+        (0usize..4, prop::collection::vec(any::<u8>(), 1..40))
+            .prop_map(|(file, extra)| Alteration::Append { file, extra }),
+        (any::<prop::sample::Index>(), any::<prop::sample::Index>())
+            .prop_map(|(a, b)| Alteration::SwapLines { a, b }),
+        (0usize..4, any::<bool>(), 1usize..3).prop_map(|(file, other_session, delta)| {
+            Alteration::Transplant {
+                file,
+                other_session,
+                delta,
+            }
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// Truncating, appending to, reordering or transplanting the log, stop, context or protocol
+    /// of a valid capture never yields `closed`. The only exemptions are edits JSON ignores:
+    /// whitespace removed from or added to the end of a (pretty-printed or compact) companion.
+    #[test]
+    fn altered_capture_is_never_closed(
+        decisions in 0usize..5,
+        pretty in any::<bool>(),
+        change in alteration(),
+    ) {
+        let names = [PROTOCOL, CONTEXT, STOP, LOG];
+        let mut b = Builder::new(decisions);
+        b.pretty = pretty;
+        let src = b.build();
+        prop_assert!(read_capture(src.path()).is_closed());
+        let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+        let exempt;
+        match &change {
+            Alteration::Truncate { file, at } => {
+                let path = src.path().join(names[*file]);
+                let mut bytes = std::fs::read(&path).unwrap();
+                if bytes.is_empty() {
+                    // An empty log (no decisions) cannot be cut.
+                    exempt = true;
+                } else {
+                    let keep = at.index(bytes.len());
+                    exempt = names[*file] != LOG && bytes[keep..].iter().all(ws);
+                    bytes.truncate(keep);
+                    std::fs::write(&path, &bytes).unwrap();
+                }
+            }
+            Alteration::Append { file, extra } => {
+                exempt = names[*file] != LOG && extra.iter().all(ws);
+                append(src.path(), names[*file], extra);
+            }
+            Alteration::SwapLines { a, b } => {
+                let path = src.path().join(LOG);
+                let bytes = std::fs::read(&path).unwrap();
+                let mut lines: Vec<&[u8]> = bytes.split_inclusive(|c| *c == b'\n').collect();
+                if lines.len() < 2 {
+                    exempt = true;
+                } else {
+                    let (i, j) = (a.index(lines.len()), b.index(lines.len()));
+                    exempt = i == j;
+                    lines.swap(i, j);
+                    std::fs::write(&path, lines.concat()).unwrap();
+                }
+            }
+            Alteration::Transplant { file, other_session, delta } => {
+                let mut other = Builder::new(decisions + delta);
+                other.pretty = pretty;
+                let name = names[*file];
+                if *other_session || !matches!(name, STOP | LOG) {
+                    other = Builder::new(decisions);
+                    other.pretty = pretty;
+                    other.session_id = "fedcba9876543210fedcba9876543210".to_string();
+                }
+                let odir = other.build();
+                let before = std::fs::read(src.path().join(name)).unwrap();
+                std::fs::copy(odir.path().join(name), src.path().join(name)).unwrap();
+                // Two empty logs are the same file.
+                exempt = std::fs::read(src.path().join(name)).unwrap() == before;
+            }
+        }
+        let v = read_capture(src.path());
+        if !exempt {
+            prop_assert_ne!(v.closure, Closed, "{:?}: {:?}", change, v.reasons);
+        }
+        prop_assert_eq!(v.closure == Closed, v.reasons.is_empty());
+    }
+}
+
 #[test]
 fn uncovered_fields_are_really_uncovered() {
     // Documents the limit the property test exempts: a changed exit code is undetectable.

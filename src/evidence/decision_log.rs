@@ -393,4 +393,76 @@ mod tests {
         );
         assert!(first["data"].get("arguments").is_none());
     }
+
+    /// A sink that fails its `fail_at`-th write (0-based) after writing `partial` bytes of it,
+    /// the way `write_all` leaves a short write behind when the disk fills.
+    struct PartialSink {
+        out: Arc<Mutex<Vec<u8>>>,
+        calls: usize,
+        fail_at: usize,
+        partial: prop::sample::Index,
+    }
+
+    impl DecisionSink for PartialSink {
+        fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+            let call = self.calls;
+            self.calls += 1;
+            let mut out = self.out.lock().unwrap();
+            if call == self.fail_at {
+                // A failed `write_all` wrote strictly less than the whole line.
+                out.extend_from_slice(&line[..self.partial.index(line.len())]);
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            out.extend_from_slice(line);
+            Ok(())
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+        /// SPEC §4.1: whatever write fails and however much of it reached the disk, the
+        /// accounting describes exactly the complete lines on disk: `written` is their count,
+        /// `decision_prefix_sha256` their SHA-256, and every other emission is `dropped`.
+        #[test]
+        fn prefix_digest_matches_the_complete_lines_on_disk(
+            emissions in 0usize..12,
+            fail_at in 0usize..14,
+            partial in any::<prop::sample::Index>(),
+            tools in prop::collection::vec(prop::option::of("[a-z_\"\\\\é\u{1F600}]{0,12}"), 12),
+        ) {
+            let out = Arc::new(Mutex::new(Vec::new()));
+            let sink = PartialSink { out: out.clone(), calls: 0, fail_at, partial };
+            let mut log = DecisionLog::new(
+                Box::new(sink),
+                "0123456789abcdef0123456789abcdef",
+                "assay://test",
+                "00",
+                true,
+            );
+            for (seq, tool) in tools.iter().take(emissions).enumerate() {
+                let mut e = entry();
+                e.tool = tool.as_deref();
+                log.emit(seq as u64, &e);
+            }
+            let acc = log.accounting();
+            let bytes = out.lock().unwrap().clone();
+            let complete_end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let complete_lines = bytes[..complete_end].iter().filter(|b| **b == b'\n').count();
+            prop_assert_eq!(acc.written as usize, complete_lines);
+            prop_assert_eq!(acc.written + acc.dropped, emissions as u64);
+            prop_assert_eq!(acc.poisoned, fail_at < emissions);
+            prop_assert_eq!(
+                &acc.prefix_sha256,
+                &super::super::event::sha256_hex(&bytes[..complete_end])
+            );
+            // Each complete line is one decision event, in seq order.
+            for (i, line) in bytes[..complete_end].split(|b| *b == b'\n').take(complete_lines).enumerate() {
+                let v: serde_json::Value = serde_json::from_slice(line).unwrap();
+                prop_assert_eq!(&v["data"]["seq"], &serde_json::json!(i));
+            }
+        }
+    }
 }

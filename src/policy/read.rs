@@ -90,7 +90,10 @@ fn parse_json(ctx: &Ctx<'_>, bytes: &[u8]) -> Result<Value, PolicyError> {
             },
         });
     }
-    serde_json::from_slice(bytes).map_err(|e| ctx.syntax("JSON", &e.to_string()))
+    // Literal keys: `Value`'s own `Deserialize` would rewrite a `$serde_json::private::RawValue`
+    // key (see `strict_json::parse_value`). The scan above validated UTF-8.
+    let text = std::str::from_utf8(bytes).map_err(|e| ctx.syntax("JSON", &e.to_string()))?;
+    crate::strict_json::parse_value(text).map_err(|e| ctx.syntax("JSON", &e.to_string()))
 }
 
 /// What the YAML visitor refused, with the key path where it happened.
@@ -339,6 +342,14 @@ mod tests {
 
     fn json(s: &str) -> Result<Value, PolicyError> {
         parse(&ctx(), s.as_bytes(), Format::Json)
+    }
+
+    /// `Value`'s own `Deserialize` would turn this object into the string `"x"`.
+    #[test]
+    fn json_keys_are_taken_literally() {
+        let v = json(r#"{"name":{"$serde_json::private::RawValue":"\"x\""}}"#).unwrap();
+        assert!(v["name"].is_object(), "{v}");
+        assert_eq!(v["name"]["$serde_json::private::RawValue"], "\"x\"");
     }
 
     #[test]

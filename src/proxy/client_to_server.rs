@@ -126,6 +126,19 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Action {
             }
             Action::Respond(respond::error(None, respond::PARSE_ERROR, msg))
         }
+        ClientLine::CarriageReturn(offset) => {
+            shared.session_message.store(true, Ordering::Relaxed);
+            if shared.diag.verbose {
+                shared.diag.say(&format!(
+                    "refused client line: carriage return inside the line at byte {offset}"
+                ));
+            }
+            Action::Respond(respond::error(
+                None,
+                respond::PARSE_ERROR,
+                "Parse error: carriage return inside a line",
+            ))
+        }
         ClientLine::NotObject => {
             shared.session_message.store(true, Ordering::Relaxed);
             Action::Respond(respond::error(
@@ -176,7 +189,7 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
         if message::canonicalize_simple(raw.get().as_bytes(), &mut canon) {
             ev.arguments_sha256 = Some(sha256_hex(&canon));
         } else {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            let Ok(v) = crate::strict_json::parse_value(raw.get()) else {
                 return ev;
             };
             if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
@@ -191,7 +204,7 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
     };
     if arguments.is_none() && shared.policy.reads_arguments(&name) {
         if let Some(raw) = params.arguments {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            let Ok(v) = crate::strict_json::parse_value(raw.get()) else {
                 // As if the parse had failed up front (it cannot after the fast path accepted
                 // the text, but the outcome must not depend on which path ran).
                 ev.arguments_sha256 = None;

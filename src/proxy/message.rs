@@ -46,6 +46,12 @@ pub(crate) enum ClientLine<'a> {
     Blank,
     /// Not UTF-8 JSON, a duplicate key, a non-finite number or too deep: -32700.
     ParseError(ScanError),
+    /// A carriage return between the first and the last non-whitespace byte: -32700. JSON
+    /// calls `\r` whitespace, but a universal-newline reader (the official MCP Python SDK's
+    /// stdio transport reads through `TextIOWrapper`) ends a line there, so the server would see
+    /// different messages than the policy saw — e.g. `[[\r{…tools/call…}\r]]` is a batch with
+    /// no call to us and a bare `tools/call` line to the SDK. The offset of the `\r`.
+    CarriageReturn(usize),
     /// Valid JSON that is neither an object nor an array: -32600.
     NotObject,
     /// One message.
@@ -91,6 +97,15 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
     };
     if let Err(e) = strict_json::scan_str(text, CLIENT_MAX_DEPTH) {
         return ClientLine::ParseError(e);
+    }
+    // `first` exists, so a last non-whitespace byte does too. Leading and trailing `\r` (a CRLF
+    // line ending) only make empty lines for a universal-newline reader.
+    let last = line
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(first);
+    if let Some(cr) = memchr::memchr(b'\r', &line[first..last]) {
+        return ClientLine::CarriageReturn(first + cr);
     }
     // The scan validated the syntax; these parses fail only on limits we stay under.
     match line[first] {
@@ -357,6 +372,18 @@ mod tests {
         assert_eq!(items.len(), 3);
         assert!(items[1].is_none());
         assert!(items[2].as_ref().unwrap().method_is("tools/call"));
+        assert!(matches!(
+            classify(b"[[\r{\"method\":\"tools/call\"}\r]]\n"),
+            ClientLine::CarriageReturn(2)
+        ));
+        assert!(matches!(
+            classify(b"{\"id\":1,\r\"method\":\"ping\"}\n"),
+            ClientLine::CarriageReturn(8)
+        ));
+        assert!(matches!(
+            classify(b"\r{\"method\":\"ping\"}\r\r\n"),
+            ClientLine::Single(_)
+        ));
         let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
         assert!(
             matches!(classify(deep.as_bytes()), ClientLine::ParseError(e) if e.kind == ScanErrorKind::TooDeep)

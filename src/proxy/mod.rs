@@ -5,7 +5,7 @@
 mod cancel;
 mod client_to_server;
 mod line;
-mod message;
+pub(crate) mod message;
 mod output;
 mod respond;
 mod server_to_client;
