@@ -122,20 +122,7 @@ fn proxy_error_sessions_read_incomplete() {
 fn poisoned_log_with_partial_tail_reads_incomplete() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let opts = capture_opts(&cap);
-    let mut lines = vec![INIT.to_string()];
-    for i in 0..8 {
-        lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
-    }
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let mut argv = vec![
-        "-c".to_string(),
-        "trap '' XFSZ; ulimit -f 4; exec \"$@\"".to_string(),
-        "sh".to_string(),
-        bin().display().to_string(),
-    ];
-    argv.extend(wrap_args(&strs(&opts), &["python3", &demo_server()]));
-    run_program("/bin/sh", &argv, &script(&refs)).expect_status(3);
+    run_with_file_size_limit(&cap).expect_status(3);
     let (r, v) = read(&cap);
     r.expect_status(1);
     assert_eq!(v["closure"], "incomplete", "{v}");

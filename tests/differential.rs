@@ -167,18 +167,7 @@ fn python_and_the_mcp_sdk_see_no_undecided_tools_call_in_forwarded_bytes() {
             l
         })
         .collect();
-    let r = run(
-        &wrap_args(
-            &strs(&capture_opts(&cap)),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
-        &input,
-    );
+    let r = run_recorded(&cap, &rec, &input);
     r.expect_status(0);
     let log = cap.join("decisions.ndjson");
     let (status, report) = checker(&[(&rec, &log)]);

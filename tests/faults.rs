@@ -274,24 +274,10 @@ fn command_not_found_and_not_executable() {
 
 #[test]
 fn decision_log_write_failure_poisons_the_writer() {
-    // A real write failure: RLIMIT_FSIZE (with SIGXFSZ ignored so the write returns EFBIG). Each
-    // decision line is ~600 bytes, so a write part-way through the log fails.
+    // A real write failure (RLIMIT_FSIZE) part-way through the log.
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let opts = capture_opts(&cap);
-    let mut lines = vec![INIT.to_string()];
-    for i in 0..8 {
-        lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
-    }
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let mut argv = vec![
-        "-c".to_string(),
-        "trap '' XFSZ; ulimit -f 4; exec \"$@\"".to_string(),
-        "sh".to_string(),
-        bin().display().to_string(),
-    ];
-    argv.extend(wrap_args(&strs(&opts), &["python3", &demo_server()]));
-    let r = crate::util::run_program("/bin/sh", &argv, &script(&refs));
+    let r = run_with_file_size_limit(&cap);
     r.expect_status(3);
     // The proxy kept forwarding: every allowed call was answered by the server.
     for i in 0..8 {

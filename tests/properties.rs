@@ -314,18 +314,7 @@ fn run_case(bodies: &[Vec<u8>]) -> Result<(), TestCaseError> {
         l
     }));
     let input: Vec<u8> = lines.concat();
-    let r = run(
-        &wrap_args(
-            &strs(&capture_opts(&cap)),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
-        &input,
-    );
+    let r = run_recorded(&cap, &rec, &input);
     prop_assert_eq!(r.status, Some(0), "{}", r.report());
 
     let mut forwarded = Vec::new();

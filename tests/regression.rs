@@ -20,18 +20,7 @@ fn issue_7_raw_value_key_in_arguments_is_taken_literally() {
     let rec = dir.path().join("received.bin");
     let smuggled = format!(r#"{{"path":{{"{RAW_KEY}":"\"/workspace/a\""}}}}"#);
     let line = call(2, "read_file", &smuggled);
-    let r = run(
-        &wrap_args(
-            &strs(&capture_opts(&cap)),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
-        &script(&[INIT, &line]),
-    );
+    let r = run_recorded(&cap, &rec, &script(&[INIT, &line]));
     r.expect_status(0);
     let resp = r.response(Value::from(2));
     assert_eq!(
@@ -127,18 +116,7 @@ fn issue_7_carriage_return_inside_a_line_is_refused() {
     let mut lines: Vec<&str> = vec![INIT];
     lines.extend(hidden.iter().map(String::as_str));
     lines.push(&crlf);
-    let r = run(
-        &wrap_args(
-            &strs(&capture_opts(&cap)),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
-        &script(&lines),
-    );
+    let r = run_recorded(&cap, &rec, &script(&lines));
     r.expect_status(0);
     let refusals: Vec<Value> = r
         .lines()

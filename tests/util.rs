@@ -229,3 +229,38 @@ fn run_cmd(mut cmd: Command, input: &[u8], hold: Option<Duration>, action: Optio
         elapsed: started.elapsed(),
     }
 }
+
+/// Runs `input` through `assay mcp wrap` into the capture `cap`, in front of the recording fault
+/// server, which appends every raw line it receives to `rec`.
+pub fn run_recorded(cap: &Path, rec: &Path, input: &[u8]) -> Run {
+    let recorded = rec.display().to_string();
+    run(
+        &wrap_args(
+            &strs(&capture_opts(cap)),
+            &["python3", &fault_server(), "record", &recorded],
+        ),
+        input,
+    )
+}
+
+/// Eight allowed `echo` calls (ids 10..18) after `initialize`, wrapped into the capture `cap`
+/// under a real write failure: RLIMIT_FSIZE of 4 blocks, with SIGXFSZ ignored so the write
+/// returns EFBIG. Each decision line is ~600 bytes, so a write part-way through the log fails.
+pub fn run_with_file_size_limit(cap: &Path) -> Run {
+    let mut lines = vec![INIT.to_string()];
+    for i in 0..8 {
+        lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut argv = vec![
+        "-c".to_string(),
+        "trap '' XFSZ; ulimit -f 4; exec \"$@\"".to_string(),
+        "sh".to_string(),
+        bin().display().to_string(),
+    ];
+    argv.extend(wrap_args(
+        &strs(&capture_opts(cap)),
+        &["python3", &demo_server()],
+    ));
+    run_program("/bin/sh", &argv, &script(&refs))
+}
