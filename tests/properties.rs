@@ -8,12 +8,14 @@
 //! unescaping), and the demo policy is re-stated in a few lines. Each case spawns the wrapper and
 //! a Python server, so the case count is small.
 
-use std::collections::HashSet;
-use std::fmt;
-
 use proptest::prelude::*;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+/// The fuzz targets' independent reference parser (duplicate keys after unescaping, depth,
+/// literal keys), shared so both judge lines the same way.
+#[path = "../fuzz/fuzz_targets/common.rs"]
+#[allow(dead_code)]
+mod reference;
 
 use crate::util::*;
 
@@ -22,84 +24,14 @@ use crate::util::*;
 /// Depth limit the wrapper documents for client lines (deeper lines are parse errors).
 const CLIENT_MAX_DEPTH: usize = 100;
 
-/// Duplicate-key and depth information from a `serde_json` parse.
-#[derive(Debug, Clone, Copy, Default)]
-struct Info {
-    depth: usize,
-    duplicate_key: bool,
-}
-
-struct Seed;
-
-impl<'de> DeserializeSeed<'de> for Seed {
-    type Value = Info;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Info, D::Error> {
-        d.deserialize_any(InfoVisitor)
-    }
-}
-
-struct InfoVisitor;
-
-impl<'de> Visitor<'de> for InfoVisitor {
-    type Value = Info;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JSON")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_unit<E>(self) -> Result<Info, E> {
-        Ok(Info::default())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Info, A::Error> {
-        let mut out = Info {
-            depth: 1,
-            duplicate_key: false,
-        };
-        while let Some(i) = seq.next_element_seed(Seed)? {
-            out.depth = out.depth.max(i.depth + 1);
-            out.duplicate_key |= i.duplicate_key;
-        }
-        Ok(out)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Info, A::Error> {
-        let mut out = Info {
-            depth: 1,
-            duplicate_key: false,
-        };
-        let mut keys = HashSet::new();
-        while let Some(k) = map.next_key::<String>()? {
-            out.duplicate_key |= !keys.insert(k);
-            let i = map.next_value_seed(Seed)?;
-            out.depth = out.depth.max(i.depth + 1);
-            out.duplicate_key |= i.duplicate_key;
-        }
-        Ok(out)
-    }
-}
-
 /// The parsed line when it is JSON the SPEC accepts (UTF-8, no duplicate key, finite numbers —
 /// `serde_json` refuses overflowing ones — and within the depth bound).
 fn strict_parse(line: &[u8]) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_slice(line);
-    let info = Seed.deserialize(&mut de).ok()?;
-    de.end().ok()?;
+    let info = reference::reference(line)?;
     if info.duplicate_key || info.depth > CLIENT_MAX_DEPTH {
         return None;
     }
-    serde_json::from_slice(line).ok()
+    reference::literal_value(line)
 }
 
 /// The demo policy (examples/demo/policy.yaml) for the tools the generator uses.
