@@ -521,8 +521,117 @@ fn make_max_capture(env: &Env) -> Res<(PathBuf, u64)> {
     Ok((dir, bytes))
 }
 
+/// Wall time (ms), stdout and stderr of one run of `c`.
+fn timed(mut c: Command) -> Res<(f64, std::process::Output)> {
+    c.stdin(Stdio::null());
+    let t0 = Instant::now();
+    let out = c.output()?;
+    Ok((t0.elapsed().as_secs_f64() * 1e3, out))
+}
+
+/// Peak RSS (MiB) of `program args…` by `/usr/bin/time -f %M`; NaN when unavailable.
+fn peak_rss(program: &Path, args: &[&std::ffi::OsStr]) -> f64 {
+    let time_bin = Path::new("/usr/bin/time");
+    if !time_bin.exists() {
+        return f64::NAN;
+    }
+    Command::new(time_bin)
+        .args(["-f", "%M"])
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .and_then(|l| l.trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Copies the capture files of `src` into a new directory `dst`.
+fn copy_capture(src: &Path, dst: &Path) -> Res<()> {
+    let _ = fs::remove_dir_all(dst);
+    fs::create_dir_all(dst)?;
+    for e in fs::read_dir(src)? {
+        let e = e?;
+        fs::copy(e.path(), dst.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
+/// Hostile variants of the maximal capture (SPEC §11: over-bound files cost no more than the
+/// bound), plus the in-bound worst case for the line parser.
+fn make_hostile(env: &Env, max: &Path) -> Res<Vec<(String, PathBuf, bool)>> {
+    let mut out = Vec::new();
+    let log = "decisions.ndjson";
+    // A 1 GiB sparse log: refused by fstat, never read.
+    let d = env.tmp.join("hostile-sparse");
+    copy_capture(max, &d)?;
+    fs::OpenOptions::new()
+        .write(true)
+        .open(d.join(log))?
+        .set_len(1 << 30)?;
+    out.push(("decisions.ndjson 1 GiB sparse".to_string(), d, true));
+    // A log of 8 MiB + 1 byte (real data, padded).
+    let d = env.tmp.join("hostile-log-over");
+    copy_capture(max, &d)?;
+    let mut bytes = fs::read(d.join(log))?;
+    bytes.resize(8 * 1024 * 1024 + 1, b' ');
+    fs::write(d.join(log), &bytes)?;
+    out.push(("decisions.ndjson 8 MiB + 1 byte".to_string(), d, true));
+    // A companion of 64 KiB + 1 byte (the log itself maximal).
+    let d = env.tmp.join("hostile-companion");
+    copy_capture(max, &d)?;
+    let mut ctx = fs::read(d.join("session-context.json"))?;
+    ctx.resize(64 * 1024 + 1, b' ');
+    fs::write(d.join("session-context.json"), &ctx)?;
+    out.push(("session-context.json 64 KiB + 1 byte".to_string(), d, true));
+    // In bound: 8 MiB of 12,000+ lines (too many decisions: counted, reasons dropped).
+    let d = env.tmp.join("hostile-many-lines");
+    copy_capture(max, &d)?;
+    let line = b"{\"specversion\":\"1.0\"}\n";
+    let mut many = Vec::new();
+    while many.len() + line.len() <= 8 * 1024 * 1024 {
+        many.extend_from_slice(line);
+    }
+    fs::write(d.join(log), &many)?;
+    out.push((
+        format!("8 MiB log of {} short lines", many.len() / line.len()),
+        d,
+        false,
+    ));
+    // In bound: the maximal log with one space before every line, so no line has the wrapper's
+    // compact shape and every line takes the general path (strict scan + serde); the lines stay
+    // valid, only the digest differs.
+    let d = env.tmp.join("hostile-general-path");
+    copy_capture(max, &d)?;
+    let src = fs::read(d.join(log))?;
+    let mut spaced = Vec::with_capacity(src.len() + 10_000);
+    for l in src.split_inclusive(|&b| b == b'\n') {
+        if spaced.len() + l.len() + 1 > 8 * 1024 * 1024 {
+            break;
+        }
+        spaced.push(b' ');
+        spaced.extend_from_slice(l);
+    }
+    fs::write(d.join(log), &spaced)?;
+    out.push((
+        format!(
+            "{:.2} MiB log, every line indented (general path, not the one-pass parser)",
+            spaced.len() as f64 / 1048576.0
+        ),
+        d,
+        false,
+    ));
+    Ok(out)
+}
+
 fn bench_reader(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
-    let b = "reader (assay capture read, maximal capture)";
+    let b = "reader (maximal capture)";
     let has_reader = Command::new(&env.assay)
         .args(["capture", "read", "--help"])
         .stdout(Stdio::null())
@@ -531,7 +640,6 @@ fn bench_reader(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !has_reader {
-        // SLOT: `assay capture read` is not in this build yet (SPEC §7 reader merged separately).
         rows.push(row(
             b,
             "assay capture read",
@@ -543,11 +651,12 @@ fn bench_reader(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
         return Ok(());
     }
     let (dir, bytes) = make_max_capture(env)?;
-    // The subcommand may parse but not be wired to the library yet (a `todo!()` exits 101).
-    let probe = Command::new(&env.assay)
-        .args(["capture", "read"])
-        .arg(&dir)
-        .output()?;
+    let read = |d: &Path| {
+        let mut c = Command::new(&env.assay);
+        c.args(["capture", "read"]).arg(d);
+        c
+    };
+    let probe = read(&dir).output()?;
     if !matches!(probe.status.code(), Some(0 | 1 | 3)) {
         rows.push(row(
             b,
@@ -562,67 +671,174 @@ fn bench_reader(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
         ));
         return Ok(());
     }
-    let time_bin = Path::new("/usr/bin/time");
-    let mut wall = Vec::new();
-    let mut rss = Vec::new();
-    let mut base = Vec::new();
-    for _ in 0..rounds {
-        // The floor for a process: `assay --version` (exec + dynamic loading + exit).
-        let t0 = Instant::now();
-        Command::new(&env.assay)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()?;
-        base.push(t0.elapsed().as_secs_f64() * 1e3);
-        let t0 = Instant::now();
-        let out = Command::new(&env.assay)
-            .args(["capture", "read"])
-            .arg(&dir)
-            .output()?;
-        wall.push(t0.elapsed().as_secs_f64() * 1e3);
-        let verdict_ok = out.status.code() == Some(0)
-            && String::from_utf8_lossy(&out.stdout).contains("\"closed\"");
-        if !verdict_ok {
-            return Err(format!(
-                "capture read: {} {}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout)
-            )
-            .into());
+    let python = std::env::var_os("PYTHON").unwrap_or_else(|| "python3".into());
+    let pure = Path::new(env!("CARGO_MANIFEST_DIR")).join("pure_reader.py");
+    let py_read = |d: &Path| {
+        let mut c = Command::new(&python);
+        c.arg(&pure).arg("--time").arg(d);
+        c
+    };
+    let hostile = make_hostile(env, &dir)?;
+    // Warm-up (page cache, binaries, Python's bytecode cache).
+    for _ in 0..2 {
+        read(&dir).output()?;
+        py_read(&dir).output()?;
+        for (_, d, _) in &hostile {
+            read(d).output()?;
         }
-        if time_bin.exists() {
-            let o = Command::new(time_bin)
-                .args(["-f", "%M"])
-                .arg(&env.assay)
-                .args(["capture", "read"])
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .output()?;
-            let s = String::from_utf8_lossy(&o.stderr);
-            if let Some(kb) = s.lines().last().and_then(|l| l.trim().parse::<f64>().ok()) {
-                rss.push(kb / 1024.0);
+    }
+
+    // Per round, in rotating order: `assay --version` (the process floor), the Rust reader,
+    // the pure-Python reader, then each hostile capture.
+    let n_cfg = 3 + hostile.len();
+    let mut wall: Vec<Vec<f64>> = vec![Vec::new(); n_cfg];
+    let mut py_inproc = Vec::new();
+    let mut ratio_cli = Vec::new();
+    let mut ratio_inproc = Vec::new();
+    let mut hostile_ratio: Vec<Vec<f64>> = vec![Vec::new(); hostile.len()];
+    let mut hostile_verdicts = vec![String::new(); hostile.len()];
+    for round in 0..rounds {
+        let mut this = vec![0.0; n_cfg];
+        for k in 0..n_cfg {
+            let i = (k + round) % n_cfg;
+            match i {
+                0 => {
+                    let mut c = Command::new(&env.assay);
+                    c.arg("--version");
+                    this[0] = timed(c)?.0;
+                }
+                1 => {
+                    let (t, out) = timed(read(&dir))?;
+                    if out.status.code() != Some(0)
+                        || !String::from_utf8_lossy(&out.stdout).contains("\"closed\"")
+                    {
+                        return Err(format!(
+                            "capture read: {} {}",
+                            out.status,
+                            String::from_utf8_lossy(&out.stdout)
+                        )
+                        .into());
+                    }
+                    this[1] = t;
+                }
+                2 => {
+                    let (t, out) = timed(py_read(&dir))?;
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    if out.status.code() != Some(0) || !stdout.contains("\"closed\"") {
+                        return Err(format!("pure_reader.py: {} {stdout}", out.status).into());
+                    }
+                    let inproc = String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .find_map(|l| l.strip_prefix("inprocess_ms=")?.trim().parse::<f64>().ok())
+                        .ok_or("pure_reader.py printed no inprocess_ms")?;
+                    py_inproc.push(inproc);
+                    this[2] = t;
+                }
+                h => {
+                    let (t, out) = timed(read(&hostile[h - 3].1))?;
+                    // The CLI pretty-prints; compare without whitespace.
+                    let v: String = String::from_utf8_lossy(&out.stdout)
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .collect();
+                    let closure = ["closed", "incomplete", "unknown"]
+                        .into_iter()
+                        .find(|c| v.contains(&format!("\"closure\":\"{c}\"")))
+                        .unwrap_or("?");
+                    let codes: Vec<&str> = v
+                        .split("\"code\":\"")
+                        .skip(1)
+                        .filter_map(|s| s.split('"').next())
+                        .collect();
+                    let mut codes = codes;
+                    codes.sort_unstable();
+                    codes.dedup();
+                    hostile_verdicts[h - 3] = format!("{closure} ({})", codes.join(", "));
+                    this[h] = t;
+                }
             }
         }
+        for i in 0..n_cfg {
+            wall[i].push(this[i]);
+        }
+        ratio_cli.push(this[2] / this[1]);
+        if let Some(&pi) = py_inproc.last() {
+            ratio_inproc.push(pi / (this[1] - this[0]).max(0.01));
+        }
+        for h in 0..hostile.len() {
+            hostile_ratio[h].push(this[3 + h] / this[1]);
+        }
     }
-    let w = median(&mut wall);
-    let bw = median(&mut base);
-    let r = if rss.is_empty() {
-        f64::NAN
-    } else {
-        median(&mut rss)
-    };
+    let rust_rss = peak_rss(
+        &env.assay,
+        &["capture".as_ref(), "read".as_ref(), dir.as_os_str()],
+    );
+    let py_rss = peak_rss(Path::new(&python), &[pure.as_os_str(), dir.as_os_str()]);
+    let floor = median(&mut wall[0]);
+    let w = median(&mut wall[1]);
+    let pw = median(&mut wall[2]);
+    let pin = median(&mut py_inproc);
+    let rin = median(
+        &mut wall[1]
+            .iter()
+            .zip(&wall[0])
+            .map(|(a, b)| a - b)
+            .collect::<Vec<_>>(),
+    );
+    let r_cli = median(&mut ratio_cli);
+    let r_in = median(&mut ratio_inproc);
     let mut v = verdict(w <= 25.0, format!("{:.1} ms", w - 25.0));
-    if r.is_nan() || r >= 64.0 {
-        v += &format!("; RSS MISSED ({r:.1} MiB)");
+    if rust_rss.is_nan() || rust_rss >= 64.0 {
+        v += &format!("; RSS MISSED ({rust_rss:.1} MiB)");
     }
+    let label = format!("10,000 decisions, {:.2} MiB log", bytes as f64 / 1048576.0);
     rows.push(row(
         b,
-        &format!("10,000 decisions, {:.2} MiB log", bytes as f64 / 1048576.0),
-        format!("{w:.1} ms wall (process floor `assay --version` {bw:.1} ms), peak RSS {r:.1} MiB"),
-        String::new(),
+        &format!("assay capture read ({label})"),
+        format!(
+            "{w:.1} ms wall (process floor `assay --version` {floor:.1} ms; wall − floor {rin:.1} ms), peak RSS {rust_rss:.1} MiB"
+        ),
+        "1.00×".into(),
         "≤ 25 ms, RSS < 64 MiB",
         &v,
     ));
+    rows.push(row(
+        b,
+        "reader, pure Python (same checks) — bench/pure_reader.py",
+        format!(
+            "{pw:.1} ms wall; {pin:.1} ms in-process (excl. interpreter start-up); peak RSS {py_rss:.1} MiB"
+        ),
+        format!("Python/Rust: wall {r_cli:.1}×; in-process vs Rust wall − floor {r_in:.1}×"),
+        "Rust ≥ 7× faster",
+        &verdict(r_cli >= 7.0, format!("{:.1}×", 7.0 - r_cli)),
+    ));
+    for (h, (name, d, over)) in hostile.iter().enumerate() {
+        let hw = median(&mut wall[3 + h]);
+        let hr = median(&mut hostile_ratio[h]);
+        let rss = peak_rss(
+            &env.assay,
+            &["capture".as_ref(), "read".as_ref(), d.as_os_str()],
+        );
+        rows.push(row(
+            "reader (hostile capture)",
+            &format!("assay capture read: {name}"),
+            format!(
+                "{hw:.1} ms wall, peak RSS {rss:.1} MiB → {}",
+                hostile_verdicts[h]
+            ),
+            format!("{hr:.2}× maximal"),
+            if *over {
+                "over bound: ≤ maximal capture"
+            } else {
+                "in bound (reported)"
+            },
+            &if *over {
+                verdict(hr <= 1.1, format!("{:.2}×", hr - 1.0))
+            } else {
+                String::new()
+            },
+        ));
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@
 
 mod bounded;
 mod checks;
+mod fastline;
 mod package;
 
 use std::collections::BTreeMap;

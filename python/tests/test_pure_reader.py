@@ -1,0 +1,172 @@
+"""bench/pure_reader.py (the SPEC §11 pure-Python comparison reader) agrees with
+`assay capture read` on a maximal capture and on corrupted copies of it."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import pytest
+
+SID = "0123456789abcdef0123456789abcdef"
+SOURCE = "urn+assay://host/test"
+POLICY_SHA = "a" * 64
+NON_CLAIMS = ["not_execution_proof", "not_authentication", "not_global_coverage", "not_durable_storage_proof"]
+
+
+@pytest.fixture(scope="module")
+def pure(root: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("pure_reader", root / "bench" / "pure_reader.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def event(eid: str, ty: str, data: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "specversion": "1.0", "id": eid, "type": ty, "source": SOURCE,
+        "time": "2025-06-01T12:00:01.5Z", "datacontenttype": "application/json", "data": data,
+    }
+
+
+def decision(seq: int, pad: int) -> bytes:
+    allow = seq % 3 != 1
+    data = {
+        "session_id": SID, "seq": seq,
+        "tool": None if seq % 5 == 4 else f"tool_{seq % 7}",
+        "tool_call_id": None if seq % 4 == 3 else str(seq),
+        "decision": "allow" if allow else "deny",
+        "reason_code": "P_POLICY_ALLOW" if allow else "P_TOOL_DENIED",
+        "reason": 'policy says so "quoted" ' + "r" * pad,
+        "matched_rule": "*" if allow else "exec",
+        "enforced": True, "policy_sha256": POLICY_SHA,
+        "arguments_sha256": hashlib.sha256(str(seq).encode()).hexdigest() if seq % 2 == 0 else None,
+    }
+    ev = event(f"evt_decision_{SID}_{seq}", "assay.tool.decision", data)
+    return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+
+
+def write_capture(d: Path, decisions: int = 10_000, pad: int = 255) -> None:
+    """A valid maximal capture (10,000 decisions, log just under 8 MiB), as the wrapper writes it."""
+    d.mkdir()
+    log = b"".join(decision(i, pad) for i in range(decisions))
+    assert len(log) <= 8 * 1024 * 1024
+    protocol = {
+        "schema": "assay.capture.protocol.v1", "session_id": SID, "event_source": SOURCE,
+        "server_id": "srv", "created_at": "2025-06-01T12:00:00Z", "decision_log": "decisions.ndjson",
+        "session_context": "session-context.json", "session_stop": "session-stop.json",
+        "producer": {"name": "assay", "version": "0.1.0"},
+    }
+    producer = {"name": "assay", "version": "0.1.0"}
+    context = event(f"evt_context_{SID}", "assay.mcp.session.context.v1", {
+        "session_id": SID, "server_id": "srv", "server_pid": 4242, "started_at": "2025-06-01T12:00:00Z",
+        "policy_sha256": POLICY_SHA, "policy_name": "example", "decision_log": "new",
+        "session_stop_requested": True, "dry_run": False, "command_sha256": "b" * 64,
+        "producer": producer, "assertion_basis": "producer_observation", "non_claims": NON_CLAIMS,
+    })
+    stop = event(f"evt_stop_{SID}", "assay.mcp.session.stop.v1", {
+        "session_id": SID, "server_id": "srv", "server_pid": 4242,
+        "session_context_id": f"evt_context_{SID}", "session_end": "client_closed",
+        "termination": "exited", "exit_code": 0, "signal": None, "core_dumped": None,
+        "assay_kill_requested": False, "decision_log": "complete",
+        "decision_events_written": decisions, "decision_events_dropped": 0,
+        "decision_prefix_sha256": hashlib.sha256(log).hexdigest(),
+        "assertion_basis": "producer_observation", "non_claims": NON_CLAIMS,
+    })
+    (d / "protocol.json").write_text(json.dumps(protocol) + "\n")
+    (d / "session-context.json").write_text(json.dumps(context, indent=2) + "\n")
+    (d / "session-stop.json").write_text(json.dumps(stop) + "\n")
+    (d / "decisions.ndjson").write_bytes(log)
+
+
+def edit(name: str, old: bytes, new: bytes, count: int = 1) -> Callable[[Path], None]:
+    def go(d: Path) -> None:
+        p = d / name
+        data = p.read_bytes()
+        assert old in data, (name, old)
+        p.write_bytes(data.replace(old, new, count))
+    return go
+
+
+def append(name: str, extra: bytes) -> Callable[[Path], None]:
+    def go(d: Path) -> None:
+        with open(d / name, "ab") as f:
+            f.write(extra)
+    return go
+
+
+def symlink_stop(d: Path) -> None:
+    os.rename(d / "session-stop.json", d / "real-stop.json")
+    os.symlink("real-stop.json", d / "session-stop.json")
+
+
+def huge_sparse_log(d: Path) -> None:
+    with open(d / "decisions.ndjson", "r+b") as f:
+        f.truncate(1 << 30)
+
+
+CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
+    "flipped_log_byte": edit("decisions.ndjson", b"tool_3", b"tool_4"),
+    "seq_out_of_order": edit("decisions.ndjson", b'"seq":7,', b'"seq":8,'),
+    "partial_tail": append("decisions.ndjson", b'{"specversion"'),
+    "duplicate_key_stop": edit("session-stop.json", b'"signal": null', b'"signal": null, "signal": 1'),
+    "nan_in_context": edit("session-context.json", b'"server_pid": 4242', b'"server_pid": NaN'),
+    "truncated_stop": lambda d: (d / "session-stop.json").write_bytes((d / "session-stop.json").read_bytes()[:100]),
+    "missing_stop": lambda d: (d / "session-stop.json").unlink(),
+    "symlinked_stop": symlink_stop,
+    "oversized_companion": append("session-context.json", b" " * (64 * 1024)),
+    "log_over_bound": append("decisions.ndjson", b" " * (8 * 1024 * 1024)),
+    "sparse_1gib_log": huge_sparse_log,
+    "protocol_server_id": edit("protocol.json", b'"server_id": "srv"', b'"server_id": "other"'),
+    "wrong_session_in_line": edit("decisions.ndjson", f'"session_id":"{SID}","seq":5,'.encode(),
+                                  f'"session_id":"{"f" * 32}","seq":5,'.encode()),
+    "deep_line": edit("decisions.ndjson", b'"seq":9,', b'"x":' + b"[" * 40 + b"]" * 40 + b',"seq":9,'),
+    "incomplete_with_loss": edit("session-stop.json", b'"decision_log": "complete", "decision_events_written": 10000, "decision_events_dropped": 0',
+                                 b'"decision_log": "incomplete", "decision_events_written": 10000, "decision_events_dropped": 2'),
+}
+
+
+@pytest.fixture(scope="module")
+def maximal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pure") / "max"
+    write_capture(d)
+    return d
+
+
+def rust_verdict(assay_bin: Path, d: Path) -> Dict[str, Any]:
+    out = subprocess.run([str(assay_bin), "capture", "read", str(d)], capture_output=True, timeout=60)
+    assert out.returncode in (0, 1, 3), out.stderr
+    return json.loads(out.stdout)
+
+
+def codes(v: Dict[str, Any]) -> List[str]:
+    return sorted({r["code"] for r in v["reasons"]})
+
+
+def test_maximal_capture_closed_by_both(maximal: Path, assay_bin: Path, pure: Any) -> None:
+    size = (maximal / "decisions.ndjson").stat().st_size
+    assert 7 * 1024 * 1024 < size <= 8 * 1024 * 1024
+    rust = rust_verdict(assay_bin, maximal)
+    py = pure.read_capture(str(maximal))
+    assert rust["closure"] == py["closure"] == "closed", (rust["reasons"], py["reasons"])
+    assert rust["session_id"] == py["session_id"] == SID
+    assert rust["files"] == py["files"]
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_corrupted_copies_agree(name: str, maximal: Path, tmp_path: Path, assay_bin: Path, pure: Any) -> None:
+    d = tmp_path / "c"
+    shutil.copytree(maximal, d)
+    CORRUPTIONS[name](d)
+    rust = rust_verdict(assay_bin, d)
+    py = pure.read_capture(str(d))
+    assert rust["closure"] == py["closure"], (rust["reasons"], py["reasons"])
+    assert rust["closure"] in ("unknown", "incomplete")
+    assert codes(rust) == codes(py), (rust["reasons"], py["reasons"])
+    assert sorted(rust["files"]) == sorted(py["files"])
