@@ -531,30 +531,19 @@ fn run_workers(
     cancel: &Cancel,
     plan: &Plan,
 ) -> RunResult {
-    let mut pending: HashSet<Worker> = [Worker::ClientToServer, Worker::ServerToClient].into();
-    let mut proxy_error = false;
-    let mut message: Option<String> = None;
-    let mut settle = |w: Worker,
-                      r: std::result::Result<(), WorkerError>,
-                      pending: &mut HashSet<Worker>,
-                      proxy_error: &mut bool| {
-        pending.remove(&w);
-        if let Err(e) = r {
-            if !matches!(e, WorkerError::Cancelled) || !*proxy_error {
-                *proxy_error = true;
-                if message.is_none() {
-                    message = Some(e.describe(plan.max_line_bytes));
-                }
-            }
-        }
+    let mut state = Settled {
+        pending: [Worker::ClientToServer, Worker::ServerToClient].into(),
+        proxy_error: false,
+        message: None,
+        max_line_bytes: plan.max_line_bytes,
     };
 
     // Phase 1: until the client closes its input or a worker fails.
-    while pending.contains(&Worker::ClientToServer) && !proxy_error {
+    while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
         match rx.recv() {
-            Ok((w, r)) => settle(w, r, &mut pending, &mut proxy_error),
+            Ok((w, r)) => state.settle(w, r),
             Err(_) => {
-                proxy_error = true;
+                state.proxy_error = true;
                 break;
             }
         }
@@ -564,13 +553,13 @@ fn run_workers(
     // grandchild can keep the pipe open after the child exits: once the child has a status, the
     // worker gets the same 2 s window as after a kill.
     let mut drain_window_spent = false;
-    if !proxy_error && pending.contains(&Worker::ServerToClient) {
+    if !state.proxy_error && state.pending.contains(&Worker::ServerToClient) {
         let drain_deadline = plan.drain_timeout.map(|d| Instant::now() + d);
         let mut exited_at: Option<Instant> = None;
         loop {
             match rx.recv_timeout(Duration::from_millis(10)) {
                 Ok((w, r)) => {
-                    settle(w, r, &mut pending, &mut proxy_error);
+                    state.settle(w, r);
                     break;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -590,7 +579,7 @@ fn run_workers(
         }
     }
 
-    if proxy_error {
+    if state.proxy_error {
         // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
         cancel.cancel();
     }
@@ -605,20 +594,20 @@ fn run_workers(
     } else {
         Instant::now() + KILL_POLL_BOUND
     };
-    while !pending.is_empty() {
+    while !state.pending.is_empty() {
         let now = Instant::now();
         if now >= window_end {
             break;
         }
         match rx.recv_timeout(window_end - now) {
-            Ok((w, r)) => settle(w, r, &mut pending, &mut proxy_error),
+            Ok((w, r)) => state.settle(w, r),
             Err(_) => break,
         }
     }
-    if !pending.is_empty() {
-        if pending.contains(&Worker::ServerToClient) && !proxy_error {
-            proxy_error = true;
-            message = Some(
+    if !state.pending.is_empty() {
+        if state.pending.contains(&Worker::ServerToClient) && !state.proxy_error {
+            state.proxy_error = true;
+            state.message = Some(
                 "server output stayed open after the child ended (a grandchild holds the pipe?); worker abandoned"
                     .to_string(),
             );
@@ -626,22 +615,47 @@ fn run_workers(
         cancel.cancel();
         // Cancelled readers return at once; a worker blocked in a write is left behind.
         let give_up = Instant::now() + Duration::from_millis(200);
-        while !pending.is_empty() {
+        while !state.pending.is_empty() {
             let now = Instant::now();
             if now >= give_up {
                 break;
             }
             match rx.recv_timeout(give_up - now) {
                 Ok((w, _)) => {
-                    pending.remove(&w);
+                    state.pending.remove(&w);
                 }
                 Err(_) => break,
             }
         }
     }
     RunResult {
-        proxy_error,
-        message,
+        proxy_error: state.proxy_error,
+        message: state.message,
         cleanup,
+    }
+}
+
+/// What the session knows about its workers while it waits for them.
+struct Settled {
+    pending: HashSet<Worker>,
+    proxy_error: bool,
+    /// The first failure, for diagnostics.
+    message: Option<String>,
+    max_line_bytes: usize,
+}
+
+impl Settled {
+    /// Records a worker's end. Any error makes the session a `proxy_error`, except a
+    /// cancellation the session itself caused after an earlier error.
+    fn settle(&mut self, w: Worker, r: std::result::Result<(), WorkerError>) {
+        self.pending.remove(&w);
+        if let Err(e) = r {
+            if !matches!(e, WorkerError::Cancelled) || !self.proxy_error {
+                self.proxy_error = true;
+                if self.message.is_none() {
+                    self.message = Some(e.describe(self.max_line_bytes));
+                }
+            }
+        }
     }
 }
