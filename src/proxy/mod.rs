@@ -388,17 +388,13 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         SessionEnd::ClientClosed
     };
     let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
-    let decision_log = if plan.log_mode == LogMode::Absent {
-        DecisionLogState::Absent
-    } else if !log_initialized {
-        DecisionLogState::Unknown
-    } else if poisoned || session_end == SessionEnd::ProxyError {
-        DecisionLogState::Incomplete
-    } else if log_temporary {
-        DecisionLogState::Temporary
-    } else {
-        DecisionLogState::Complete
-    };
+    let decision_log = decision_log_state(
+        plan.log_mode,
+        log_initialized,
+        poisoned,
+        session_end,
+        log_temporary,
+    );
     if poisoned {
         evidence_errors.push("decision log write failed; the log is incomplete".to_string());
     }
@@ -499,6 +495,29 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         return Err(Error::stop_write(msg, outcome));
     }
     Ok(outcome)
+}
+
+/// The stop record's `decision_log` (SPEC §4.3), first match wins: no log and none temporary →
+/// `absent`; requested but never initialized → `unknown`; poisoned or `proxy_error` →
+/// `incomplete`; not retained → `temporary`; otherwise `complete`.
+fn decision_log_state(
+    mode: LogMode,
+    initialized: bool,
+    poisoned: bool,
+    session_end: SessionEnd,
+    temporary: bool,
+) -> DecisionLogState {
+    if mode == LogMode::Absent {
+        DecisionLogState::Absent
+    } else if !initialized {
+        DecisionLogState::Unknown
+    } else if poisoned || session_end == SessionEnd::ProxyError {
+        DecisionLogState::Incomplete
+    } else if temporary {
+        DecisionLogState::Temporary
+    } else {
+        DecisionLogState::Complete
+    }
 }
 
 /// The `assay mcp wrap` exit status rule of SPEC §10.
@@ -657,5 +676,27 @@ impl Settled {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decision_log_state_precedence() {
+        use DecisionLogState as S;
+        use SessionEnd::{ClientClosed as Ok_, ProxyError as Err_};
+        let f = decision_log_state;
+        assert_eq!(f(LogMode::Absent, false, false, Err_, false), S::Absent);
+        assert_eq!(f(LogMode::New, false, true, Err_, true), S::Unknown);
+        assert_eq!(f(LogMode::Temporary, true, true, Ok_, true), S::Incomplete);
+        assert_eq!(
+            f(LogMode::Temporary, true, false, Err_, true),
+            S::Incomplete
+        );
+        assert_eq!(f(LogMode::Temporary, true, false, Ok_, true), S::Temporary);
+        assert_eq!(f(LogMode::New, true, false, Ok_, false), S::Complete);
+        assert_eq!(f(LogMode::Append, true, false, Ok_, false), S::Complete);
     }
 }
