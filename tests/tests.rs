@@ -9,6 +9,7 @@ mod coverage;
 mod differential;
 mod evidence;
 mod faults;
+mod ffi_status;
 mod header;
 mod hostile;
 mod properties;
