@@ -117,14 +117,7 @@ fn capture_files_have_the_documented_shapes_and_mode_0600() {
 fn without_a_log_the_accounting_is_null_and_the_state_absent() {
     let dir = tempdir();
     let stop = dir.path().join("stop.json");
-    let opts = [
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/x".into(),
-        "--session-stop-out".into(),
-        stop.display().to_string(),
-    ];
+    let opts = evidence_opts(&["--session-stop-out".into(), stop.display().to_string()]);
     run(
         &wrap_args(&strs(&opts), &["python3", &demo_server()]),
         &script(&[INIT]),
@@ -143,14 +136,7 @@ fn append_mode_accounts_for_this_invocation_only() {
     let dir = tempdir();
     let log = dir.path().join("d.ndjson");
     std::fs::write(&log, "historical line\n").unwrap();
-    let opts = [
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/x".into(),
-        "--decision-log".into(),
-        log.display().to_string(),
-    ];
+    let opts = evidence_opts(&["--decision-log".into(), log.display().to_string()]);
     run(
         &wrap_args(&strs(&opts), &["python3", &demo_server()]),
         &script(&[&call(1, "echo", "{}")]),

@@ -337,11 +337,7 @@ fn stop_write_failure_exits_3_naming_the_child_status_and_loses_nothing() {
     std::fs::create_dir(&stop_dir).unwrap();
     let log = evidence.join("decisions.ndjson");
     let ctx = evidence.join("context.json");
-    let opts = [
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/stopfail".into(),
+    let opts = evidence_opts(&[
         "--decision-log".into(),
         log.display().to_string(),
         "--decision-log-new".into(),
@@ -349,7 +345,7 @@ fn stop_write_failure_exits_3_naming_the_child_status_and_loses_nothing() {
         ctx.display().to_string(),
         "--session-stop-out".into(),
         stop_dir.join("stop.json").display().to_string(),
-    ];
+    ]);
     let args = wrap_args(&strs(&opts), &["python3", &fault_server(), "exit7"]);
     let stop_dir2 = stop_dir.clone();
     let r = crate::util::run_during(&args, &session(), Duration::from_millis(700), move || {

@@ -250,17 +250,6 @@ struct PathCase {
     names: &'static str,
 }
 
-fn evidence_opts(extra: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/paths".into(),
-    ];
-    v.extend_from_slice(extra);
-    v
-}
-
 fn p(d: &std::path::Path, name: &str) -> String {
     d.join(name).display().to_string()
 }

@@ -152,14 +152,7 @@ fn arguments_digest_is_canonical_json() {
     let log = dir.path().join("d.ndjson");
     let a = call(1, "echo", r#"{"text":"x","n":1.0}"#);
     let b = call(2, "echo", r#"{ "n" : 1 , "text" : "x" }"#);
-    let opts = [
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/x".into(),
-        "--decision-log".into(),
-        log.display().to_string(),
-    ];
+    let opts = evidence_opts(&["--decision-log".into(), log.display().to_string()]);
     run(
         &wrap_args(&strs(&opts), &["python3", &demo_server()]),
         &script(&[&a, &b]),
@@ -202,15 +195,11 @@ fn server_initiated_messages_pass_through() {
 fn dry_run_forwards_denied_calls_and_logs_unenforced_decisions() {
     let dir = tempdir();
     let log = dir.path().join("d.ndjson");
-    let opts = [
-        "--policy".to_string(),
-        demo_policy().display().to_string(),
-        "--event-source".into(),
-        "assay://t/dry".into(),
+    let opts = evidence_opts(&[
         "--decision-log".into(),
         log.display().to_string(),
         "--dry-run".into(),
-    ];
+    ]);
     let r = run(
         &wrap_args(&strs(&opts), &["python3", &demo_server()]),
         &script(&[&call(1, "exec", r#"{"cmd":"id"}"#)]),

@@ -108,16 +108,21 @@ pub fn wrap_args(opts: &[&str], server: &[&str]) -> Vec<String> {
     v
 }
 
-/// Capture options for `dir`.
-pub fn capture_opts(dir: &Path) -> Vec<String> {
-    vec![
-        "--policy".into(),
+/// `--policy <demo policy> --event-source assay://test/session` followed by `extra`.
+pub fn evidence_opts(extra: &[String]) -> Vec<String> {
+    let mut v = vec![
+        "--policy".to_string(),
         demo_policy().display().to_string(),
         "--event-source".into(),
         "assay://test/session".into(),
-        "--capture-dir".into(),
-        dir.display().to_string(),
-    ]
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// Capture options for `dir`.
+pub fn capture_opts(dir: &Path) -> Vec<String> {
+    evidence_opts(&["--capture-dir".into(), dir.display().to_string()])
 }
 
 pub fn strs(v: &[String]) -> Vec<&str> {
