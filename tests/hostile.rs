@@ -221,8 +221,26 @@ fn oversized_line_ends_the_session_as_proxy_error() {
     // written to the server's pipe, but the server may be killed by cleanup before it reads it.)
     assert!(script(&[INIT]).starts_with(&c.received), "{:?}", c.received);
     let stop = c.stop.expect("stop record written");
-    assert_eq!(stop["data"]["session_end"], "proxy_error");
-    assert_eq!(stop["data"]["decision_log"], "incomplete");
+    let s = &stop["data"];
+    assert_eq!(s["session_end"], "proxy_error", "{s}");
+    assert_eq!(s["decision_log"], "incomplete", "{s}");
+    // No tools/call was evaluated: nothing written, nothing dropped, the digest of nothing.
+    assert_eq!(s["decision_events_written"], 0, "{s}");
+    assert_eq!(s["decision_events_dropped"], 0, "{s}");
+    assert_eq!(
+        s["decision_prefix_sha256"],
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    // Cleanup ran at once: the server either saw EOF and exited, or was killed after the
+    // exit grace; which one depends on how far its start-up got (both are observations).
+    match s["termination"].as_str() {
+        Some("exited") => assert_eq!(s["exit_code"], 0, "{s}"),
+        Some("signaled") => {
+            assert_eq!(s["signal"], 9, "{s}");
+            assert_eq!(s["assay_kill_requested"], true, "{s}");
+        }
+        other => panic!("unexpected termination {other:?}: {s}"),
+    }
     assert!(
         c.run.stderr.contains("max_line_bytes"),
         "{}",
