@@ -90,6 +90,10 @@ pub struct WrapConfig {
     /// Log each decision to the diagnostics sink.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verbose: bool,
+    /// Forward SIGTERM, SIGINT and SIGHUP received by this process to the server while the
+    /// session runs (SPEC §3 item 9). Off by default: then no signal handler is installed.
+    #[serde(default)]
+    pub forward_signals: bool,
 }
 
 fn default_stdin() -> i32 {
@@ -121,6 +125,7 @@ impl WrapConfig {
             stdout: 1,
             stderr: None,
             verbose: false,
+            forward_signals: false,
         }
     }
 
@@ -174,6 +179,7 @@ pub(crate) struct Plan {
     pub drain_timeout: Option<Duration>,
     pub max_line_bytes: usize,
     pub verbose: bool,
+    pub forward_signals: bool,
 }
 
 /// Where the child's stderr (and, for a capture, the wrapper's diagnostics) go.
@@ -446,6 +452,17 @@ impl WrapConfig {
                             format!("{} is a symbolic link", path.display()),
                         ));
                     }
+                    // SPEC §4.1: a FIFO, a device or a directory at an evidence path is refused
+                    // here, without opening it (opening a FIFO would wait for a reader).
+                    if option != "stderr" && !m.file_type().is_file() {
+                        return Err(Error::config(
+                            option,
+                            format!(
+                                "{} exists and is not a regular file (a FIFO, device or directory)",
+                                path.display()
+                            ),
+                        ));
+                    }
                     if let Some(other) = seen_inodes.insert((m.dev(), m.ino()), option) {
                         return Err(Error::config(
                             option,
@@ -490,6 +507,7 @@ impl WrapConfig {
             drain_timeout: self.drain_timeout.map(Duration::from_secs_f64),
             max_line_bytes,
             verbose: self.verbose,
+            forward_signals: self.forward_signals,
         })
     }
 }

@@ -33,6 +33,7 @@ mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
 mod proxy;
+mod signals;
 
 pub use config::WrapConfig;
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};

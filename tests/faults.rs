@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::util::*;
 
-fn stop_of(cap: &Path) -> Value {
+pub(crate) fn stop_of(cap: &Path) -> Value {
     read_json(&cap.join("session-stop.json"))["data"].clone()
 }
 
@@ -29,7 +29,7 @@ fn fault(mode: &str, extra: &[&str], input: &[u8]) -> (Run, Option<Value>, tempf
     (r, stop, dir)
 }
 
-fn session() -> Vec<u8> {
+pub(crate) fn session() -> Vec<u8> {
     script(&[
         INIT,
         &call(2, "echo", r#"{"text":"a"}"#),
@@ -45,25 +45,25 @@ fn assert_status(stop: &Value, termination: &str, exit_code: Value, signal: Valu
 
 /// The whole stop record one fault-matrix row must end in (SPEC §4.3), plus the reader's
 /// verdict on the capture (SPEC §7, `assay capture read` exit status).
-struct Expected {
-    session_end: &'static str,
-    termination: &'static str,
-    exit_code: Value,
-    signal: Value,
+pub(crate) struct Expected {
+    pub session_end: &'static str,
+    pub termination: &'static str,
+    pub exit_code: Value,
+    pub signal: Value,
     /// `None`: a boolean either way (whether a core was dumped depends on the machine).
-    core_dumped: Option<Value>,
-    kill_requested: bool,
-    decision_log: &'static str,
+    pub core_dumped: Option<Value>,
+    pub kill_requested: bool,
+    pub decision_log: &'static str,
     /// `None`: checked by the row itself (written + dropped there).
-    written: Option<u64>,
-    dropped: Option<u64>,
+    pub written: Option<u64>,
+    pub dropped: Option<u64>,
     /// `assay capture read` exit status: 0 closed, 1 incomplete, 3 unknown.
-    verdict: i32,
+    pub verdict: i32,
 }
 
 /// Checks every field of the stop record in `cap` against `e` and the context, the log
 /// accounting against the log on disk, and the reader's verdict.
-fn assert_stop_record(cap: &Path, e: &Expected) {
+pub(crate) fn assert_stop_record(cap: &Path, e: &Expected) {
     let event = read_json(&cap.join("session-stop.json"));
     let ctx = read_json(&cap.join("session-context.json"));
     let s = &event["data"];
@@ -145,7 +145,7 @@ fn assert_stop_record(cap: &Path, e: &Expected) {
 }
 
 /// A normal ending with both session() decisions written.
-fn ended(termination: &'static str, exit_code: Value, signal: Value) -> Expected {
+pub(crate) fn ended(termination: &'static str, exit_code: Value, signal: Value) -> Expected {
     Expected {
         session_end: "client_closed",
         termination,

@@ -95,6 +95,7 @@ def wrap_session(
     dry_run: bool = False,
     drain_timeout: Optional[float] = None,
     max_line_bytes: Optional[int] = None,
+    forward_signals: bool = False,
     stdin: FileDescriptorLike = 0,
     stdout: FileDescriptorLike = 1,
     stderr: Optional[StrPath] = None,
@@ -108,6 +109,15 @@ def wrap_session(
     ``capture_dir``: ``proxy-stderr.log`` in the capture).
 
     The GIL is released for the whole session; Ctrl-C takes effect only when this returns.
+
+    The session ends when the client closes ``stdin``, or at most 2 s after the server closed its
+    output if the client sends nothing more. The server never outlives the calling thread or the
+    process (it gets SIGKILL if either dies) and inherits only descriptors 0, 1 and 2.
+
+    ``forward_signals=True``: while the session runs, SIGTERM, SIGINT and SIGHUP received by this
+    process go to the server instead of to Python's handlers (no ``KeyboardInterrupt``); the
+    server ends, and the session ends normally with its stop record. The previous handlers are
+    restored when the call returns. With the default ``False`` no handler is touched.
 
     Returns a :class:`WrapOutcome`. Raises :class:`ConfigError` (a ``ValueError``) when the
     configuration is refused before anything is spawned or created, :class:`WrapError` (an
@@ -131,6 +141,7 @@ def wrap_session(
         dry_run=dry_run,
         drain_timeout=drain_timeout,
         max_line_bytes=max_line_bytes,
+        forward_signals=forward_signals,
         stdin=_fd("stdin", stdin),
         stdout=_fd("stdout", stdout),
         stderr=_opt_path(stderr),

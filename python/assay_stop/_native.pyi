@@ -40,6 +40,7 @@ def wrap_session(
     stdout: int = 1,
     stderr: Optional[str] = None,
     verbose: bool = False,
+    forward_signals: bool = False,
 ) -> WrapOutcome:
     """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
 
@@ -50,6 +51,18 @@ def wrap_session(
 
     The GIL is released for the whole session, so other Python threads keep running.
     Ctrl-C (``KeyboardInterrupt``) takes effect only when this call returns.
+
+    The session ends when the client closes ``stdin``, or at most 2 s after the server closed
+    its output if the client sends nothing more (a line sent after that ends it as
+    ``proxy_error``). The server is spawned by the calling thread and gets SIGKILL if that thread
+    or the process dies, so it never outlives them; it inherits only descriptors 0, 1 and 2.
+
+    ``forward_signals`` (default ``False``): while the call runs, SIGTERM, SIGINT and SIGHUP
+    received by the process are sent to the server and do not reach Python's handlers (no
+    ``KeyboardInterrupt``, no ``signal.signal`` handler); the server ends, and the session ends
+    through its normal path with a stop record (e.g. ``termination == "signaled"``,
+    ``signal == 15``). The previous dispositions are restored when the last such session of the
+    process ends. With ``False``, no handler is installed and no disposition is changed.
 
     Raises:
         ConfigError: the configuration was refused; nothing was spawned or created.

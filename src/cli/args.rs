@@ -74,6 +74,10 @@ pub(crate) struct WrapArgs {
     /// Longest accepted line in bytes, newline included (default 16 MiB).
     #[arg(long, value_name = "N")]
     pub max_line_bytes: Option<u64>,
+    /// Forward SIGTERM, SIGINT and SIGHUP to the server; the session then ends normally and
+    /// writes its stop record (without it, those signals end the wrapper and its server).
+    #[arg(long)]
+    pub forward_signals: bool,
     /// The server command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -94,6 +98,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.verbose = a.verbose;
         c.drain_timeout = a.drain_timeout;
         c.max_line_bytes = a.max_line_bytes;
+        c.forward_signals = a.forward_signals;
         c
     }
 }

@@ -136,6 +136,7 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
             "assay://demo/session",
             "--label",
             "demo-server",
+            "--forward-signals",
             "--capture-dir",
         ])
         .arg(&capture)

@@ -14,6 +14,16 @@ use clap::Parser;
 use args::{CaptureCommand, Cli, Command, McpCommand};
 
 fn main() -> ExitCode {
+    // SPEC §3.1: a host that ignores SIGCHLD passes that on to us, and the kernel would then reap
+    // the server before the wrapper could observe its status. Back to the default disposition
+    // (a disposition, not a handler).
+    // SAFETY: SIG_DFL installs no handler; nothing else runs yet.
+    let _ = unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGCHLD,
+            nix::sys::signal::SigHandler::SigDfl,
+        )
+    };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -7,7 +7,7 @@ use assay::{ClientIo, ErrorKind, WrapConfig, wrap_session};
 use crate::messages::{eprint_assay, exit};
 
 pub(crate) fn run(config: WrapConfig) -> ExitCode {
-    let io = match ClientIo::stdio() {
+    let io = match ClientIo::take_stdio() {
         Ok(io) => io,
         Err(e) => {
             eprint_assay(&format!("cannot use stdin/stdout: {e}"));

@@ -1,6 +1,10 @@
 //! The coverage report (`assay.coverage.v1`, SPEC §4.4): built at session end from the decision
 //! log as written (read back from disk, so it reports what the evidence says, not what the
 //! process remembers) and the tool names seen in `tools/list` results.
+//!
+//! Only this invocation's lines count: the log is read from where this invocation began writing
+//! (the length of an append-mode log when it was opened), and a line whose `data.session_id` is
+//! not this session's is skipped (another process appending to the same log).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -39,12 +43,14 @@ struct Line {
 
 #[derive(Deserialize)]
 struct LineData {
+    session_id: Option<String>,
     tool: Option<String>,
     decision: String,
 }
 
-/// Counts decisions per tool in the complete lines of `log` (a partial tail is ignored).
-fn count(log: &[u8]) -> (BTreeMap<String, Counts>, Counts, u64) {
+/// Counts this session's decisions per tool in the complete lines of `log` (a partial tail is
+/// ignored).
+fn count(log: &[u8], session_id: &str) -> (BTreeMap<String, Counts>, Counts, u64) {
     let mut calls: BTreeMap<String, Counts> = BTreeMap::new();
     let mut unnamed = Counts::default();
     let mut lines = 0;
@@ -59,6 +65,9 @@ fn count(log: &[u8]) -> (BTreeMap<String, Counts>, Counts, u64) {
         let Ok(parsed) = serde_json::from_slice::<Line>(line) else {
             continue;
         };
+        if parsed.data.session_id.as_deref() != Some(session_id) {
+            continue;
+        }
         lines += 1;
         let slot = match parsed.data.tool {
             Some(t) => calls.entry(t).or_default(),
@@ -73,21 +82,36 @@ fn count(log: &[u8]) -> (BTreeMap<String, Counts>, Counts, u64) {
     (calls, unnamed, lines)
 }
 
-/// Writes the report to the new file `out`.
+/// Reads `path` from byte `start` on, without following a symlink.
+fn read_from(path: &Path, start: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    f.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Writes the report to the new file `out`. `log` is the decision log and the offset where this
+/// invocation's lines begin.
 pub(crate) fn write(
     out: &Path,
     session_id: &str,
-    log: Option<&Path>,
+    log: Option<(&Path, u64)>,
     declared: &[String],
     observed: &BTreeSet<String>,
 ) -> Result<()> {
     let bytes = match log {
-        Some(p) => {
-            std::fs::read(p).map_err(|e| Error::io(p, "cannot read back decision log", &e))?
+        Some((p, start)) => {
+            read_from(p, start).map_err(|e| Error::io(p, "cannot read back decision log", &e))?
         }
         None => Vec::new(),
     };
-    let (calls, unnamed_calls, decision_lines) = count(&bytes);
+    let (calls, unnamed_calls, decision_lines) = count(&bytes, session_id);
     let declared_set: BTreeSet<&str> = declared.iter().map(String::as_str).collect();
     let report = Report {
         schema: "assay.coverage.v1",
@@ -121,8 +145,8 @@ mod tests {
 
     #[test]
     fn counts_complete_lines_only() {
-        let log = b"{\"data\":{\"tool\":\"a\",\"decision\":\"allow\"}}\n{\"data\":{\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"tool\":null,\"decision\":\"error\"}}\n{\"data\":{\"tool\":\"b\",\"dec";
-        let (calls, unnamed, n) = count(log);
+        let log = b"{\"data\":{\"session_id\":\"s\",\"tool\":\"a\",\"decision\":\"allow\"}}\n{\"data\":{\"session_id\":\"s\",\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"session_id\":\"other\",\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"session_id\":\"s\",\"tool\":null,\"decision\":\"error\"}}\n{\"data\":{\"tool\":\"b\",\"dec";
+        let (calls, unnamed, n) = count(log, "s");
         assert_eq!(n, 3);
         assert_eq!(
             calls["a"],

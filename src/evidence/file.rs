@@ -22,14 +22,39 @@ pub(crate) fn create_new(path: &Path) -> io::Result<File> {
 }
 
 /// Opens a decision log for append (the historical, non-`decision_log_new` mode). Creates it with
-/// mode 0600 when missing; never follows a symlink in the final component.
+/// mode 0600 when missing; never follows a symlink in the final component. Never waits: the open
+/// is non-blocking (a FIFO without a reader fails at once with `ENXIO`), and anything but a
+/// regular file is refused (SPEC §4.1).
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let file = open_append_nonblocking(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or directory)",
+        ));
+    }
+    Ok(file)
+}
+
+/// Opens a sink (the child's stderr) for append: like [`open_append`], but a FIFO with a reader
+/// or a device such as `/dev/null` is accepted. Never waits.
+pub(crate) fn open_append_sink(path: &Path) -> io::Result<File> {
+    open_append_nonblocking(path)
+}
+
+fn open_append_nonblocking(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    // Back to blocking writes: O_NONBLOCK was only for the open.
+    let fd = std::os::fd::AsFd::as_fd(&file);
+    let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL)?;
+    let flags = nix::fcntl::OFlag::from_bits_retain(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+    Ok(file)
 }
 
 /// Writes `bytes` to a new evidence file at `path` in one `write_all`.
@@ -61,5 +86,29 @@ mod tests {
         let link2 = dir.path().join("link2");
         std::os::unix::fs::symlink(&p, &link2).unwrap();
         assert!(open_append(&link2).is_err());
+    }
+
+    #[test]
+    fn append_never_waits_on_a_fifo_and_wants_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // No reader: fails at once instead of blocking.
+        assert_eq!(open_append(&fifo).unwrap_err().raw_os_error(), Some(libc::ENXIO));
+        // With a reader the open succeeds, and the FIFO is still refused as a decision log.
+        let _reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert_eq!(
+            open_append(&fifo).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert!(open_append_sink(&fifo).is_ok());
+        assert!(open_append(Path::new("/dev/null")).is_err());
+        let f = open_append(&dir.path().join("log")).unwrap();
+        let flags = nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_eq!(flags & libc::O_NONBLOCK, 0);
     }
 }

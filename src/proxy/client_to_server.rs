@@ -76,6 +76,9 @@ impl ClientWorker {
                     return Err(WorkerError::from_line(e, "client input"));
                 }
             };
+            if shared.output.is_closed() {
+                return Err(super::line_after_server_eof(&shared));
+            }
             match handle_line(&shared, line) {
                 Action::Forward => self
                     .to_child

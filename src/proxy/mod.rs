@@ -12,7 +12,7 @@ mod server_to_client;
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -34,6 +34,7 @@ use crate::outcome::{
     DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 use crate::policy::{Policy, Verdict};
+use crate::signals::{Forwarding, ThreadMask, block_write_signals_in_this_thread};
 
 pub(crate) use cancel::Cancel;
 use line::{LineError, LineReader};
@@ -61,6 +62,22 @@ impl ClientIo {
             input: io::stdin().as_fd().try_clone_to_owned()?,
             output: io::stdout().as_fd().try_clone_to_owned()?,
         })
+    }
+
+    /// This process's stdin and stdout, taken for a session: a duplicate of each (close-on-exec)
+    /// is returned, and descriptor 1 is pointed at `/dev/null`, so the session's output is the
+    /// only reference this process keeps to the client's pipe. When the server's output ends and
+    /// the session closes its output, the client sees end of file at once (SPEC §3 item 7).
+    /// Meant for a process whose stdout carries nothing but the session (the `assay` CLI).
+    ///
+    /// # Errors
+    /// When the descriptors cannot be duplicated or `/dev/null` cannot be opened.
+    pub fn take_stdio() -> io::Result<Self> {
+        let io = Self::stdio()?;
+        io::stdout().flush()?;
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+        nix::unistd::dup2_stdout(&null)?;
+        Ok(io)
     }
 }
 
@@ -92,6 +109,17 @@ impl WorkerError {
             WorkerError::Panicked => "an I/O worker panicked".to_string(),
         }
     }
+}
+
+/// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
+/// forwarded, and the session ends as `proxy_error`. Client bytes mean a session existed
+/// (SPEC §3 item 8), so the stop record is written.
+pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
+    shared.session_message.store(true, Ordering::Relaxed);
+    WorkerError::Io(
+        "a client line arrived after the server closed its output; it cannot be forwarded"
+            .to_string(),
+    )
 }
 
 /// Records decisions: assigns `seq` and writes to the decision log when there is one.
@@ -171,13 +199,10 @@ where
     thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
-            // A write to a pipe whose reader is gone raises SIGPIPE, which by default kills the
-            // whole process — fatal for a C or Python host. Blocking it in this thread turns it
-            // into an EPIPE error (a returned I/O error → proxy_error); a pending SIGPIPE is
-            // discarded when the thread ends. This installs no handler.
-            let mut set = nix::sys::signal::SigSet::empty();
-            set.add(nix::sys::signal::Signal::SIGPIPE);
-            let _ = set.thread_block();
+            // SIGPIPE (a vanished peer) and SIGXFSZ (a decision-log write past RLIMIT_FSIZE)
+            // become EPIPE / EFBIG errors in this thread instead of the death of the process
+            // (SPEC §4.1); pending ones are discarded when the thread ends. No handler.
+            block_write_signals_in_this_thread();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
                 .unwrap_or(Err(WorkerError::Panicked));
             let _ = tx.send((which, r));
@@ -190,6 +215,8 @@ struct OpenedLog {
     file: File,
     path: PathBuf,
     temporary: bool,
+    /// Where this invocation's lines begin (the length of an append-mode log when opened).
+    start: u64,
 }
 
 fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
@@ -208,10 +235,15 @@ fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
         file::create_new(&path)
     };
     let file = opened.map_err(|e| Error::io(&path, "cannot open decision log", &e))?;
+    let start = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "cannot inspect decision log", &e))?
+        .len();
     Ok(Some(OpenedLog {
         file,
         path,
         temporary,
+        start,
     }))
 }
 
@@ -221,7 +253,7 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
         Some(StderrSink::New(p)) => file::create_new(p)
             .map(Some)
             .map_err(|e| Error::io(p, "cannot create stderr log", &e)),
-        Some(StderrSink::Append(p)) => file::open_append(p)
+        Some(StderrSink::Append(p)) => file::open_append_sink(p)
             .map(Some)
             .map_err(|e| Error::io(p, "cannot open stderr log", &e)),
     }
@@ -243,6 +275,9 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
 /// Other evidence failures (context, decision log, coverage) do not make this return `Err`: they
 /// are listed in [`WrapOutcome::evidence_errors`] and make [`WrapOutcome::exit_code`] 3.
 pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
+    // This thread writes evidence files and diagnostics: a write past RLIMIT_FSIZE or to a
+    // closed stderr pipe must fail, not kill the host (SPEC §4.1). Restored on return.
+    let mask = ThreadMask::block_write_signals();
     let plan = config.plan()?;
     let policy =
         Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
@@ -275,6 +310,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let log = open_log(&plan, &session_id)?;
     let log_path = log.as_ref().map(|l| l.path.clone());
     let log_temporary = log.as_ref().is_some_and(|l| l.temporary);
+    let log_start = log.as_ref().map_or(0, |l| l.start);
     let log_writer = log.map(|l| {
         DecisionLog::new(
             Box::new(l.file),
@@ -290,8 +326,21 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         Some(f) => Stdio::from(f),
         None => Stdio::inherit(),
     };
-    let spawned = child::spawn(&plan.command, child_stderr)?;
+    // Installed before spawn so that a signal arriving while the server starts is forwarded too;
+    // kept until this function returns, so a signal during cleanup or the stop write cannot
+    // kill the wrapper before the record is written.
+    let mut forwarding = if plan.forward_signals {
+        Some(Forwarding::install().map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?)
+    } else {
+        None
+    };
+    // This thread spawns the server and lives until the session ends: PR_SET_PDEATHSIG (set in
+    // the child) fires on the death of the spawning thread (SPEC §3 item 9).
+    let spawned = child::spawn(&plan.command, child_stderr, &mask.original())?;
     let pid = spawned.pid;
+    if let Some(f) = forwarding.as_mut() {
+        f.target(pid);
+    }
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
 
@@ -375,6 +424,16 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     };
     let run = run_workers(&rx, child, &cancel, &plan);
     drop(guard.0.take());
+    if let Some(f) = &forwarding {
+        f.server_reaped();
+        if let Some(sig) = f.received() {
+            diag.say(&format!("signal {sig} received and forwarded to the server"));
+        }
+    }
+    if run.client_too_long {
+        // An over-long client line is client bytes: a session existed (SPEC §3 item 8).
+        shared.session_message.store(true, Ordering::Relaxed);
+    }
 
     // The accounting this writer observed.
     let accounting: Option<LogAccounting> = shared
@@ -426,7 +485,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         if let Err(e) = coverage::write(
             out,
             &session_id,
-            log_path.as_deref(),
+            log_path.as_deref().map(|p| (p, log_start)),
             &shared.policy.declared_tools(),
             &observed,
         ) {
@@ -541,7 +600,16 @@ struct RunResult {
     proxy_error: bool,
     message: Option<String>,
     cleanup: child::Cleanup,
+    /// The client sent a line longer than `max_line_bytes`.
+    client_too_long: bool,
 }
+
+/// After the server's stdout reached end of file (and the client output was closed), how long
+/// the wrapper waits for the client to close its input before it ends the session itself
+/// (SPEC §3 item 7: never wait forever for a peer that is gone). An MCP client that sees end of
+/// file closes its side at once; one that never looks at its input (the TypeScript SDK waits for
+/// the process to exit) gets the session ended for it.
+pub(crate) const SERVER_EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// Waits for the session to end, drains, runs the bounded cleanup and settles the workers.
 fn run_workers(
@@ -555,15 +623,43 @@ fn run_workers(
         proxy_error: false,
         message: None,
         max_line_bytes: plan.max_line_bytes,
+        ended_by_session: false,
+        client_too_long: false,
     };
 
-    // Phase 1: until the client closes its input or a worker fails.
-    while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
+    // Phase 1: until the client closes its input, a worker fails, or the server's output ends.
+    while state.pending.contains(&Worker::ClientToServer)
+        && state.pending.contains(&Worker::ServerToClient)
+        && !state.proxy_error
+    {
         match rx.recv() {
             Ok((w, r)) => state.settle(w, r),
             Err(_) => {
                 state.proxy_error = true;
                 break;
+            }
+        }
+    }
+
+    // Phase 1b: the server's output ended first and the client output is closed. The client
+    // closes its side (client_closed), or sends a line that cannot be forwarded (proxy_error),
+    // or stays silent: after SERVER_EOF_GRACE the session ends without it.
+    if !state.proxy_error && state.pending.contains(&Worker::ClientToServer) {
+        let deadline = Instant::now() + SERVER_EOF_GRACE;
+        while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
+            let now = Instant::now();
+            if now >= deadline {
+                // Not an error: nothing the client sent went unhandled.
+                state.ended_by_session = true;
+                cancel.cancel();
+                break;
+            }
+            match rx.recv_timeout(deadline - now) {
+                Ok((w, r)) => state.settle(w, r),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    state.proxy_error = true;
+                }
             }
         }
     }
@@ -588,7 +684,9 @@ fn run_workers(
             if drain_deadline.is_some_and(|d| now >= d) {
                 break;
             }
-            if exited_at.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+            // An error (ECHILD: the kernel reaped a child whose SIGCHLD the host ignores) also
+            // means the child is gone.
+            if exited_at.is_none() && !matches!(child.try_wait(), Ok(None)) {
                 exited_at = Some(now);
             }
             if exited_at.is_some_and(|t| now >= t + KILL_POLL_BOUND) {
@@ -651,6 +749,7 @@ fn run_workers(
         proxy_error: state.proxy_error,
         message: state.message,
         cleanup,
+        client_too_long: state.client_too_long,
     }
 }
 
@@ -661,15 +760,25 @@ struct Settled {
     /// The first failure, for diagnostics.
     message: Option<String>,
     max_line_bytes: usize,
+    /// The session cancelled the client worker itself after the server's output ended and the
+    /// client stayed silent: that cancellation is not an error.
+    ended_by_session: bool,
+    client_too_long: bool,
 }
 
 impl Settled {
     /// Records a worker's end. Any error makes the session a `proxy_error`, except a
-    /// cancellation the session itself caused after an earlier error.
+    /// cancellation the session itself caused (after an earlier error, or at the end of
+    /// [`SERVER_EOF_GRACE`]).
     fn settle(&mut self, w: Worker, r: std::result::Result<(), WorkerError>) {
         self.pending.remove(&w);
         if let Err(e) = r {
-            if !matches!(e, WorkerError::Cancelled) || !self.proxy_error {
+            if w == Worker::ClientToServer && matches!(e, WorkerError::TooLong(_)) {
+                self.client_too_long = true;
+            }
+            let benign =
+                matches!(e, WorkerError::Cancelled) && (self.proxy_error || self.ended_by_session);
+            if !benign {
                 self.proxy_error = true;
                 if self.message.is_none() {
                     self.message = Some(e.describe(self.max_line_bytes));

@@ -28,19 +28,28 @@ impl ServerWorker {
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
+            if shared.track_tools_list {
+                observe_tools_list(&shared, line);
+            }
+            // Only the server's last bytes lack a `\n`: they go out together with the close.
+            if !line.ends_with(b"\n") {
+                return finish(&shared, line);
+            }
             shared
                 .output
                 .write_line(line)
                 .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
-            if shared.track_tools_list {
-                observe_tools_list(&shared, line);
-            }
         }
-        shared
-            .output
-            .flush()
-            .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
+        finish(&shared, b"")
     }
+}
+
+/// Server stdout EOF: flush and close the client output (SPEC §3 item 7).
+fn finish(shared: &Shared, last: &[u8]) -> Result<(), WorkerError> {
+    shared
+        .output
+        .finish(last)
+        .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
 }
 
 #[derive(Deserialize)]

@@ -50,7 +50,8 @@ fn dup_fd(py: Python<'_>, name: &str, fd: RawFd) -> PyResult<OwnedFd> {
     command, *, policy, event_source = None, label = None, decision_log = None,
     decision_log_new = false, session_context_out = None, session_stop_out = None,
     coverage_out = None, capture_dir = None, dry_run = false, drain_timeout = None,
-    max_line_bytes = None, stdin = 0, stdout = 1, stderr = None, verbose = false
+    max_line_bytes = None, stdin = 0, stdout = 1, stderr = None, verbose = false,
+    forward_signals = false
 ))]
 // One parameter per SPEC §9 keyword: this mirrors the Python signature.
 #[allow(clippy::too_many_arguments)]
@@ -73,6 +74,7 @@ fn wrap_session(
     stdout: RawFd,
     stderr: Option<PathBuf>,
     verbose: bool,
+    forward_signals: bool,
 ) -> PyResult<WrapOutcome> {
     // Every argument is an owned Rust value before the GIL is released.
     let mut config = assay::WrapConfig::new(command, policy);
@@ -91,6 +93,7 @@ fn wrap_session(
     config.stdout = stdout;
     config.stderr = stderr;
     config.verbose = verbose;
+    config.forward_signals = forward_signals;
     let io = assay::ClientIo {
         input: dup_fd(py, "stdin", stdin)?,
         output: dup_fd(py, "stdout", stdout)?,
