@@ -128,10 +128,19 @@ const char *assay_version(void);
 /*
  Runs one wrapped MCP session to its end (SPEC §3) and returns its outcome as JSON.
 
- The call blocks until the client closes its input and the server has been cleaned up: the
- wrapper spawns the server command, forwards JSON-RPC lines both ways, enforces the policy on
- every `tools/call`, and writes the requested evidence. When the same process plays the MCP
- client, run this call on its own thread.
+ The call blocks until the session ends and the server has been cleaned up: the wrapper spawns
+ the server command, forwards JSON-RPC lines both ways, enforces the policy on every
+ `tools/call`, and writes the requested evidence. The session ends when the client closes its
+ input, or at most 2 s after the server closed its output if the client sends nothing more
+ (a client line that can no longer be forwarded ends it as `proxy_error`). When the same
+ process plays the MCP client, run this call on its own thread.
+
+ The server is spawned by the calling thread and asked to receive SIGKILL if that thread dies
+ (`PR_SET_PDEATHSIG`): the server never outlives the session's thread or the process. It
+ inherits exactly descriptors 0, 1 and 2; every other descriptor of the process is marked
+ close-on-exec in the child, including pipes the host made without `FD_CLOEXEC`. While the
+ call runs, `SIGPIPE` and `SIGXFSZ` are blocked on the calling thread (a failed write is an
+ error, not the death of the process); its mask is restored on return.
 
  # Parameters
  - `config_json`: a NUL-terminated UTF-8 JSON object. Required keys: `command` (non-empty
@@ -139,14 +148,18 @@ const char *assay_version(void);
    file). Optional keys: `event_source`, `label`, `decision_log`, `decision_log_new`,
    `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `dry_run`,
    `drain_timeout` (seconds), `max_line_bytes`, `stdin`, `stdout`, `stderr` (a path, or absent
-   to inherit), `verbose`. Unknown or duplicate keys are refused.
+   to inherit), `verbose`, `forward_signals`. Unknown or duplicate keys are refused.
    `stdin` and `stdout` (default 0 and 1) are the descriptor numbers the wrapper reads client
    messages from and writes responses to. They are borrowed: the library works on duplicates
    and never closes them. They must stay open until the call returns. The caller signals the
-   end of the session by closing the write end of the pipe that feeds `stdin`. Make the
-   caller's own pipe ends close-on-exec (`FD_CLOEXEC`): otherwise the server child inherits
-   them, and a child holding the write end of the client's input pipe means the wrapper never
-   sees end of input.
+   end of the session by closing the write end of the pipe that feeds `stdin`; plain
+   `pipe(2)` descriptors are fine (the server does not inherit them).
+   `forward_signals` (default false): while the call runs, SIGTERM, SIGINT and SIGHUP
+   received by the process are sent to the server instead of reaching the host's handlers;
+   the session then ends through its normal path (its stop record shows the server's
+   observed end, e.g. `termination` `signaled`, `signal` 15). The library installs its
+   handler when the first such session starts and restores the previous dispositions when the
+   last one ends. When false, no handler is installed and no disposition is changed.
  - `outcome_json`: NULL, or where to store the outcome JSON.
 
  # Returns

@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{Run, demo_policy, demo_server, root, run_command, tempdir};
+use crate::util::{
+    Run, demo_policy, demo_server, fault_server, root, run, run_command, tempdir,
+};
 
 /// Where this test run's `libassay.so` and `libassay.a` are.
 ///
@@ -100,9 +102,27 @@ struct Hosts {
 }
 
 fn compile(compiler: &str, flags: &[&str], src: &str, out: &Path, link: Link, pc_dir: &Path) {
+    compile_path(
+        compiler,
+        flags,
+        &root().join("bindings/c").join(src),
+        out,
+        link,
+        pc_dir,
+    );
+}
+
+fn compile_path(
+    compiler: &str,
+    flags: &[&str],
+    src: &Path,
+    out: &Path,
+    link: Link,
+    pc_dir: &Path,
+) {
     let mut cmd = Command::new(compiler);
     cmd.args(flags)
-        .arg(root().join("bindings/c").join(src))
+        .arg(src)
         .arg("-o")
         .arg(out);
     match link {
@@ -301,4 +321,40 @@ fn c_host_under_valgrind() {
     assert_eq!(run.status, Some(0), "valgrind run failed\n{}", run.report());
     assert_has(&run, "all checks passed");
     eprintln!("{}", run.stderr);
+}
+
+/// SPEC §3 item 3: a C host that makes its pipes with plain `pipe(2)` (no `FD_CLOEXEC`) ends
+/// the session by closing its end of the client's input: the server inherits exactly 0, 1, 2.
+#[test]
+fn c_host_with_plain_pipes_ends_the_session_by_closing_its_input() {
+    let dir = tempdir();
+    write_pc(dir.path());
+    let host = dir.path().join("plain_pipe_host");
+    compile_path(
+        "gcc",
+        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-pthread"],
+        &root().join("tests/fixtures/plain_pipe_host.c"),
+        &host,
+        Link::Dynamic,
+        dir.path(),
+    );
+    let cap = dir.path().join("capture");
+    let r = run_program(
+        host.to_str().unwrap(),
+        &[
+            cap.display().to_string(),
+            demo_policy().display().to_string(),
+            fault_server(),
+        ],
+        b"",
+    );
+    r.expect_status(0);
+    assert_has(&r, "session ended");
+    let log = std::fs::read_to_string(cap.join("proxy-stderr.log")).unwrap();
+    assert!(log.lines().any(|l| l == "fds: 0 1 2"), "{log}");
+    run(
+        &["capture".into(), "read".into(), cap.display().to_string()],
+        b"",
+    )
+    .expect_status(0);
 }
