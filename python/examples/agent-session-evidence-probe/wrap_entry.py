@@ -10,6 +10,11 @@ wrapper, every ``tools/call`` is checked against the policy, and DIR receives pr
 session-context.json, decisions.ndjson, session-stop.json and proxy-stderr.log (SERVER's stderr
 and the wrapper's diagnostics). Judge it afterwards with ``session_stop.py DIR``.
 
+Signals are forwarded (``forward_signals=True``): the official MCP SDKs shut a server down by
+closing its stdin, waiting about 2 s, then sending SIGTERM to this process. The SIGTERM goes on to
+SERVER, and the session ends through its normal path, so that shutdown still leaves a closed
+capture (its stop record shows how SERVER ended). Whatever ends this process, SERVER ends too.
+
 Exit status: that of ``assay mcp wrap`` (the server's exit code, 128+signal, 3 for a wrapper or
 evidence failure including a failed stop write, 2 for a configuration error, 126/127 when the
 server cannot be executed / is not found).
@@ -50,6 +55,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             event_source=args.event_source,
             label=args.label,
             capture_dir=args.capture_dir,
+            forward_signals=True,
             stdin=sys.stdin,
             stdout=sys.stdout,
         )
