@@ -107,7 +107,14 @@ impl ExecPrep {
     fn apply(&self) -> io::Result<()> {
         // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid only affect/read the calling process.
         unsafe {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(io::Error::last_os_error());
             }
             // The wrapper died before the request took effect: no one will ever reap or stop

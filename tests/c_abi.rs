@@ -12,9 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{
-    Run, demo_policy, demo_server, fault_server, root, run, run_command, tempdir,
-};
+use crate::util::{Run, demo_policy, demo_server, fault_server, root, run, run_command, tempdir};
 
 /// Where this test run's `libassay.so` and `libassay.a` are.
 ///
@@ -112,19 +110,9 @@ fn compile(compiler: &str, flags: &[&str], src: &str, out: &Path, link: Link, pc
     );
 }
 
-fn compile_path(
-    compiler: &str,
-    flags: &[&str],
-    src: &Path,
-    out: &Path,
-    link: Link,
-    pc_dir: &Path,
-) {
+fn compile_path(compiler: &str, flags: &[&str], src: &Path, out: &Path, link: Link, pc_dir: &Path) {
     let mut cmd = Command::new(compiler);
-    cmd.args(flags)
-        .arg(src)
-        .arg("-o")
-        .arg(out);
+    cmd.args(flags).arg(src).arg("-o").arg(out);
     match link {
         Link::Dynamic => {
             cmd.args(pkg_config(pc_dir, &["--cflags", "--libs"]));
@@ -332,7 +320,14 @@ fn c_host_with_plain_pipes_ends_the_session_by_closing_its_input() {
     let host = dir.path().join("plain_pipe_host");
     compile_path(
         "gcc",
-        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-pthread"],
+        &[
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-pthread",
+        ],
         &root().join("tests/fixtures/plain_pipe_host.c"),
         &host,
         Link::Dynamic,

@@ -353,7 +353,10 @@ fn first_line_over_max_line_bytes_writes_the_stop_record() {
     let cap = dir.path().join("cap");
     let mut opts = capture_opts(&cap);
     opts.extend(["--max-line-bytes".to_string(), "100".to_string()]);
-    let long = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{}"}}"#, "x".repeat(200));
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"{}"}}"#,
+        "x".repeat(200)
+    );
     let r = run(
         &wrap_args(&strs(&opts), &["python3", &demo_server()]),
         &script(&[&long]),

@@ -94,7 +94,10 @@ mod tests {
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         // No reader: fails at once instead of blocking.
-        assert_eq!(open_append(&fifo).unwrap_err().raw_os_error(), Some(libc::ENXIO));
+        assert_eq!(
+            open_append(&fifo).unwrap_err().raw_os_error(),
+            Some(libc::ENXIO)
+        );
         // With a reader the open succeeds, and the FIFO is still refused as a decision log.
         let _reader = OpenOptions::new()
             .read(true)

@@ -427,7 +427,9 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
-            diag.say(&format!("signal {sig} received and forwarded to the server"));
+            diag.say(&format!(
+                "signal {sig} received and forwarded to the server"
+            ));
         }
     }
     if run.client_too_long {
