@@ -120,7 +120,8 @@ static int cloexec_pipe(int fds[2]) {
   if (pipe(fds) != 0) {
     return -1;
   }
-  /* The server child must not inherit our pipe ends (see assay_wrap_session's docs). */
+  /* Hygiene only: the library never lets the server inherit our descriptors, close-on-exec or
+   * not (tests/fixtures/plain_pipe_host.c uses plain pipe(2)). */
   for (int i = 0; i < 2; i++) {
     if (fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
       return -1;

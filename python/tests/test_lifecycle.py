@@ -139,6 +139,8 @@ def test_library_host_ignoring_sigchld_records_unknown_and_kills_nothing(
     assert o["signal"] is None and o["child_exit_code"] is None
     assert o["exit_code"] == 3 and o["session_end"] == "client_closed"
     assert json.loads((cap / "session-stop.json").read_text())["data"]["termination"] == "unknown"
+    # A recorded ending with a complete log: closed, though the status could not be observed.
+    assert assay_stop.read_capture(cap).closure == "closed"
 
 
 def test_probe_sdk_shutdown_leaves_a_closed_capture(
