@@ -343,6 +343,12 @@ fn server_inherits_only_stdin_stdout_stderr() {
     r.expect_status(0);
     let log = std::fs::read_to_string(cap.join("proxy-stderr.log")).unwrap();
     assert!(log.lines().any(|l| l == "fds: 0 1 2"), "{log}");
+    // The wrapper blocks SIGPIPE and SIGXFSZ for its own writes; the server starts with the
+    // mask the wrapper had (none blocked here).
+    assert!(
+        log.lines().any(|l| l == "sigblk: 0000000000000000"),
+        "{log}"
+    );
 }
 
 /// SPEC §3 item 8: an over-long first client line is client bytes — a session existed, and it
