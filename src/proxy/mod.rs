@@ -264,7 +264,15 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
 ///
 /// Validates the whole configuration before anything is spawned or created, then proxies between
 /// `io` and the child until the client closes its input (or an I/O error ends the session), runs
-/// the bounded cleanup, and writes the requested evidence.
+/// the bounded cleanup, and writes the requested evidence. When the server's output ends first,
+/// `io.output` is flushed and closed; the session then ends when the client closes its input, at
+/// its next line (`proxy_error`), or 2 s later.
+///
+/// The calling thread spawns the server and must live until this returns: the server gets
+/// SIGKILL when that thread dies (`PR_SET_PDEATHSIG`). The server inherits only descriptors 0, 1
+/// and 2. While this runs, `SIGPIPE` and `SIGXFSZ` are blocked on the calling thread (restored on
+/// return); with [`WrapConfig::forward_signals`] SIGTERM, SIGINT and SIGHUP are forwarded to the
+/// server.
 ///
 /// # Errors
 /// - [`ErrorKind::Config`]: a SPEC §6 check failed; nothing was spawned or created.
