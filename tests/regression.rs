@@ -24,7 +24,7 @@ fn issue_7_raw_value_key_in_arguments_is_taken_literally() {
     r.expect_status(0);
     let resp = r.response(Value::from(2));
     assert_eq!(
-        resp["result"]["structuredContent"]["assay"]["reason_code"],
+        resp["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_ARG_CONSTRAINT",
         "{}",
         r.report()
@@ -182,7 +182,7 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
     );
     assert!(!marker.exists(), "exec ran on the server\n{}", r.report());
     assert_eq!(
-        r.response(Value::from(100))["result"]["structuredContent"]["assay"]["reason_code"],
+        r.response(Value::from(100))["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_TOOL_DENIED"
     );
     assert_eq!(

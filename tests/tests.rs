@@ -10,6 +10,7 @@ mod differential;
 mod evidence;
 mod faults;
 mod ffi_status;
+mod fidelity;
 mod header;
 mod hostile;
 mod properties;

@@ -74,8 +74,10 @@ pub(crate) struct WrapArgs {
     /// Longest accepted line in bytes, newline included (default 16 MiB).
     #[arg(long, value_name = "N")]
     pub max_line_bytes: Option<u64>,
-    /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The server command and its arguments: after `--`, or from the first argument that is not
+    /// an option (SPEC §10; hosts such as the MCP Inspector strip a `--`). Everything from there
+    /// on belongs to the server, options included.
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
