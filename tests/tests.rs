@@ -13,6 +13,7 @@ mod ffi_status;
 mod fidelity;
 mod header;
 mod hostile;
+mod interop;
 mod properties;
 mod proxy;
 mod regression;
