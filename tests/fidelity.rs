@@ -287,26 +287,29 @@ fn without_hiding_or_when_nothing_is_hidden_every_server_line_is_byte_exact() {
     let off = HIDING_POLICY.replace("hide_refused_tools: true", "hide_refused_tools: false");
     let absent = HIDING_POLICY.replace("hide_refused_tools: true\n", "");
     let hides_nothing = "version: \"1\"\ndeny: [\"nothing_here\"]\nhide_refused_tools: true\n";
-    for (name, text, recorded) in [
-        ("off.yaml", off.as_str(), false),
-        ("absent.yaml", absent.as_str(), false),
-        ("nothing.yaml", hides_nothing, true),
+    for (name, text, dry_run, recorded) in [
+        ("off.yaml", off.as_str(), false, false),
+        ("absent.yaml", absent.as_str(), false, false),
+        ("nothing.yaml", hides_nothing, false, true),
+        // Dry run changes nothing the client sees: the setting is not in effect.
+        ("dry.yaml", HIDING_POLICY, true, false),
     ] {
         let policy = write_policy(&s.dir, name, text);
         let ctx = s.dir.join(format!("{name}.context.json"));
         let ctx_s = ctx.display().to_string();
+        let mut opts = vec![
+            "--policy",
+            &policy,
+            "--event-source",
+            "assay://test/hide",
+            "--session-context-out",
+            &ctx_s,
+        ];
+        if dry_run {
+            opts.push("--dry-run");
+        }
         let r = run(
-            &wrap_args(
-                &[
-                    "--policy",
-                    &policy,
-                    "--event-source",
-                    "assay://test/hide",
-                    "--session-context-out",
-                    &ctx_s,
-                ],
-                &["python3", &list_server(), &template],
-            ),
+            &wrap_args(&opts, &["python3", &list_server(), &template]),
             &input,
         );
         r.expect_status(0);

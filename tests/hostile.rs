@@ -173,6 +173,15 @@ fn batches_follow_the_all_or_nothing_rule() {
         "P_TOOL_DENIED"
     );
     assert_eq!(error_code(&by_id(json!("p"))), -32001);
+    for id in [json!(10), json!(11)] {
+        // The same refusal shape as a single call (SPEC §3 item 5).
+        let r = by_id(id)["result"].clone();
+        assert_eq!(
+            (r["isError"].clone(), r["resultType"].clone()),
+            (json!(true), json!("complete"))
+        );
+        assert!(r.get("structuredContent").is_none());
+    }
     let codes: Vec<&str> = c
         .decisions
         .iter()

@@ -297,7 +297,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let started_at = now_rfc3339();
 
     let mut evidence_errors: Vec<String> = Vec::new();
-    let hide_refused_tools = policy.hide_refused_tools();
+    // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
+    let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
     let context_id = plan
         .context_out
         .as_ref()
