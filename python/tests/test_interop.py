@@ -145,3 +145,31 @@ def test_mcp_client_matches_a_direct_session_in_both_handshakes(
             ("echo", "allow", "P_POLICY_ALLOW"), ("typed", "allow", "P_POLICY_ALLOW"),
             ("exec", "deny", "P_TOOL_DENIED"), ("confirm", "allow", "P_POLICY_ALLOW")]
     _assert_closed(cap, len(calls))
+
+
+async def _hidden(params: StdioServerParameters, mode: str) -> dict[str, Any]:
+    async with Client(params, mode=mode) as client:
+        tools = await client.list_tools()
+        return {
+            "tools": sorted(t.name for t in tools.tools),
+            "exec": await client.call_tool("exec", {"cmd": "id"}),
+            "echo": await client.call_tool("echo", {"text": "still here"}),
+        }
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_hidden_tools_are_not_listed_and_still_refused(
+    tmp_path: Path, probe_dir: Path, sdk_server: Path, mode: str
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('version: "1"\ndeny: ["exec"]\nhide_refused_tools: true\n')
+    cap = tmp_path / "cap"
+    out = asyncio.run(asyncio.wait_for(_hidden(_wrapped(probe_dir, cap, policy, sdk_server), mode), 90))
+
+    assert out["tools"] == ["confirm", "echo", "typed"]  # exec is refused by name: hidden
+    assert out["echo"].content[0].text == "echo: still here"
+    _assert_refusal(out["exec"], "complete")  # a call to a hidden tool is still refused
+    context = json.loads((cap / "session-context.json").read_text())
+    assert context["data"]["hide_refused_tools"] is True
+    _assert_closed(cap, 2)
+    assert [(d["tool"], d["decision"]) for d in _decisions(cap)] == [("exec", "deny"), ("echo", "allow")]
