@@ -1,7 +1,8 @@
 //! Interop with real MCP clients (SPEC §11): `tests/interop/interop.mjs` drives the official
-//! TypeScript SDK clients (`@modelcontextprotocol/sdk`, and `@modelcontextprotocol/client` for
-//! 2026-07-28) against the published reference servers and an official Python SDK server, directly
-//! and through `assay mcp wrap`, and compares the responses call by call. scripts/test.sh installs
+//! TypeScript SDK clients (`@modelcontextprotocol/sdk` 1.x, and `@modelcontextprotocol/client`
+//! 2.x on both handshakes) against the published reference servers and official Python and
+//! TypeScript SDK servers, directly and through `assay mcp wrap`, and compares the responses call
+//! by call. scripts/test.sh installs
 //! node and the pinned packages (`npm ci`); a missing node or package fails the test.
 
 use std::process::Command;
@@ -39,7 +40,7 @@ fn typescript_sdk_clients_and_reference_servers_match_a_direct_session() {
     // Every scenario reported.
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("ok ")).count(),
-        3,
+        6,
         "{stdout}"
     );
 }

@@ -1,7 +1,9 @@
-// Interop (SPEC §11): the official MCP TypeScript SDK client drives the published reference
-// servers and an official Python SDK server, once directly and once through `assay mcp wrap`,
-// and compares the responses call by call. Refusals must come back as isError tool results
-// (callTool returns, never throws), also for tools with an output schema.
+// Interop (SPEC §11): the official MCP TypeScript SDK clients drive the published reference
+// servers (SDK 1.x client, initialize handshake) and official Python and TypeScript SDK servers
+// (SDK 2.x client, on the initialize handshake and on 2026-07-28 through server/discover), once
+// directly and once through `assay mcp wrap`, and compare the responses call by call. Refusals
+// must come back as isError tool results (callTool returns, never throws), also for tools with
+// an output schema.
 //
 // usage: node interop.mjs   (environment: ASSAY_BIN, ASSAY_WORK (a scratch directory),
 //                            ASSAY_PYTHON (a Python with mcp 2.3), ASSAY_SDK_SERVER (its server))
@@ -160,27 +162,27 @@ async function filesystem(wrapped, root) {
 /** Like `launch`, but a new capture directory for every start of the command: in `auto` mode
  * the SDK probes `server/discover` on a short-lived sibling process started from the same
  * parameters before the session proper. Returns the directory prefix. */
-function launchPerRun(wrapped, command, args) {
+function launchPerRun(wrapped, tag, command, args) {
   if (!wrapped) return { command, args };
-  const prefix = path.join(WORK, "modern-");
+  const prefix = path.join(WORK, `${tag}-`);
   const script = 'exec "$0" mcp wrap --policy "$1" --event-source assay://interop/ts --capture-dir "$2$$" "$3" "$4"';
   return { command: "/bin/sh", args: ["-c", script, ASSAY, POLICY, prefix, command, ...args], prefix };
 }
 
 /** The capture directories a per-run launch left, by whether they hold a stop record. */
-function perRunCaptures() {
-  const dirs = fs.readdirSync(WORK).filter((n) => n.startsWith("modern-")).map((n) => path.join(WORK, n));
+function perRunCaptures(tag) {
+  const dirs = fs.readdirSync(WORK).filter((n) => n.startsWith(`${tag}-`)).map((n) => path.join(WORK, n));
   return {
     sessions: dirs.filter((d) => fs.existsSync(path.join(d, "session-stop.json"))),
     probes: dirs.filter((d) => !fs.existsSync(path.join(d, "session-stop.json"))),
   };
 }
 
-async function modern(wrapped) {
-  const { command, args } = launchPerRun(wrapped, PYTHON, [SDK_SERVER]);
+async function modern(wrapped, tag, server, mode) {
+  const { command, args } = launchPerRun(wrapped, tag, server[0], server.slice(1));
   const client = new Client2(
     { name: "assay-interop", version: "1" },
-    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: "auto" } },
+    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } },
   );
   client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { ok: true } }));
   const transport = new StdioClientTransport2({ command, args, stderr: process.env.ASSAY_INTEROP_STDERR ?? "ignore" });
@@ -244,24 +246,36 @@ async function main() {
     assert.ok(!fs.existsSync(path.join(wrappedRoot, "new.txt")), "the refused call never reached the server");
     ok("server-filesystem: 3 MiB read_text_file (a 6 MiB line) matches; write_file (outputSchema) refusal returned");
   }
-  {
-    const d = await modern(false);
-    const w = await modern(true);
-    assert.equal(d.out.era, "modern");
-    assert.equal(d.out.version, "2026-07-28");
-    sameExceptDenied(d.out, w.out, ["denied"]);
-    assert.equal(w.out.confirm.content[0].text, "confirmed: True");
-    assertRefusal(w.out.denied, "P_TOOL_DENIED");
-    assert.equal(w.out.denied.resultType ?? "complete", "complete");
-    const { sessions, probes } = perRunCaptures();
-    assert.equal(sessions.length, 1, "one session");
-    // The SDK's server/discover probe ran as its own discovery-only run: no stop record, no
-    // decisions (SPEC §3 item 8).
-    for (const p of probes) assert.equal(fs.readFileSync(path.join(p, "decisions.ndjson"), "utf8"), "");
-    const calls = decisions(sessions[0]).map((x) => `${x.tool}:${x.decision}`);
-    // confirm answered input_required; the re-issued tools/call is a second call.
-    assert.deepEqual(calls, ["echo:allow", "typed:allow", "confirm:allow", "confirm:allow", "exec:deny"]);
-    ok("2026-07-28 (server/discover, @modelcontextprotocol/client 2.4 + mcp 2.3 server): calls match; input_required round trip logged as 2 calls; refusal returned");
+  const servers = [
+    ["python", "an official Python SDK server (mcp 2.3)", [PYTHON, SDK_SERVER]],
+    ["ts", "an official TypeScript SDK server (@modelcontextprotocol/server 2.4)", [process.execPath, path.join(here, "modern_server.mjs")]],
+  ];
+  for (const [name, what, server] of servers) {
+    for (const mode of ["auto", "legacy"]) {
+      const tag = `${name}-${mode}`;
+      const d = await modern(false, tag, server, mode);
+      const w = await modern(true, tag, server, mode);
+      const modernEra = mode === "auto";
+      assert.equal(d.out.era, modernEra ? "modern" : "legacy");
+      assert.equal(d.out.version, modernEra ? "2026-07-28" : "2025-11-25");
+      sameExceptDenied(d.out, w.out, ["denied"]);
+      assert.match(w.out.confirm.content[0].text, /^confirmed: [Tt]rue$/);
+      assertRefusal(w.out.denied, "P_TOOL_DENIED");
+      assert.equal(w.out.denied.resultType ?? "complete", "complete");
+      const { sessions, probes } = perRunCaptures(tag);
+      assert.equal(sessions.length, 1, "one session");
+      // The SDK's server/discover probe runs as its own discovery-only run: no stop record, no
+      // decisions (SPEC §3 item 8).
+      assert.equal(probes.length, modernEra ? 1 : 0);
+      for (const p of probes) assert.equal(fs.readFileSync(path.join(p, "decisions.ndjson"), "utf8"), "");
+      const calls = decisions(sessions[0]).map((x) => `${x.tool}:${x.decision}`);
+      // On 2026-07-28 confirm answers input_required and the client re-issues the tools/call
+      // with inputResponses: a second call, with its own decision. Earlier revisions elicit
+      // mid-call instead (one call).
+      const confirm = modernEra ? ["confirm:allow", "confirm:allow"] : ["confirm:allow"];
+      assert.deepEqual(calls, ["echo:allow", "typed:allow", ...confirm, "exec:deny"]);
+      ok(`${mode === "auto" ? "2026-07-28 (server/discover)" : "2025-11-25 (initialize)"}, @modelcontextprotocol/client 2.4 and ${what}: calls match; refusal returned; ${calls.length} decisions`);
+    }
   }
 }
 
