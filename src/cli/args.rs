@@ -75,8 +75,8 @@ pub(crate) struct WrapArgs {
     #[arg(long, value_name = "N")]
     pub max_line_bytes: Option<u64>,
     /// The server command and its arguments: after `--`, or from the first argument that is not
-    /// an option (SPEC §10; hosts such as the MCP Inspector strip a `--`). Everything from there
-    /// on belongs to the server, options included.
+    /// an option on. Everything from there belongs to the server, options included.
+    // SPEC §10: hosts such as the MCP Inspector strip a `--`.
     #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -67,7 +67,6 @@ fn id_key(raw: &RawValue) -> Option<IdKey> {
     let f = n.as_f64()?;
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
         // Integral and exactly representable: the same key as the integer spelling.
-        #[allow(clippy::cast_possible_truncation)]
         return Some(IdKey::Num((f as i64).to_string()));
     }
     Some(IdKey::Num(format!("{f:e}")))
