@@ -29,6 +29,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+step "node and the pinned MCP packages (tests/interop: the TypeScript SDK and reference servers)"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq nodejs npm
+  else
+    echo "missing: node/npm (install nodejs and npm; the interop tests need them)" >&2
+    exit 1
+  fi
+fi
+(cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
+
 step "rust: format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings

@@ -120,12 +120,9 @@ fn malformed_tool_calls_get_an_error_decision_and_are_not_forwarded() {
     );
     for o in &out {
         assert_eq!(o["result"]["isError"], true);
+        assert_eq!(o["result"]["_meta"]["assay/decision"]["decision"], "error");
         assert_eq!(
-            o["result"]["structuredContent"]["assay"]["decision"],
-            "error"
-        );
-        assert_eq!(
-            o["result"]["structuredContent"]["assay"]["reason_code"],
+            o["result"]["_meta"]["assay/decision"]["reason_code"],
             "P_MALFORMED"
         );
     }
@@ -168,14 +165,23 @@ fn batches_follow_the_all_or_nothing_rule() {
     assert_eq!(arr.len(), 3, "one response per element with an id");
     let by_id = |id: serde_json::Value| arr.iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(
-        by_id(json!(10))["result"]["structuredContent"]["assay"]["reason_code"],
+        by_id(json!(10))["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_BATCH_REFUSED"
     );
     assert_eq!(
-        by_id(json!(11))["result"]["structuredContent"]["assay"]["reason_code"],
+        by_id(json!(11))["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_TOOL_DENIED"
     );
     assert_eq!(error_code(&by_id(json!("p"))), -32001);
+    for id in [json!(10), json!(11)] {
+        // The same refusal shape as a single call (SPEC §3 item 5).
+        let r = by_id(id)["result"].clone();
+        assert_eq!(
+            (r["isError"].clone(), r["resultType"].clone()),
+            (json!(true), json!("complete"))
+        );
+        assert!(r.get("structuredContent").is_none());
+    }
     let codes: Vec<&str> = c
         .decisions
         .iter()

@@ -89,7 +89,7 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
     let wrapper_out = String::from_utf8(r.stdout.clone()).unwrap();
     let (assay_lines, server_lines): (Vec<&str>, Vec<&str>) = wrapper_out
         .lines()
-        .partition(|l| l.contains("\"structuredContent\":{\"assay\""));
+        .partition(|l| l.contains("\"_meta\":{\"assay/decision\""));
     let mut from_server = server_lines.join("\n");
     from_server.push('\n');
     assert_eq!(from_server, String::from_utf8(server_bytes).unwrap());
@@ -98,13 +98,17 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
     // Refusals carry the same id and the decision.
     let denied = r.response(serde_json::json!(4));
     assert_eq!(denied["result"]["isError"], true);
+    // SPEC §3 item 5: valid under every MCP revision, and no structuredContent for a tool's
+    // outputSchema to reject.
+    assert_eq!(denied["result"]["resultType"], "complete");
+    assert!(denied["result"].get("structuredContent").is_none());
     assert_eq!(
-        denied["result"]["structuredContent"]["assay"]["reason_code"],
+        denied["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_TOOL_DENIED"
     );
     let c = r.response(serde_json::json!(5));
     assert_eq!(
-        c["result"]["structuredContent"]["assay"]["reason_code"],
+        c["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_ARG_CONSTRAINT"
     );
 

@@ -35,7 +35,7 @@ def test_minimal_session_with_raw_descriptors(client: Client, demo_server: Path,
     responses = by_id(client.finish())
     assert responses[2]["result"]["content"][0]["text"] == "hello"
     assert responses[3]["result"]["isError"] is True
-    assert responses[3]["result"]["structuredContent"]["assay"]["reason_code"] == "P_TOOL_DENIED"
+    assert responses[3]["result"]["_meta"]["assay/decision"]["reason_code"] == "P_TOOL_DENIED"
 
     assert isinstance(outcome, assay_stop.WrapOutcome)
     assert outcome.exit_code == 0 and outcome.child_exit_code == 0

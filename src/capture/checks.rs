@@ -482,6 +482,13 @@ fn check_context<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Option<Conte
     let decision_log = f.one_of("decision_log", &["new", "append", "temporary", "absent"]);
     let session_stop_requested = f.bool("session_stop_requested");
     let dry_run = f.bool("dry_run");
+    // SPEC §4.2: a boolean when present; contexts written without it are accepted.
+    if data
+        .get("hide_refused_tools")
+        .is_some_and(|v| !v.is_boolean())
+    {
+        f.bad("hide_refused_tools", "is not a boolean");
+    }
     f.sha256("command_sha256");
     f.producer("producer");
     f.equals("assertion_basis", "producer_observation");

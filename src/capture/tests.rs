@@ -133,6 +133,17 @@ fn cases() -> Vec<Case> {
             expect: Closed,
             codes: &[],
         },
+        Case {
+            // SPEC §4.2: contexts with the key (the default builder has none) are accepted too.
+            name: "context records hide_refused_tools",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/hide_refused_tools", json!(true))))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
         // ---- incomplete ----
         Case {
             name: "poisoned writer with a partial tail",
@@ -398,6 +409,17 @@ fn cases() -> Vec<Case> {
             setup: |b| {
                 b.edit_context
                     .push(Box::new(|v| remove(v, "data/command_sha256")))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context hide_refused_tools is not a boolean",
+            setup: |b| {
+                b.edit_context.push(Box::new(|v| {
+                    set(v, "data/hide_refused_tools", json!("yes"))
+                }))
             },
             after: nothing,
             expect: Unknown,

@@ -78,8 +78,10 @@ pub(crate) struct WrapArgs {
     /// writes its stop record (without it, those signals end the wrapper and its server).
     #[arg(long)]
     pub forward_signals: bool,
-    /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The server command and its arguments: after `--`, or from the first argument that is not
+    /// an option on. Everything from there belongs to the server, options included.
+    // SPEC §10: hosts such as the MCP Inspector strip a `--`.
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

@@ -86,7 +86,7 @@ fn summarize(response: &str) -> String {
         );
     }
     let r = &v["result"];
-    if let Some(assay) = r.pointer("/structuredContent/assay") {
+    if let Some(assay) = r.pointer("/_meta/assay~1decision") {
         return format!(
             "REFUSED by assay: {} {}",
             assay["decision"].as_str().unwrap_or(""),

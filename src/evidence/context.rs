@@ -20,6 +20,8 @@ pub(crate) struct ContextData<'a> {
     pub decision_log: &'static str,
     pub session_stop_requested: bool,
     pub dry_run: bool,
+    /// The policy's `hide_refused_tools` (SPEC §4.2, §5).
+    pub hide_refused_tools: bool,
     pub command_sha256: &'a str,
     pub producer: Producer,
     pub assertion_basis: &'static str,

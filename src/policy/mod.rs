@@ -11,6 +11,8 @@
 //!       path: { matches: "^/workspace/" }
 //! schemas:                     # optional; JSON Schema draft 2020-12 per literal tool name
 //!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
+//! hide_refused_tools: false    # optional boolean; true: tools/list results omit tools refused
+//!                              # by name (see `Policy::refuses_by_name`)
 //! ```
 //!
 //! Loading is strict and fails closed: unknown keys anywhere, duplicate keys (YAML and JSON),
@@ -24,8 +26,10 @@
 //! matches precompiled globs, runs precompiled regexes and validators, and copies a few strings.
 //!
 //! Files: `glob` (tool-name patterns), `constraints` (argument regexes), `schema` (argument JSON
-//! Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly).
+//! Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly),
+//! `by_name` (whether the tool name alone refuses every call, for `hide_refused_tools`).
 
+mod by_name;
 mod constraints;
 mod decide;
 mod glob;
@@ -61,6 +65,7 @@ const TOP_KEYS: &[&str] = &[
     "tools",
     "constraints",
     "schemas",
+    "hide_refused_tools",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 
@@ -73,6 +78,7 @@ pub struct Policy {
     sha256: String,
     declared: Vec<String>,
     rules: Rules,
+    hide_refused_tools: bool,
 }
 
 impl fmt::Debug for Policy {
@@ -152,6 +158,11 @@ impl Policy {
     /// a schema applies to it). The proxy skips building a `Value` when it does not.
     pub(crate) fn reads_arguments(&self, tool: &str) -> bool {
         self.rules.reads_arguments(tool)
+    }
+
+    /// The policy's `hide_refused_tools` (SPEC §5; `false` when absent).
+    pub fn hide_refused_tools(&self) -> bool {
+        self.hide_refused_tools
     }
 }
 
@@ -237,6 +248,16 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         Some(v) => Schemas::parse(ctx, v)?,
         None => Schemas::default(),
     };
+    let hide_refused_tools = match top.get("hide_refused_tools") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(ctx.invalid(
+                "hide_refused_tools",
+                "must be a boolean: `hide_refused_tools: true` or `false`",
+            ));
+        }
+    };
 
     let rules = Rules {
         deny: RuleList::new("deny", &deny),
@@ -264,6 +285,7 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         sha256,
         declared,
         rules,
+        hide_refused_tools,
     })
 }
 

@@ -160,11 +160,9 @@ fn note_message(shared: &Shared, head: &Head<'_>) {
         return;
     }
     shared.session_message.store(true, Ordering::Relaxed);
-    if shared.track_tools_list && head.method_is("tools/list") {
+    if shared.tools_list.active() && head.method_is("tools/list") {
         if let Some(id) = head.id {
-            if let Ok(mut pending) = shared.pending_tools_list.lock() {
-                pending.insert(id.get().to_string());
-            }
+            shared.tools_list.note_request(id);
         }
     }
 }

@@ -10,8 +10,9 @@ mod output;
 mod respond;
 mod server_to_client;
 mod session_end;
+mod tools_list;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -180,8 +181,8 @@ pub(crate) struct Shared {
     pub dry_run: bool,
     /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
     pub session_message: AtomicBool,
-    pub track_tools_list: bool,
-    pub pending_tools_list: Mutex<HashSet<String>>,
+    /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
+    pub tools_list: tools_list::ToolsListWatch,
     pub observed_tools: Mutex<BTreeSet<String>>,
 }
 
@@ -354,6 +355,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let started_at = now_rfc3339();
 
     let mut evidence_errors: Vec<String> = Vec::new();
+    // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
+    let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
     let context_id = plan
         .context_out
         .as_ref()
@@ -369,6 +372,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             decision_log: plan.log_mode.as_str(),
             session_stop_requested: plan.stop_out.is_some(),
             dry_run: plan.dry_run,
+            hide_refused_tools,
             command_sha256: &crate::evidence::event::command_sha256(&plan.command),
             producer: crate::evidence::event::PRODUCER,
             assertion_basis: "producer_observation",
@@ -391,8 +395,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
-        track_tools_list: plan.coverage_out.is_some(),
-        pending_tools_list: Mutex::new(HashSet::new()),
+        tools_list: tools_list::ToolsListWatch::new(
+            plan.coverage_out.is_some(),
+            hide_refused_tools,
+        ),
         observed_tools: Mutex::new(BTreeSet::new()),
     });
 

@@ -1,6 +1,11 @@
 //! The responses the proxy itself sends to the client: policy refusals (an `isError` tool
-//! result carrying the decision), -32700 / -32600 errors for lines that cannot be evaluated, and
-//! the batch refusal. Ids are echoed byte-exact from the request.
+//! result carrying the decision in `_meta`), -32700 / -32600 errors for lines that cannot be
+//! evaluated, and the batch refusal. Ids are echoed byte-exact from the request.
+//!
+//! Every shape is valid under each MCP revision from 2024-11-05 through 2026-07-28 (SPEC §3
+//! item 5): the refusal has no `structuredContent` (a tool's `outputSchema` must never apply to
+//! it) and carries `resultType: "complete"` (required on every 2026-07-28 result, ignored as an
+//! unknown member by earlier revisions).
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -26,7 +31,9 @@ struct ResultBody<'a> {
 struct ToolResult<'a> {
     content: [TextContent<'a>; 1],
     is_error: bool,
-    structured_content: Structured<'a>,
+    result_type: &'static str,
+    #[serde(rename = "_meta")]
+    meta: Meta<'a>,
 }
 
 #[derive(Serialize)]
@@ -37,8 +44,9 @@ struct TextContent<'a> {
 }
 
 #[derive(Serialize)]
-struct Structured<'a> {
-    assay: AssayDecision<'a>,
+struct Meta<'a> {
+    #[serde(rename = "assay/decision")]
+    decision: AssayDecision<'a>,
 }
 
 #[derive(Serialize)]
@@ -65,7 +73,7 @@ fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec())
 }
 
-/// A refused `tools/call` (without trailing newline).
+/// A refused `tools/call` (without trailing newline). SPEC §3 item 5.
 pub(crate) fn refused_call(
     id: &RawValue,
     decision: &'static str,
@@ -80,8 +88,9 @@ pub(crate) fn refused_call(
             result: ToolResult {
                 content: [TextContent { kind: "text", text }],
                 is_error: true,
-                structured_content: Structured {
-                    assay: AssayDecision {
+                result_type: "complete",
+                meta: Meta {
+                    decision: AssayDecision {
                         decision,
                         reason_code,
                         decision_id,
@@ -127,7 +136,12 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&r).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"jsonrpc":"2.0","id":"abc","result":{"content":[{"type":"text","text":"no"}],"isError":true,"structuredContent":{"assay":{"decision":"deny","reason_code":"P_TOOL_DENIED","decision_id":"evt_decision_x_0"}}}})
+            serde_json::json!({"jsonrpc":"2.0","id":"abc","result":{"content":[{"type":"text","text":"no"}],"isError":true,"resultType":"complete","_meta":{"assay/decision":{"decision":"deny","reason_code":"P_TOOL_DENIED","decision_id":"evt_decision_x_0"}}}})
+        );
+        // The exact bytes (member order included) of SPEC §3 item 5.
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"abc","result":{"content":[{"type":"text","text":"no"}],"isError":true,"resultType":"complete","_meta":{"assay/decision":{"decision":"deny","reason_code":"P_TOOL_DENIED","decision_id":"evt_decision_x_0"}}}}"#
         );
         assert_eq!(
             String::from_utf8(error(None, PARSE_ERROR, "bad")).unwrap(),

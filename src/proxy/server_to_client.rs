@@ -1,16 +1,13 @@
 //! The server→client worker: copies the child's stdout to the client output line by line,
-//! byte-exact, never re-serialized. When coverage is requested it also reads the tool names out of
-//! `tools/list` results (it never changes them).
+//! byte-exact, never re-serialized — except a `tools/list` result answering the client from which
+//! `hide_refused_tools` removes tools (`tools_list`, SPEC §5). When coverage is requested it also
+//! reads the tool names out of `tools/list` results.
 
-use std::collections::BTreeSet;
 use std::process::ChildStdout;
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use super::line::LineReader;
-use super::{Shared, WorkerError};
+use super::{Shared, WorkerError, tools_list};
 
 pub(crate) struct ServerWorker {
     pub reader: LineReader<ChildStdout>,
@@ -28,16 +25,15 @@ impl ServerWorker {
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
-            if shared.track_tools_list {
-                observe_tools_list(&shared, line);
-            }
+            let edited = tools_list::on_server_line(&shared, line);
+            let out = edited.as_deref().unwrap_or(line);
             // Only the server's last bytes lack a `\n`: they go out together with the close.
             if !line.ends_with(b"\n") {
-                return finish(&shared, line);
+                return finish(&shared, out);
             }
             shared
                 .output
-                .write_line(line)
+                .write_line(out)
                 .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
         }
         finish(&shared, b"")
@@ -50,54 +46,4 @@ fn finish(shared: &Shared, last: &[u8]) -> Result<(), WorkerError> {
         .output
         .finish(last)
         .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
-}
-
-#[derive(Deserialize)]
-struct ListResponse<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    result: Option<ListResult>,
-}
-
-#[derive(Deserialize)]
-struct ListResult {
-    tools: Option<Vec<ToolEntry>>,
-}
-
-#[derive(Deserialize)]
-struct ToolEntry {
-    name: Option<String>,
-}
-
-/// Records the tool names of a `tools/list` result answering a request the client sent.
-fn observe_tools_list(shared: &Shared, line: &[u8]) {
-    let pending_empty = shared
-        .pending_tools_list
-        .lock()
-        .map(|p| p.is_empty())
-        .unwrap_or(true);
-    if pending_empty || memchr::memmem::find(line, b"\"tools\"").is_none() {
-        return;
-    }
-    if crate::strict_json::scan(line, super::message::CLIENT_MAX_DEPTH).is_err() {
-        return;
-    }
-    let Ok(resp) = serde_json::from_slice::<ListResponse<'_>>(line) else {
-        return;
-    };
-    let (Some(id), Some(ListResult { tools: Some(tools) })) = (resp.id, resp.result) else {
-        return;
-    };
-    let matched = shared
-        .pending_tools_list
-        .lock()
-        .map(|mut p| p.remove(id.get()))
-        .unwrap_or(false);
-    if !matched {
-        return;
-    }
-    let names: BTreeSet<String> = tools.into_iter().filter_map(|t| t.name).collect();
-    if let Ok(mut observed) = shared.observed_tools.lock() {
-        observed.extend(names);
-    }
 }

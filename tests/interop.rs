@@ -1,0 +1,46 @@
+//! Interop with real MCP clients (SPEC §11): `tests/interop/interop.mjs` drives the official
+//! TypeScript SDK clients (`@modelcontextprotocol/sdk` 1.x, and `@modelcontextprotocol/client`
+//! 2.x on both handshakes) against the published reference servers and official Python and
+//! TypeScript SDK servers, directly and through `assay mcp wrap`, and compares the responses call
+//! by call. scripts/test.sh installs
+//! node and the pinned packages (`npm ci`); a missing node or package fails the test.
+
+use std::process::Command;
+
+use crate::util::*;
+
+#[test]
+fn typescript_sdk_clients_and_reference_servers_match_a_direct_session() {
+    let dir = root().join("tests/interop");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/sdk").is_dir(),
+        "tests/interop/node_modules is missing: run `npm ci` in tests/interop (scripts/test.sh does)"
+    );
+    let python = std::env::var("ASSAY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let work = tempdir();
+    let out = Command::new("node")
+        .arg(dir.join("interop.mjs"))
+        .current_dir(&dir)
+        .env("ASSAY_BIN", bin())
+        .env("ASSAY_WORK", work.path())
+        .env("ASSAY_PYTHON", &python)
+        .env(
+            "ASSAY_SDK_SERVER",
+            root().join("python/tests/fixtures/sdk_server.py"),
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node (install nodejs and npm): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "interop.mjs failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    // Every scenario reported.
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok ")).count(),
+        6,
+        "{stdout}"
+    );
+}
