@@ -263,11 +263,10 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 format!("{name} cannot be opened: {}", std::io::Error::from(e)),
             ),
             Ok(dir) => {
-                match fstatat(&dir, PROTOCOL, AtFlags::AT_SYMLINK_NOFOLLOW) {
-                    Err(Errno::ENOENT) => return None,
-                    // Anything named protocol.json (even a symlink) makes it a capture; the
-                    // reader then reports what is wrong with it.
-                    _ => {}
+                // Anything named protocol.json (even a symlink) makes it a capture; the reader
+                // then reports what is wrong with it.
+                if let Err(Errno::ENOENT) = fstatat(&dir, PROTOCOL, AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    return None;
                 }
                 let path = if root.proc_fd {
                     PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()))
