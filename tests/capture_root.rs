@@ -554,3 +554,95 @@ fn run_directories_are_0700_under_a_hostile_umask() {
     assert_eq!(mode(&shared), 0o750);
     assert_eq!(mode(&runs(&shared)[0]), 0o700);
 }
+
+/// `assay_wrap_session` (called from Rust) with `config_json`, feeding `input` as the client.
+fn c_wrap(config: Value, input: Vec<u8>) -> (assay::ffi::AssayStatus, Option<Value>) {
+    use std::ffi::{CStr, CString};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    let (client_in_r, mut client_in_w) = std::io::pipe().unwrap();
+    let (client_out_r, client_out_w) = std::io::pipe().unwrap();
+    let mut config = config;
+    config["stdin"] = Value::from(client_in_r.as_raw_fd());
+    config["stdout"] = Value::from(client_out_w.as_raw_fd());
+    let config = CString::new(config.to_string()).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut r = client_out_r;
+        std::io::Read::read_to_end(&mut r, &mut out).unwrap();
+    });
+    let session = std::thread::spawn(move || {
+        let mut out: *mut std::os::raw::c_char = std::ptr::null_mut();
+        // SAFETY (test): a valid NUL-terminated config and a valid out pointer.
+        let status = unsafe { assay::ffi::assay_wrap_session(config.as_ptr(), &mut out) };
+        let outcome = (!out.is_null()).then(|| {
+            // SAFETY (test): the library returned a NUL-terminated string it allocated.
+            let s = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
+            unsafe { assay::ffi::assay_string_free(out) };
+            serde_json::from_str::<Value>(&s).unwrap()
+        });
+        drop(client_in_r);
+        drop(client_out_w);
+        (status, outcome)
+    });
+    client_in_w.write_all(&input).unwrap();
+    drop(client_in_w);
+    let result = session.join().unwrap();
+    reader.join().unwrap();
+    result
+}
+
+#[test]
+fn c_config_capture_root_outcome_names_the_run_directory() {
+    use assay::ffi::AssayStatus;
+    let d = tempdir();
+    let root = d.path().join("root");
+    let config = |extra: Value| {
+        let mut c = json!({
+            "command": ["python3", fault_server(), "normal"],
+            "policy": demo_policy(),
+            "event_source": "assay://t/ffi",
+            "capture_root": root,
+        });
+        if let (Value::Object(c), Value::Object(extra)) = (&mut c, extra) {
+            c.extend(extra);
+        }
+        c
+    };
+
+    let (status, outcome) = c_wrap(config(json!({})), session());
+    assert_eq!(status, AssayStatus::ASSAY_OK);
+    let outcome = outcome.unwrap();
+    let dirs = runs(&root);
+    assert_eq!(dirs.len(), 1);
+    let dir = dirs[0].display().to_string();
+    assert_eq!(outcome["paths"]["capture_dir"], dir.as_str());
+    assert_eq!(
+        outcome["paths"]["session_stop"],
+        format!("{dir}/session-stop.json").as_str()
+    );
+    assert_eq!(outcome["paths"]["no_session"], Value::Null);
+    assert_eq!(outcome["session_id"], sid(&dirs[0]));
+
+    let (status, outcome) = c_wrap(config(json!({})), script(&[DISCOVER]));
+    assert_eq!(status, AssayStatus::ASSAY_OK);
+    let outcome = outcome.unwrap();
+    let dirs = runs(&root);
+    assert_eq!(dirs.len(), 2);
+    assert_eq!(outcome["discovery_only"], true);
+    assert_eq!(outcome["stop_written"], false);
+    assert_eq!(
+        outcome["paths"]["no_session"],
+        format!("{}/no-session.json", dirs[1].display()).as_str()
+    );
+
+    let (status, outcome) = c_wrap(
+        config(json!({"capture_dir": d.path().join("cap")})),
+        Vec::new(),
+    );
+    assert_eq!(status, AssayStatus::ASSAY_ERR_CONFIG);
+    assert!(outcome.is_none());
+    assert_eq!(runs(&root).len(), 2, "a config error creates nothing");
+    assert!(!d.path().join("cap").exists());
+}
