@@ -76,7 +76,7 @@ def test_two_calls_into_one_root_give_two_closed_captures(
     # Each is the verdict `read_capture` gives the same directory.
     assert verdicts[0].to_dict() == assay_stop.read_capture(dirs[0]).to_dict()
     assert assay_stop.read_capture(dirs[0]).capture is None
-    assert repr(verdicts[0]).startswith(f"Closure(capture={dirs[0].name!r}, closure='closed'")
+    assert repr(verdicts[0]).startswith(f'Closure(capture="{dirs[0].name}", closure="closed"')
 
 
 def test_probe_then_session_one_no_session_one_closed(
