@@ -124,7 +124,7 @@ fn two_launches_into_one_root_give_two_closed_captures() {
         assert!(is_run_name(&name_of(dir)), "{}", dir.display());
         assert_eq!(mode(dir), 0o700, "{}", dir.display());
         let protocol = read_json(&dir.join("protocol.json"));
-        assert_eq!(Value::from(protocol["session_id"].clone()), sid(dir));
+        assert_eq!(protocol["session_id"], sid(dir));
     }
     let stop = read_json(&dirs[1].join("session-stop.json"));
     assert_eq!(
