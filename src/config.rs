@@ -290,6 +290,8 @@ impl WrapConfig {
         let mut stop_out = self.session_stop_out.clone();
         let mut coverage_out = self.coverage_out.clone();
         let mut protocol_out = None;
+        // A discovery-only run's marker (SPEC §10) is one of the capture's files too.
+        let mut no_session_out = None;
         let mut stderr = self.stderr.clone().map(StderrSink::Append);
         let mut decision_log_new = self.decision_log_new;
 
@@ -340,6 +342,7 @@ impl WrapConfig {
             context_out = Some(dir.join(CONTEXT));
             stop_out = Some(dir.join(STOP));
             protocol_out = Some(dir.join(PROTOCOL));
+            no_session_out = Some(dir.join(NO_SESSION));
             if stderr.is_none() {
                 stderr = Some(StderrSink::New(dir.join(STDERR)));
             }
@@ -409,6 +412,9 @@ impl WrapConfig {
             outputs.push(("coverage-out", p, false));
         }
         if let Some(p) = &protocol_out {
+            outputs.push(("capture-dir", p, false));
+        }
+        if let Some(p) = &no_session_out {
             outputs.push(("capture-dir", p, false));
         }
         let stderr_path = match &stderr {

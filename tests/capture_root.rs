@@ -646,3 +646,26 @@ fn c_config_capture_root_outcome_names_the_run_directory() {
     assert_eq!(runs(&root).len(), 2, "a config error creates nothing");
     assert!(!d.path().join("cap").exists());
 }
+
+#[test]
+fn a_capture_dir_already_holding_a_no_session_marker_is_refused() {
+    let d = tempdir();
+    let cap = d.path().join("cap");
+    std::fs::create_dir(&cap).unwrap();
+    std::fs::write(cap.join("no-session.json"), b"{}").unwrap();
+    let r = run(
+        &wrap_args(
+            &strs(&capture_opts(&cap)),
+            &["python3", &fault_server(), "normal"],
+        ),
+        &session(),
+    );
+    r.expect_status(2);
+    assert!(
+        r.stderr.contains("--capture-dir") && r.stderr.contains("no-session.json already exists"),
+        "{}",
+        r.report()
+    );
+    let names: Vec<String> = runs(&cap).iter().map(|p| name_of(p)).collect();
+    assert_eq!(names, ["no-session.json"], "nothing else is created");
+}
