@@ -669,3 +669,24 @@ fn a_capture_dir_already_holding_a_no_session_marker_is_refused() {
     let names: Vec<String> = runs(&cap).iter().map(|p| name_of(p)).collect();
     assert_eq!(names, ["no-session.json"], "nothing else is created");
 }
+
+#[test]
+fn concurrent_launches_share_a_root_they_race_to_create() {
+    let d = tempdir();
+    let root = d.path().join("root");
+    let launches: Vec<_> = (0..4)
+        .map(|_| {
+            let root = root.clone();
+            std::thread::spawn(move || launch(&root, &[], "normal", &session()))
+        })
+        .collect();
+    for l in launches {
+        l.join().unwrap().expect_status(0);
+    }
+    let (r, lines) = summary(&root);
+    r.expect_status(0);
+    assert_eq!(
+        lines.last().unwrap(),
+        &json!({"summary": {"closed": 4, "incomplete": 0, "unknown": 0, "no_session": 0}})
+    );
+}
