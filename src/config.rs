@@ -31,6 +31,8 @@ pub mod capture_names {
     pub const STDERR: &str = "proxy-stderr.log";
     /// The coverage report.
     pub const COVERAGE: &str = "coverage.json";
+    /// Written instead of a stop record by a discovery-only run (SPEC §3 item 8, §10).
+    pub const NO_SESSION: &str = "no-session.json";
 }
 
 /// Configuration of one wrapped session.
@@ -69,6 +71,11 @@ pub struct WrapConfig {
     /// Capture directory: puts every evidence output at its fixed name inside it.
     #[serde(default)]
     pub capture_dir: Option<PathBuf>,
+    /// Capture root: each run gets a new capture directory
+    /// `ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>` inside it (SPEC §10). Excludes
+    /// `capture_dir` and the explicit evidence paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_root: Option<PathBuf>,
     /// Evaluate and log, but forward denied calls.
     #[serde(default)]
     pub dry_run: bool,
@@ -118,6 +125,7 @@ impl WrapConfig {
             session_stop_out: None,
             coverage_out: None,
             capture_dir: None,
+            capture_root: None,
             dry_run: false,
             drain_timeout: None,
             max_line_bytes: None,
@@ -173,6 +181,8 @@ pub(crate) struct Plan {
     pub stop_out: Option<PathBuf>,
     pub coverage_out: Option<PathBuf>,
     pub capture_dir: Option<PathBuf>,
+    /// Set for a capture-root run until `capture_root::place_run` fills in the capture paths.
+    pub capture_root: Option<PathBuf>,
     pub protocol_out: Option<PathBuf>,
     pub stderr: Option<StderrSink>,
     pub dry_run: bool,
@@ -234,6 +244,9 @@ fn resolve(option: &'static str, path: &Path) -> Result<PathBuf> {
 impl WrapConfig {
     /// Runs every check of SPEC §6 and resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<Plan> {
+        if let Some(root) = &self.capture_root {
+            return crate::capture_root::plan(self, root);
+        }
         if self.command.is_empty() || self.command[0].is_empty() {
             return Err(Error::config(
                 "command",
@@ -283,6 +296,8 @@ impl WrapConfig {
         let mut stop_out = self.session_stop_out.clone();
         let mut coverage_out = self.coverage_out.clone();
         let mut protocol_out = None;
+        // A discovery-only run's marker (SPEC §10) is one of the capture's files too.
+        let mut no_session_out = None;
         let mut stderr = self.stderr.clone().map(StderrSink::Append);
         let mut decision_log_new = self.decision_log_new;
 
@@ -333,6 +348,7 @@ impl WrapConfig {
             context_out = Some(dir.join(CONTEXT));
             stop_out = Some(dir.join(STOP));
             protocol_out = Some(dir.join(PROTOCOL));
+            no_session_out = Some(dir.join(NO_SESSION));
             if stderr.is_none() {
                 stderr = Some(StderrSink::New(dir.join(STDERR)));
             }
@@ -402,6 +418,9 @@ impl WrapConfig {
             outputs.push(("coverage-out", p, false));
         }
         if let Some(p) = &protocol_out {
+            outputs.push(("capture-dir", p, false));
+        }
+        if let Some(p) = &no_session_out {
             outputs.push(("capture-dir", p, false));
         }
         let stderr_path = match &stderr {
@@ -501,6 +520,7 @@ impl WrapConfig {
             stop_out,
             coverage_out,
             capture_dir: self.capture_dir.clone(),
+            capture_root: None,
             protocol_out,
             stderr,
             dry_run: self.dry_run,

@@ -6,8 +6,8 @@
 //! client and the child byte-exact, enforces a [`policy::Policy`] on every `tools/call`, writes a
 //! decision log, and on request a session-context event and — after bounded child cleanup — a
 //! session-stop event. [`read_capture`] later judges a capture directory `closed`, `incomplete`
-//! or `unknown` without trusting anything it reads. [`package_capture`] copies a capture with a
-//! manifest of digests.
+//! or `unknown` without trusting anything it reads; [`read_captures`] judges every capture under a
+//! capture root at once. [`package_capture`] copies a capture with a manifest of digests.
 //!
 //! The same operations are exposed to C (`include/assay.h`, generated from the [`ffi`] module), to
 //! Python (`import assay_stop`) and on the command line (`assay`).
@@ -20,12 +20,16 @@ pub mod outcome;
 pub mod policy;
 pub mod strict_json;
 
-pub use capture::{Closure, ClosureKind, package_capture, read_capture};
+pub use capture::{
+    CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, package_capture,
+    read_capture, read_captures,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
+mod capture_root;
 mod child;
 pub mod config;
 mod diag;

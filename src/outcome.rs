@@ -140,8 +140,11 @@ pub struct OutputPaths {
     pub coverage: Option<PathBuf>,
     /// The capture directory's protocol.json.
     pub protocol: Option<PathBuf>,
-    /// The capture directory.
+    /// The capture directory (with `capture_root`: the new directory chosen for this run).
     pub capture_dir: Option<PathBuf>,
+    /// `no-session.json`, written instead of a stop record by a discovery-only run inside a
+    /// capture directory (SPEC §3 item 8).
+    pub no_session: Option<PathBuf>,
 }
 
 /// Everything `wrap_session` observed, returned to every surface (Rust, C as JSON, Python).

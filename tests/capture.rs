@@ -136,7 +136,9 @@ fn discovery_only_and_missing_captures_read_unknown() {
     let (_d, cap) = capture("normal", &script(&[discover]));
     let (r, v) = read(&cap);
     r.expect_status(3);
-    assert!(codes(&v).contains(&"missing_file".to_string()), "{v}");
+    // SPEC §10: no stop record, but no-session.json says why.
+    assert_eq!(codes(&v), ["no_session"], "{v}");
+    assert!(!cap.join("session-stop.json").exists());
 
     let (r, v) = read(Path::new("/nonexistent/capture"));
     r.expect_status(3);

@@ -5,6 +5,7 @@ mod util;
 
 mod c_abi;
 mod capture;
+mod capture_root;
 mod coverage;
 mod differential;
 mod evidence;

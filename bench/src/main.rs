@@ -5,7 +5,7 @@
 //! within a round, and the table reports medians over rounds. That keeps the ratios meaningful on
 //! a noisy, shared machine.
 //!
-//! Usage: assay-bench [--quick] [--only throughput,latency,startup,reader,memory]
+//! Usage: assay-bench [--quick] [--only throughput,latency,startup,reader,summary,memory]
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
 
 use std::fmt::Write as _;
@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+mod summary;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -1008,6 +1010,10 @@ fn run() -> Res<()> {
         }
         if want("reader") {
             bench_reader(&env, &mut rows, 21)?;
+        }
+        if want("summary") {
+            let (rounds, n) = if quick { (3, 200) } else { (5, 1_000) };
+            summary::bench_summary(&env, &mut rows, rounds, n)?;
         }
         if want("memory") {
             bench_memory(&env, &mut rows, n_mem)?;

@@ -1,8 +1,9 @@
-//! Fuzzes the capture reader: the input is split on `\n====\n` into up to four parts written as
-//! `protocol.json`, `session-context.json`, `session-stop.json` and `decisions.ndjson` (a
-//! missing part leaves its file absent). `read_capture` must never panic, and its verdict must
-//! be self-consistent: `closed` exactly when there are no reasons, `incomplete` only with
-//! `decision_loss` reasons, and the verdict JSON itself strict JSON.
+//! Fuzzes the capture reader: the input is split on `\n====\n` into up to five parts written as
+//! `protocol.json`, `session-context.json`, `session-stop.json`, `decisions.ndjson` and
+//! `no-session.json` (a missing part leaves its file absent). `read_capture` must never panic,
+//! and its verdict must be self-consistent: `closed` exactly when there are no reasons,
+//! `incomplete` only with `decision_loss` reasons, never `closed` beside a `no-session.json`,
+//! and the verdict JSON itself strict JSON.
 #![no_main]
 
 use std::path::PathBuf;
@@ -12,12 +13,15 @@ use assay::capture::ReasonCode;
 use assay::{ClosureKind, read_capture};
 use libfuzzer_sys::fuzz_target;
 
-const NAMES: [&str; 4] = [
+const NAMES: [&str; 5] = [
     "protocol.json",
     "session-context.json",
     "session-stop.json",
     "decisions.ndjson",
+    "no-session.json",
 ];
+/// The first four are required; the marker of a discovery-only run is optional.
+const REQUIRED: usize = 4;
 const SEP: &[u8] = b"\n====\n";
 
 /// One directory per process, rewritten for every input (creating a directory per input would
@@ -65,8 +69,11 @@ fuzz_target!(|data: &[u8]| {
     if v.closure == ClosureKind::Incomplete {
         assert!(v.reasons.iter().any(|r| r.code == ReasonCode::DecisionLoss));
     }
-    if parts.len() < NAMES.len() {
+    if parts.len() < REQUIRED {
         assert_eq!(v.closure, ClosureKind::Unknown, "a missing file can never be closed");
+    }
+    if parts.len() > REQUIRED {
+        assert_eq!(v.closure, ClosureKind::Unknown, "no-session.json and a stop: never closed");
     }
     assert_eq!(assay::strict_json::scan(v.to_json().as_bytes(), 64), Ok(()));
 });

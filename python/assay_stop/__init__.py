@@ -2,7 +2,8 @@
 
 ``wrap_session`` runs one MCP server as a child process between a client's descriptors and the
 child, enforcing a tool policy on every ``tools/call`` and writing the requested evidence.
-``read_capture`` judges a capture directory ``closed``, ``incomplete`` or ``unknown``;
+``read_capture`` judges a capture directory ``closed``, ``incomplete`` or ``unknown``, and
+``read_captures`` every capture under a capture root;
 ``package_capture`` copies one with a manifest of digests. See ``_native.pyi`` for the full
 documentation of every class and function.
 
@@ -13,7 +14,7 @@ client closes its input: run a session in a thread, or close the input descripto
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Protocol, Union
+from typing import Iterable, List, Optional, Protocol, Union
 
 from assay_stop._native import (
     Closure,
@@ -38,6 +39,7 @@ __all__ = [
     "__version__",
     "package_capture",
     "read_capture",
+    "read_captures",
     "wrap_session",
 ]
 
@@ -92,6 +94,7 @@ def wrap_session(
     session_stop_out: Optional[StrPath] = None,
     coverage_out: Optional[StrPath] = None,
     capture_dir: Optional[StrPath] = None,
+    capture_root: Optional[StrPath] = None,
     dry_run: bool = False,
     drain_timeout: Optional[float] = None,
     max_line_bytes: Optional[int] = None,
@@ -106,7 +109,9 @@ def wrap_session(
     or ``os.PathLike``; ``stdin``/``stdout`` accept a descriptor number or an object with
     ``fileno()``; they are duplicated, never closed: close your end of ``stdin`` to end the
     session. ``stderr`` is a file the child's stderr is appended to (``None``: inherited; with
-    ``capture_dir``: ``proxy-stderr.log`` in the capture).
+    ``capture_dir``: ``proxy-stderr.log`` in the capture). ``capture_root`` gives every call a
+    new capture directory ``ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>`` (``ROOT`` is
+    created if missing; its parent must exist); the directory chosen is ``outcome.capture_dir``.
 
     The GIL is released for the whole session; Ctrl-C takes effect only when this returns.
 
@@ -138,6 +143,7 @@ def wrap_session(
         session_stop_out=_opt_path(session_stop_out),
         coverage_out=_opt_path(coverage_out),
         capture_dir=_opt_path(capture_dir),
+        capture_root=_opt_path(capture_root),
         dry_run=dry_run,
         drain_timeout=drain_timeout,
         max_line_bytes=max_line_bytes,
@@ -152,6 +158,18 @@ def read_capture(path: StrPath) -> Closure:
     """Judge the capture directory ``path`` (SPEC §7). Never raises for a bad capture: an absent,
     malformed, oversized or inconsistent capture is ``closure == "unknown"`` with reasons."""
     return _native.read_capture(_path(path))
+
+
+def read_captures(root: StrPath) -> List[Closure]:
+    """Judge every capture directly under the capture root ``root`` (SPEC §10), in parallel.
+
+    Returns the verdicts in name order, as ``assay capture summary`` lists them: each is a
+    :class:`Closure` whose ``capture`` is its directory name. A discovery-only run has
+    ``no_session`` true (its ``closure`` stays ``"unknown"``: a missing stop is never evidence);
+    a symlinked entry is ``unknown`` and is not followed. Raises :class:`ConfigError` when
+    ``root`` does not exist or is not a directory, :class:`WrapError` when it cannot be read.
+    """
+    return _native.read_captures(_path(root))
 
 
 def package_capture(

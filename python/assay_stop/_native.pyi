@@ -9,6 +9,7 @@ __all__ = [
     "__version__",
     "wrap_session",
     "read_capture",
+    "read_captures",
     "package_capture",
     "WrapOutcome",
     "Closure",
@@ -33,6 +34,7 @@ def wrap_session(
     session_stop_out: Optional[str] = None,
     coverage_out: Optional[str] = None,
     capture_dir: Optional[str] = None,
+    capture_root: Optional[str] = None,
     dry_run: bool = False,
     drain_timeout: Optional[float] = None,
     max_line_bytes: Optional[int] = None,
@@ -48,6 +50,15 @@ def wrap_session(
     ``command``, enforcing ``policy`` on every ``tools/call`` and writing the requested evidence.
     The descriptors are duplicated and never closed: close your end of ``stdin`` to end the
     session.
+
+    ``capture_dir`` puts every evidence output at its fixed name in that directory.
+    ``capture_root`` instead creates, for each call, a new directory
+    ``ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>`` (mode 0700; ``ROOT`` is created with mode
+    0700 when missing, its parent must exist, a symlinked ``ROOT`` is refused) and uses it as the
+    capture directory; it is reported in ``outcome.capture_dir`` and ``outcome.paths``. It
+    cannot be combined with ``capture_dir``, ``decision_log``, ``session_context_out``,
+    ``session_stop_out`` or ``coverage_out``. A discovery-only run inside a capture directory
+    writes ``no-session.json`` instead of a stop record.
 
     The GIL is released for the whole session, so other Python threads keep running.
     Ctrl-C (``KeyboardInterrupt``) takes effect only when this call returns.
@@ -75,6 +86,22 @@ def wrap_session(
 def read_capture(path: str) -> Closure:
     """Judge a capture directory (SPEC §7). Never raises for a bad capture: anything absent,
     malformed, over a bound or inconsistent is ``closure == "unknown"`` with reasons."""
+
+def read_captures(root: str) -> List[Closure]:
+    """Judge every capture directly under the capture root ``root`` (SPEC §10), as
+    ``assay capture summary ROOT`` does: every subdirectory holding a ``protocol.json``, in
+    parallel, with the same bounds per capture as :func:`read_capture`.
+
+    Returns one :class:`Closure` per capture in name order; ``Closure.capture`` is the
+    directory's name. A discovery-only run is ``closure == "unknown"`` with ``no_session`` true
+    (its only reason is ``no_session``); a symlinked entry is not followed and is ``unknown``
+    (``not_regular_file``). An empty list means no capture was found.
+
+    Raises:
+        ConfigError: ``root`` does not exist or is not a directory (``kind`` is
+            ``"invalid_argument"``).
+        WrapError: ``root`` cannot be opened or listed.
+    """
 
 def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> PackageManifest:
     """Copy the capture ``src`` into the new directory ``dst`` and write ``manifest.json``.
@@ -153,7 +180,8 @@ class WrapOutcome:
     @property
     def paths(self) -> Dict[str, Optional[str]]:
         """Paths involved: ``decision_log``, ``session_context``, ``session_stop``, ``coverage``,
-        ``protocol``, ``capture_dir`` (``None`` when not requested)."""
+        ``protocol``, ``capture_dir`` (with ``capture_root``: the directory chosen for this run),
+        ``no_session`` (``None`` when not requested or not written)."""
     @property
     def capture_dir(self) -> Optional[str]:
         """The capture directory, when one was used."""
@@ -206,6 +234,15 @@ class Closure:
     @property
     def session_id(self) -> Optional[str]:
         """The session id, when a well-formed one was found."""
+    @property
+    def capture(self) -> Optional[str]:
+        """The capture's directory name under the root, for verdicts from
+        :func:`read_captures`; ``None`` from :func:`read_capture`."""
+    @property
+    def no_session(self) -> bool:
+        """A discovery-only run (``no-session.json``, nothing else wrong): ``closure`` is
+        ``"unknown"`` and ``no_session`` is its only reason. ``capture summary`` lists it as
+        ``no_session`` and leaves it out of the exit status."""
     @property
     def stop(self) -> Optional[Dict[str, Any]]:
         """The stop event's ``data`` fields (without ``session_id`` and ``non_claims``) when the

@@ -52,7 +52,8 @@ def test_minimal_session_with_raw_descriptors(client: Client, demo_server: Path,
     assert outcome.stop["exit_code"] == 0 and outcome.stop["session_id"] == outcome.session_id
     d = outcome.to_dict()
     assert d["exit_code"] == 0 and d["termination"] == "exited" and d["stop"] == outcome.stop
-    assert set(d["paths"]) == {"decision_log", "session_context", "session_stop", "coverage", "protocol", "capture_dir"}
+    assert set(d["paths"]) == {"decision_log", "session_context", "session_stop", "coverage", "protocol", "capture_dir",
+                                  "no_session"}
     json.dumps(d)  # plain data only
     assert "WrapOutcome(" in repr(outcome)
     with pytest.raises(AttributeError):

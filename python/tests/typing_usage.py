@@ -72,3 +72,16 @@ def package(src: Path, dst: str, extra: List[Path]) -> Dict[str, Any]:
 
 
 version: str = assay_stop.__version__
+
+
+def audit(root: Path) -> int:
+    outcome: WrapOutcome = assay_stop.wrap_session(
+        [sys.executable, "server.py"], policy="p.yaml", event_source="assay://typing/session",
+        capture_root=root,
+    )
+    print(outcome.capture_dir, outcome.paths["no_session"])
+    verdicts: List[Closure] = assay_stop.read_captures(root)
+    sessions = [v for v in verdicts if not v.no_session]
+    name: Optional[str] = sessions[0].capture if sessions else None
+    print(name)
+    return sum(v.closure != "closed" for v in sessions)

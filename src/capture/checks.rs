@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::fastline;
+use super::no_session;
 use super::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, CONTEXT, Closure, ClosureKind, FileDigest, LOG,
     MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES, PROTOCOL, Reason, ReasonCode,
@@ -75,7 +76,7 @@ fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn is_session_id(s: &str) -> bool {
+pub(super) fn is_session_id(s: &str) -> bool {
     is_hex(s, 32)
 }
 
@@ -136,7 +137,7 @@ fn scan_reason(kind: ScanErrorKind) -> ReasonCode {
 }
 
 /// Reads `dir/name` within `bound`, turning refusals into reasons.
-fn read_file(dir: &Path, name: &str, bound: u64, r: &mut Reasons) -> Option<Vec<u8>> {
+pub(super) fn read_file(dir: &Path, name: &str, bound: u64, r: &mut Reasons) -> Option<Vec<u8>> {
     match bounded::read_bounded(&dir.join(name), bound) {
         Ok(bytes) => Some(bytes),
         Err(e) => {
@@ -153,7 +154,11 @@ fn read_file(dir: &Path, name: &str, bound: u64, r: &mut Reasons) -> Option<Vec<
 }
 
 /// Strict scan, then parse to a JSON object.
-fn parse_object(name: &str, bytes: &[u8], r: &mut Reasons) -> Option<Map<String, Value>> {
+pub(super) fn parse_object(
+    name: &str,
+    bytes: &[u8],
+    r: &mut Reasons,
+) -> Option<Map<String, Value>> {
     if let Err(e) = strict_json::scan(bytes, MAX_DEPTH) {
         r.push(scan_reason(e.kind), format!("{name}: {e}"));
         return None;
@@ -1276,6 +1281,8 @@ fn loss_reason(s: &StopData, r: &mut Reasons) {
 pub(super) fn judge(dir: &Path) -> Closure {
     let mut r = Reasons::default();
     let mut files = BTreeMap::new();
+    // SPEC §10: a discovery-only run leaves no-session.json instead of a stop record.
+    let marker = no_session::read(dir, &mut r, &mut files);
 
     let mut companion = |name: &str, r: &mut Reasons| {
         let bytes = read_file(dir, name, MAX_COMPANION_BYTES, r)?;
@@ -1284,7 +1291,10 @@ pub(super) fn judge(dir: &Path) -> Closure {
     };
     let protocol = companion(PROTOCOL, &mut r);
     let context = companion(CONTEXT, &mut r);
-    let stop = companion(STOP, &mut r);
+    let stop = match &marker {
+        Some(m) if !m.stop_entry => None,
+        _ => companion(STOP, &mut r),
+    };
 
     let p = protocol.as_ref().and_then(|m| check_protocol(m, &mut r));
     let c = context.as_ref().and_then(|m| check_context(m, &mut r));
@@ -1309,6 +1319,9 @@ pub(super) fn judge(dir: &Path) -> Closure {
         dry_run: c.as_ref().map(|c| c.dry_run),
     };
     check_log_file(dir, &exp, s.as_ref().map(|s| &s.data), &mut r, &mut files);
+    if let Some(m) = &marker {
+        no_session::check(m, dir, p.as_ref().map(|p| p.session_id), &files, &mut r);
+    }
 
     let closure = match s.as_ref().map(|s| s.data.decision_log) {
         None => ClosureKind::Unknown,

@@ -9,11 +9,14 @@
 //! `docs/capture-reader.md`.
 //!
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
+//! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
 
 mod bounded;
 mod checks;
 mod fastline;
+mod no_session;
 mod package;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,6 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use package::{PACKAGE_SCHEMA, package_capture};
+pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
 
 /// The `schema` of a [`Closure`].
 pub const CLOSURE_SCHEMA: &str = "assay.capture.closure.v1";
@@ -33,6 +37,7 @@ pub(crate) const STOP: &str = "session-stop.json";
 pub(crate) const LOG: &str = "decisions.ndjson";
 pub(crate) const STDERR_LOG: &str = "proxy-stderr.log";
 pub(crate) const COVERAGE: &str = "coverage.json";
+pub(crate) const NO_SESSION: &str = "no-session.json";
 
 /// Bound for each JSON companion (protocol, context, stop), inclusive.
 pub const MAX_COMPANION_BYTES: u64 = 64 * 1024;
@@ -116,6 +121,9 @@ pub enum ReasonCode {
     DecisionLogNotRetained,
     /// Known loss: the writer was poisoned or the session ended with `proxy_error`.
     DecisionLoss,
+    /// `no-session.json`: a discovery-only run, no session existed (SPEC §10). A missing stop
+    /// record is never evidence, so the verdict stays `unknown`.
+    NoSession,
 }
 
 impl ReasonCode {
@@ -140,6 +148,7 @@ impl ReasonCode {
             ReasonCode::InconsistentAccounting => "inconsistent_accounting",
             ReasonCode::DecisionLogNotRetained => "decision_log_not_retained",
             ReasonCode::DecisionLoss => "decision_loss",
+            ReasonCode::NoSession => "no_session",
         }
     }
 }

@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 use super::bounded::{self, BoundedError};
 use super::checks::hex;
 use super::{
-    CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, PROTOCOL, STDERR_LOG, STOP,
-    read_capture,
+    CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, NO_SESSION, PROTOCOL, STDERR_LOG,
+    STOP, read_capture,
 };
 use crate::error::{Error, ErrorKind};
 
@@ -33,13 +33,14 @@ const MAX_STDERR_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_EXTRA_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// The files a package may hold, in manifest order, with their bounds.
-const PACKAGED: [(&str, u64); 6] = [
+const PACKAGED: [(&str, u64); 7] = [
     (PROTOCOL, MAX_COMPANION_BYTES),
     (CONTEXT, MAX_COMPANION_BYTES),
     (STOP, MAX_COMPANION_BYTES),
     (LOG, MAX_LOG_BYTES),
     (STDERR_LOG, MAX_STDERR_BYTES),
     (COVERAGE, MAX_COVERAGE_BYTES),
+    (NO_SESSION, MAX_COMPANION_BYTES),
 ];
 
 /// The manifest's `non_claims`.
@@ -159,9 +160,9 @@ fn cleanup(dst: &Path, created: &[PathBuf]) {
 ///
 /// `dst` must not exist; it is created with mode 0700. Each capture file present in `src`
 /// (`protocol.json`, `session-context.json`, `session-stop.json`, `decisions.ndjson`,
-/// `proxy-stderr.log`, `coverage.json`) is copied byte for byte to a new 0600 file. A missing
-/// file is skipped (the embedded verdict reports it); a file that is a symlink, not a regular
-/// file or over its bound is an error. `extra_files` (helper or source files the caller wants
+/// `proxy-stderr.log`, `coverage.json`, `no-session.json`) is copied byte for byte to a new 0600
+/// file. A missing file is skipped (the embedded verdict reports it); a file that is a symlink,
+/// not a regular file or over its bound is an error. `extra_files` (helper or source files the caller wants
 /// on record) are hashed, not copied. Returns the manifest that was written.
 ///
 /// The manifest records the producer's version and the SHA-256 of the binary holding this

@@ -14,6 +14,8 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Wrap MCP servers.
@@ -62,6 +64,9 @@ pub(crate) struct WrapArgs {
     /// Write every evidence output at its fixed name inside DIR.
     #[arg(long, value_name = "DIR")]
     pub capture_dir: Option<PathBuf>,
+    /// Give each run a new capture directory ROOT/<UTC time>-<session id> (created as needed).
+    #[arg(long, value_name = "ROOT")]
+    pub capture_root: Option<PathBuf>,
     /// Evaluate and log, but forward denied calls.
     #[arg(long)]
     pub dry_run: bool,
@@ -96,6 +101,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.session_stop_out = a.session_stop_out;
         c.coverage_out = a.coverage_out;
         c.capture_dir = a.capture_dir;
+        c.capture_root = a.capture_root;
         c.dry_run = a.dry_run;
         c.verbose = a.verbose;
         c.drain_timeout = a.drain_timeout;
@@ -111,6 +117,12 @@ pub(crate) enum CaptureCommand {
     Read {
         /// The capture directory.
         dir: PathBuf,
+    },
+    /// Judge every capture directly under ROOT: one JSON line per capture in name order, then a
+    /// summary line; exit 0 all closed, 1 some incomplete, 3 any unknown or none found.
+    Summary {
+        /// The capture root.
+        root: PathBuf,
     },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {

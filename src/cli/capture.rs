@@ -1,10 +1,11 @@
-//! `assay capture read` and `assay capture package`.
+//! `assay capture read`, `assay capture summary` and `assay capture package`.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use assay::{ClosureKind, package_capture, read_capture};
+use assay::{ClosureKind, package_capture, read_capture, read_captures};
 
 use crate::messages::{eprint_assay, exit};
 
@@ -25,6 +26,36 @@ pub(crate) fn read(dir: &Path) -> ExitCode {
         return exit(3);
     }
     exit(closure_status(closure.closure))
+}
+
+/// One line per capture as it is judged (stdout is line-buffered, so lines stream out in
+/// order), then the summary line; the exit status is the library's rule (SPEC §10).
+pub(crate) fn summary(root: &Path) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let mut write_failed = false;
+    let counts = read_captures(root, |v| {
+        if writeln!(out, "{}", v.summary_line()).is_err() {
+            write_failed = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    match counts {
+        Ok(counts) => {
+            if write_failed
+                || writeln!(out, "{}", counts.summary_line())
+                    .and_then(|()| out.flush())
+                    .is_err()
+            {
+                return exit(3);
+            }
+            exit(counts.exit_status())
+        }
+        Err(e) => {
+            eprint_assay(&e.to_string());
+            exit(e.exit_status())
+        }
+    }
 }
 
 pub(crate) fn package(dir: &Path, out: &Path, extra: &[PathBuf]) -> ExitCode {

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
+        Command::Capture(CaptureCommand::Summary { root }) => capture::summary(&root),
         Command::Capture(CaptureCommand::Package {
             dir,
             out,

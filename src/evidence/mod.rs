@@ -1,10 +1,12 @@
 //! Evidence writers: the exclusive file opener, the CloudEvents envelope, the decision log with
-//! its accounting, and the session-context, session-stop, protocol and coverage records.
+//! its accounting, and the session-context, session-stop, protocol, coverage and no-session
+//! records.
 
 pub(crate) mod context;
 pub(crate) mod coverage;
 pub(crate) mod decision_log;
 pub(crate) mod event;
 pub(crate) mod file;
+pub(crate) mod no_session;
 pub(crate) mod protocol;
 pub(crate) mod stop;

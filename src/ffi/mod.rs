@@ -115,9 +115,15 @@ pub extern "C" fn assay_version() -> *const c_char {
 /// - `config_json`: a NUL-terminated UTF-8 JSON object. Required keys: `command` (non-empty
 ///   array of strings: the server command and its arguments) and `policy` (path of the policy
 ///   file). Optional keys: `event_source`, `label`, `decision_log`, `decision_log_new`,
-///   `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `dry_run`,
-///   `drain_timeout` (seconds), `max_line_bytes`, `stdin`, `stdout`, `stderr` (a path, or absent
-///   to inherit), `verbose`, `forward_signals`. Unknown or duplicate keys are refused.
+///   `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `capture_root`,
+///   `dry_run`, `drain_timeout` (seconds), `max_line_bytes`, `stdin`, `stdout`, `stderr` (a path,
+///   or absent to inherit), `verbose`, `forward_signals`. Unknown or duplicate keys are refused.
+///   `capture_root` gives each call a new capture directory
+///   `ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>` (mode 0700, created exclusively; `ROOT` is
+///   created with mode 0700 when missing and its parent must exist; a symlinked `ROOT` is
+///   refused); the outcome's `paths.capture_dir` names it. It cannot be combined with
+///   `capture_dir`, `decision_log`, `session_context_out`, `session_stop_out` or
+///   `coverage_out`.
 ///   `stdin` and `stdout` (default 0 and 1) are the descriptor numbers the wrapper reads client
 ///   messages from and writes responses to. They are borrowed: the library works on duplicates
 ///   and never closes them. They must stay open until the call returns. The caller signals the
@@ -137,7 +143,8 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   failure such as a `proxy_error` session or a failed evidence write), the session-stop fields
 ///   (`session_end`, `termination`, `signal`, `decision_log`, ...; the child's own exit code is
 ///   `child_exit_code`, so no key appears twice), `stop` (the stop record's `data` exactly as
-///   recorded, or as it would have been), `paths` (the files written), `stop_written`,
+///   recorded, or as it would have been), `paths` (the files written; `paths.no_session` is the
+///   `no-session.json` a discovery-only run writes in a capture directory), `stop_written`,
 ///   `discovery_only`, `evidence_errors` and `proxy_error`.
 /// - `ASSAY_ERR_STOP_WRITE`: the session ran but the requested stop record could not be
 ///   written; the outcome JSON is still stored (it reports the observed child status).

@@ -297,6 +297,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         .map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
 
     // From here on files are created.
+    let plan = crate::capture_root::place_run(plan, &session_id)?;
     if let Some(dir) = &plan.capture_dir {
         if !dir.is_dir() {
             std::fs::DirBuilder::new()
@@ -532,6 +533,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             coverage: plan.coverage_out.clone(),
             protocol: plan.protocol_out.clone(),
             capture_dir: plan.capture_dir.clone(),
+            no_session: None,
         },
         stop: stop_data,
         stop_written: false,
@@ -557,6 +559,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     if let Some(p) = &plan.stop_out {
         if discovery_only {
             diag.say("discovery-only run: no session existed, no stop record written");
+            crate::evidence::no_session::record(&plan, &session_id, &diag, &mut outcome);
         } else {
             match stop::write(p, &source, &outcome.stop) {
                 Ok(()) => outcome.stop_written = true,

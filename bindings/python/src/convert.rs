@@ -234,11 +234,25 @@ impl Reason {
 #[pyclass(frozen, module = "assay_stop", name = "Closure")]
 pub(crate) struct Closure {
     inner: assay::Closure,
+    /// The entry name under a capture root (`read_captures`); `None` from `read_capture`.
+    capture: Option<String>,
 }
 
 impl From<assay::Closure> for Closure {
     fn from(inner: assay::Closure) -> Self {
-        Self { inner }
+        Self {
+            inner,
+            capture: None,
+        }
+    }
+}
+
+impl From<assay::CaptureVerdict> for Closure {
+    fn from(v: assay::CaptureVerdict) -> Self {
+        Self {
+            inner: v.closure,
+            capture: Some(v.name),
+        }
     }
 }
 
@@ -266,6 +280,16 @@ impl Closure {
     #[getter]
     fn session_id(&self) -> Option<&str> {
         self.inner.session_id.as_deref()
+    }
+    /// The capture's name under the root (from `read_captures`), else `None`.
+    #[getter]
+    fn capture(&self) -> Option<&str> {
+        self.capture.as_deref()
+    }
+    /// A discovery-only run: `unknown` with `no_session` as its only reason (SPEC §10).
+    #[getter]
+    fn no_session(&self) -> bool {
+        assay::CaptureStatus::of(&self.inner) == assay::CaptureStatus::NoSession
     }
     /// The stop event's `data` fields (without `session_id` and `non_claims`), or `None` when
     /// the stop event did not pass its checks.
@@ -298,8 +322,12 @@ impl Closure {
         }
     }
     fn __repr__(&self) -> String {
+        let capture = match &self.capture {
+            Some(name) => format!("capture={name:?}, "),
+            None => String::new(),
+        };
         format!(
-            "Closure(closure={:?}, session_id={:?}, reasons={})",
+            "Closure({capture}closure={:?}, session_id={:?}, reasons={})",
             self.inner.closure.as_str(),
             self.inner.session_id,
             self.inner.reasons.len()

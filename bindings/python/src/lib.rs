@@ -49,9 +49,9 @@ fn dup_fd(py: Python<'_>, name: &str, fd: RawFd) -> PyResult<OwnedFd> {
 #[pyo3(signature = (
     command, *, policy, event_source = None, label = None, decision_log = None,
     decision_log_new = false, session_context_out = None, session_stop_out = None,
-    coverage_out = None, capture_dir = None, dry_run = false, drain_timeout = None,
-    max_line_bytes = None, stdin = 0, stdout = 1, stderr = None, verbose = false,
-    forward_signals = false
+    coverage_out = None, capture_dir = None, capture_root = None, dry_run = false,
+    drain_timeout = None, max_line_bytes = None, stdin = 0, stdout = 1, stderr = None,
+    verbose = false, forward_signals = false
 ))]
 // One parameter per SPEC §9 keyword: this mirrors the Python signature.
 #[allow(clippy::too_many_arguments)]
@@ -67,6 +67,7 @@ fn wrap_session(
     session_stop_out: Option<PathBuf>,
     coverage_out: Option<PathBuf>,
     capture_dir: Option<PathBuf>,
+    capture_root: Option<PathBuf>,
     dry_run: bool,
     drain_timeout: Option<f64>,
     max_line_bytes: Option<u64>,
@@ -86,6 +87,7 @@ fn wrap_session(
     config.session_stop_out = session_stop_out;
     config.coverage_out = coverage_out;
     config.capture_dir = capture_dir;
+    config.capture_root = capture_root;
     config.dry_run = dry_run;
     config.drain_timeout = drain_timeout;
     config.max_line_bytes = max_line_bytes;
@@ -113,6 +115,23 @@ fn read_capture(py: Python<'_>, path: PathBuf) -> Closure {
     Closure::from(py.detach(move || assay::read_capture(&path)))
 }
 
+/// Judges every capture under a capture root, in name order. Raises only for a bad root.
+#[pyfunction]
+fn read_captures(py: Python<'_>, root: PathBuf) -> PyResult<Vec<Closure>> {
+    let result = py.detach(move || {
+        let mut verdicts = Vec::new();
+        assay::read_captures(&root, |v| {
+            verdicts.push(v);
+            std::ops::ControlFlow::Continue(())
+        })
+        .map(|_| verdicts)
+    });
+    match result {
+        Ok(verdicts) => Ok(verdicts.into_iter().map(Closure::from).collect()),
+        Err(e) => Err(to_pyerr(py, e)),
+    }
+}
+
 /// Copies a capture into a new directory with a manifest.
 #[pyfunction]
 #[pyo3(signature = (src, dst, extra_files = Vec::new()))]
@@ -134,6 +153,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(wrap_session, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(read_captures, m)?)?;
     m.add_function(wrap_pyfunction!(package_capture, m)?)?;
     m.add_class::<WrapOutcome>()?;
     m.add_class::<Closure>()?;

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """An MCP server entry for a host: wraps a real MCP server into a capture directory.
 
-usage: wrap_entry.py --capture-dir DIR [--policy P] [--event-source URI] [--label NAME]
-                     -- SERVER [ARGS...]
+usage: wrap_entry.py (--capture-root ROOT | --capture-dir DIR) [--policy P] [--event-source URI]
+                     [--label NAME] -- SERVER [ARGS...]
 
 Configure this script as the MCP server command in the host (agent, IDE). It runs
 ``assay_stop.wrap_session`` on its own stdin/stdout: the host talks to SERVER through the
-wrapper, every ``tools/call`` is checked against the policy, and DIR receives protocol.json,
-session-context.json, decisions.ndjson, session-stop.json and proxy-stderr.log (SERVER's stderr
-and the wrapper's diagnostics). Judge it afterwards with ``session_stop.py DIR``.
+wrapper, every ``tools/call`` is checked against the policy, and the capture directory receives
+protocol.json, session-context.json, decisions.ndjson, session-stop.json and proxy-stderr.log
+(SERVER's stderr and the wrapper's diagnostics).
+
+Hosts start the configured command on every launch and reconnect (and some clients probe it
+first), so use ``--capture-root ROOT``: each run gets its own new directory
+``ROOT/<UTC time>-<session id>``, and a discovery-only probe leaves ``no-session.json`` instead
+of a stop record. Judge them all with ``assay capture summary ROOT`` (or
+``assay_stop.read_captures``), one with ``session_stop.py DIR``. ``--capture-dir DIR`` writes
+one run into DIR, which must not already hold a capture.
 
 Signals are forwarded (``forward_signals=True``): the official MCP SDKs shut a server down by
 closing its stdin, waiting about 2 s, then sending SIGTERM to this process. The SIGTERM goes on to
@@ -38,7 +45,10 @@ def _parse(argv: List[str]) -> argparse.Namespace:
         prog="wrap_entry.py",
         description="Wrap an MCP stdio server into an assay capture directory.",
     )
-    parser.add_argument("--capture-dir", required=True, type=Path, help="capture directory")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--capture-root", type=Path,
+                       help="a new capture directory per run under ROOT (created if missing)")
+    where.add_argument("--capture-dir", type=Path, help="one capture directory (must be new)")
     parser.add_argument("--policy", type=Path, default=DEFAULT_POLICY, help="tool policy file")
     parser.add_argument("--event-source", default=DEFAULT_EVENT_SOURCE, help="CloudEvents source")
     parser.add_argument("--label", default=None, help="server_id label")
@@ -55,6 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             event_source=args.event_source,
             label=args.label,
             capture_dir=args.capture_dir,
+            capture_root=args.capture_root,
             forward_signals=True,
             stdin=sys.stdin,
             stdout=sys.stdout,

@@ -1,0 +1,241 @@
+//! Capture roots (SPEC §10): `capture_root` gives every run a new capture directory
+//! `ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>`, so a host that starts the same configured
+//! command again and again (reconnects, version probes, per-request bridges) never collides with
+//! an earlier run, and the names sort by start time.
+//!
+//! Planning ([`plan`]) only `stat`s: the configuration is validated as a whole first (SPEC §3
+//! item 1, a config error creates no file). Creating the root and the run directory
+//! ([`place_run`]) happens once the session id exists, right where the session starts creating
+//! files; from then on the run directory is used exactly as a `capture_dir`.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, open, openat};
+use nix::sys::stat::{Mode, fchmod, mkdirat};
+
+use crate::config::{LogMode, Plan, StderrSink, WrapConfig, capture_names};
+use crate::diag::Diag;
+use crate::error::{Error, Result};
+
+const OPTION: &str = "capture-root";
+
+/// Validates a configuration with `capture_root`: the options it excludes, every other check of
+/// SPEC §6 (run on the configuration without evidence paths), an event source, and the root
+/// itself. Touches nothing on disk but `stat`s.
+pub(crate) fn plan(config: &WrapConfig, root: &Path) -> Result<Plan> {
+    for (set, option) in [
+        (config.capture_dir.is_some(), "capture-dir"),
+        (config.decision_log.is_some(), "decision-log"),
+        (config.session_context_out.is_some(), "session-context-out"),
+        (config.session_stop_out.is_some(), "session-stop-out"),
+        (config.coverage_out.is_some(), "coverage-out"),
+    ] {
+        if set {
+            return Err(Error::config(
+                option,
+                "cannot be combined with --capture-root (each run gets its own capture directory)",
+            ));
+        }
+    }
+    let mut base = config.clone();
+    base.capture_root = None;
+    base.decision_log_new = false;
+    let mut plan = base.plan()?;
+    if config.event_source.is_none() {
+        return Err(Error::config(
+            "event-source",
+            "required when any evidence output is requested",
+        ));
+    }
+    check_root(root)?;
+    plan.capture_root = Some(root.to_path_buf());
+    Ok(plan)
+}
+
+/// The root must be a directory (not a symlink to one) or not exist yet with an existing parent.
+fn check_root(root: &Path) -> Result<()> {
+    if root.as_os_str().is_empty() {
+        return Err(Error::config(OPTION, "the root path is empty"));
+    }
+    match std::fs::symlink_metadata(root) {
+        // A symlinked root is refused like a symlinked capture directory: evidence is never
+        // written through a link the wrapper did not make.
+        Ok(m) if m.file_type().is_symlink() => Err(Error::config(
+            OPTION,
+            format!(
+                "{} is a symbolic link (give the directory it points to)",
+                root.display()
+            ),
+        )),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::config(
+            OPTION,
+            format!("{} exists and is not a directory", root.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = match root.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(Error::config(
+                    OPTION,
+                    format!(
+                        "parent directory of {} does not exist (the root is created, its parent is not)",
+                        root.display()
+                    ),
+                ))
+            }
+        }
+        Err(e) => Err(Error::config(
+            OPTION,
+            format!("cannot inspect {}: {e}", root.display()),
+        )),
+    }
+}
+
+/// The run directory's name: `YYYYMMDDTHHMMSS.ffffffZ-<session_id>` in UTC (SPEC §10). Fixed
+/// width, so names sort by start time.
+pub(crate) fn run_dir_name(t: time::OffsetDateTime, session_id: &str) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:06}Z-{session_id}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
+fn io_err(path: &Path, what: &str, e: Errno) -> Error {
+    Error::io(path, what, &std::io::Error::from(e))
+}
+
+/// Opens the root (creating it with mode 0700 when missing) without following a final symlink.
+fn open_root(root: &Path) -> Result<OwnedFd> {
+    // Two launches may race to create the root: EEXIST is fine, the open below decides.
+    let created = match nix::unistd::mkdir(root, Mode::S_IRWXU) {
+        Ok(()) => true,
+        Err(Errno::EEXIST) => false,
+        Err(e) => return Err(io_err(root, "cannot create capture root", e)),
+    };
+    let fd = open(
+        root,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err(root, "cannot open capture root", e))?;
+    if created {
+        // mkdir's mode is filtered by the umask; a root the wrapper creates is exactly 0700.
+        // An existing root keeps the mode its owner gave it.
+        fchmod(&fd, Mode::S_IRWXU).map_err(|e| io_err(root, "cannot set mode of", e))?;
+    }
+    Ok(fd)
+}
+
+/// Creates `root` if needed and the new run directory `root/name` (exclusively, mode exactly
+/// 0700), relative to the opened root so a root swapped for a symlink is never followed.
+fn create_run_dir(root: &Path, name: &str) -> Result<PathBuf> {
+    let root_fd = open_root(root)?;
+    let dir = root.join(name);
+    // mkdirat fails with EEXIST when anything already has that name: the directory is new.
+    mkdirat(&root_fd, name, Mode::S_IRWXU)
+        .map_err(|e| io_err(&dir, "cannot create capture directory", e))?;
+    let fd = openat(
+        &root_fd,
+        name,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err(&dir, "cannot open capture directory", e))?;
+    fchmod(&fd, Mode::S_IRWXU).map_err(|e| io_err(&dir, "cannot set mode of", e))?;
+    Ok(dir)
+}
+
+/// For a capture-root plan: creates the run directory for `session_id` and points every capture
+/// output into it, exactly as `capture_dir` does. Any other plan is returned unchanged. With
+/// `verbose`, names the directory on this process's stderr (SPEC §10).
+pub(crate) fn place_run(mut plan: Plan, session_id: &str) -> Result<Plan> {
+    let Some(root) = plan.capture_root.clone() else {
+        return Ok(plan);
+    };
+    let name = run_dir_name(time::OffsetDateTime::now_utc(), session_id);
+    let dir = create_run_dir(&root, &name)?;
+    if plan.verbose {
+        Diag::new(None, true).say(&format!("capture directory {}", dir.display()));
+    }
+    use capture_names::*;
+    plan.decision_log = Some(dir.join(DECISIONS));
+    plan.log_mode = LogMode::New;
+    plan.context_out = Some(dir.join(CONTEXT));
+    plan.stop_out = Some(dir.join(STOP));
+    plan.protocol_out = Some(dir.join(PROTOCOL));
+    if plan.stderr.is_none() {
+        plan.stderr = Some(StderrSink::New(dir.join(STDERR)));
+    }
+    plan.capture_dir = Some(dir);
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn names_are_fixed_width_utc_with_microseconds() {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789)
+            .unwrap()
+            .to_offset(time::UtcOffset::from_hms(5, 30, 0).unwrap());
+        let sid = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            run_dir_name(t, sid),
+            format!("20231114T221320.123456Z-{sid}")
+        );
+        let early = time::OffsetDateTime::from_unix_timestamp(0).unwrap();
+        assert_eq!(
+            run_dir_name(early, sid),
+            format!("19700101T000000.000000Z-{sid}")
+        );
+        assert!(run_dir_name(early, sid) < run_dir_name(t, sid));
+    }
+
+    #[test]
+    fn run_directories_are_new_and_0700() {
+        // (The umask is process-wide, so tests/capture_root.rs checks a hostile umask on the
+        // real binary instead of changing it under the other unit tests.)
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        let made = create_run_dir(&root, "a");
+        let again = create_run_dir(&root, "a");
+        let dir = made.unwrap();
+        assert_eq!(dir, root.join("a"));
+        for p in [&root, &dir] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", p.display());
+        }
+        assert!(again.is_err(), "a run directory is created exclusively");
+    }
+
+    #[test]
+    fn a_symlinked_root_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(check_root(&link).is_err());
+        assert!(create_run_dir(&link, "a").is_err());
+        assert!(!real.join("a").exists());
+        assert!(check_root(&real).is_ok());
+        assert!(check_root(&d.path().join("new")).is_ok());
+        assert!(check_root(&d.path().join("missing/new")).is_err());
+    }
+}
