@@ -32,6 +32,8 @@ mod diag;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
+mod lenient;
+mod lenient_table;
 mod proxy;
 
 pub use config::WrapConfig;

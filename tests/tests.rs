@@ -12,6 +12,7 @@ mod faults;
 mod ffi_status;
 mod header;
 mod hostile;
+mod lenient_fold;
 mod properties;
 mod proxy;
 mod regression;

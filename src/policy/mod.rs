@@ -31,6 +31,7 @@ mod decide;
 mod glob;
 mod read;
 mod schema;
+mod within;
 
 use std::fmt;
 use std::io::Read;

@@ -30,6 +30,15 @@ impl ClientOutput {
         self.lock()?.write_all(line)
     }
 
+    /// Writes one whole line (or several) with `write`, holding the lock throughout, so a long
+    /// response can be streamed without being built in memory first.
+    pub(crate) fn write_with(
+        &self,
+        write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        write(&mut *self.lock()?)
+    }
+
     pub(crate) fn flush(&self) -> io::Result<()> {
         self.lock()?.flush()
     }
