@@ -80,3 +80,9 @@ pub fn fold(c: char) -> char {
 pub fn fold_table() -> &'static [(u32, u32)] {
     crate::lenient::fold_table()
 }
+
+/// A decoded key after lenient normalization (SPEC §3 item 6): trailing U+0000 removed, every
+/// character folded.
+pub fn normalize_key(key: &str) -> String {
+    key.trim_end_matches('\0').chars().map(fold).collect()
+}

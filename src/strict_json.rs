@@ -92,11 +92,20 @@ impl Hash for Key<'_> {
 
 /// The keys seen so far in one open object. Small objects use a vector (a linear search is
 /// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
-/// hash set so a hostile object with many keys stays linear overall. Keys borrow the input:
-/// recording or comparing one never allocates.
+/// hash table so a hostile object with many keys stays linear overall. Keys borrow the input:
+/// recording or comparing one never allocates, and the large table holds only each key's
+/// offset and length in the input (8 bytes), so a maximal line of tiny keys stays within the
+/// memory bound (SPEC §3 item 6: at most 4× `max_line_bytes`).
 enum KeySet<'a> {
     Small(Vec<Key<'a>>),
-    Large(HashSet<Key<'a>>),
+    Large(Box<LargeKeys>),
+    /// Inputs beyond 4 GiB, whose offsets do not fit 32 bits.
+    Huge(HashSet<Key<'a>>),
+}
+
+struct LargeKeys {
+    table: hashbrown::HashTable<(u32, u32)>,
+    state: std::collections::hash_map::RandomState,
 }
 
 const SMALL_KEYS: usize = 16;
@@ -110,12 +119,12 @@ impl<'a> KeySet<'a> {
     fn clear(&mut self) {
         match self {
             KeySet::Small(v) => v.clear(),
-            KeySet::Large(_) => *self = KeySet::new(),
+            _ => *self = KeySet::new(),
         }
     }
 
-    /// Inserts `key`; returns false when it was already present.
-    fn insert(&mut self, key: Key<'a>) -> bool {
+    /// Inserts `key` (a slice of `text`); returns false when it was already present.
+    fn insert(&mut self, key: Key<'a>, text: &'a str) -> bool {
         match self {
             KeySet::Small(v) => {
                 if v.contains(&key) {
@@ -123,15 +132,56 @@ impl<'a> KeySet<'a> {
                 }
                 if v.len() < SMALL_KEYS {
                     v.push(key);
-                } else {
-                    let mut set: HashSet<Key<'a>> = v.drain(..).collect();
-                    set.insert(key);
-                    *self = KeySet::Large(set);
+                    return true;
                 }
-                true
+                let keys: Vec<Key<'a>> = std::mem::take(v);
+                if u32::try_from(text.len()).is_ok() {
+                    let mut large = Box::new(LargeKeys {
+                        table: hashbrown::HashTable::with_capacity(SMALL_KEYS * 2),
+                        state: std::collections::hash_map::RandomState::new(),
+                    });
+                    for k in keys {
+                        large.insert(k, text);
+                    }
+                    let fresh = large.insert(key, text);
+                    *self = KeySet::Large(large);
+                    fresh
+                } else {
+                    let mut set: HashSet<Key<'a>> = keys.into_iter().collect();
+                    let fresh = set.insert(key);
+                    *self = KeySet::Huge(set);
+                    fresh
+                }
             }
-            KeySet::Large(s) => s.insert(key),
+            KeySet::Large(l) => l.insert(key, text),
+            KeySet::Huge(s) => s.insert(key),
         }
+    }
+}
+
+impl LargeKeys {
+    fn insert(&mut self, key: Key<'_>, text: &str) -> bool {
+        use std::hash::BuildHasher;
+        let lenient = key.lenient;
+        let at = |&(start, len): &(u32, u32)| Key {
+            raw: text
+                .get(start as usize..start as usize + len as usize)
+                .unwrap_or(""),
+            lenient,
+        };
+        let hash = self.state.hash_one(key);
+        if self.table.find(hash, |e| at(e) == key).is_some() {
+            return false;
+        }
+        // `key` borrows `text` (checked to fit 32 bits when this table was made).
+        let start = (key.raw.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        let (Ok(start), Ok(len)) = (u32::try_from(start), u32::try_from(key.raw.len())) else {
+            return false;
+        };
+        let state = &self.state;
+        self.table
+            .insert_unique(hash, (start, len), |e| state.hash_one(at(e)));
+        true
     }
 }
 
@@ -470,10 +520,11 @@ impl<'a> Scanner<'a> {
         self.string()?;
         let raw = &self.text[start + 1..self.pos - 1];
         if let Some(keys) = keysets.get_mut(stack.len().wrapping_sub(1)) {
-            if !keys.insert(Key {
+            let key = Key {
                 raw,
                 lenient: V::LENIENT,
-            }) {
+            };
+            if !keys.insert(key, self.text) {
                 return Err(ScanError {
                     kind: ScanErrorKind::DuplicateKey,
                     offset: start,

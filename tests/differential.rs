@@ -339,10 +339,16 @@ fn lenient_corpus() -> Vec<(String, bool)> {
         ),
     ];
     // Every ASCII case variant of `method` alone, and with the real member.
-    for (k, key) in ["mEthod", "metHod", "METHOD", "Method\u{0}"].iter().enumerate() {
+    for (k, key) in ["mEthod", "metHod", "METHOD", "Method\u{0}"]
+        .iter()
+        .enumerate()
+    {
         let key = key.replace('\0', "\\u0000");
         v.push((
-            format!(r#"{{"jsonrpc":"2.0","id":{},"{key}":"tools/call","params":{{"name":"exec"}}}}"#, 160 + k),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"{key}":"tools/call","params":{{"name":"exec"}}}}"#,
+                160 + k
+            ),
             false,
         ));
     }
@@ -411,10 +417,15 @@ fn go_python_and_the_sdk_see_what_the_policy_judged() {
         .collect();
     let mut go_by_id = std::collections::HashMap::new();
     for rec in &records {
-        assert!(rec.get("error").is_none(), "Go failed to decode: {rec}\n{report}");
+        assert!(
+            rec.get("error").is_none(),
+            "Go failed to decode: {rec}\n{report}"
+        );
         if !rec["id"].is_null() {
             assert!(
-                go_by_id.insert(rec["id"].to_string(), rec.clone()).is_none(),
+                go_by_id
+                    .insert(rec["id"].to_string(), rec.clone())
+                    .is_none(),
                 "Go ran id {} twice\n{report}",
                 rec["id"]
             );
@@ -424,7 +435,12 @@ fn go_python_and_the_sdk_see_what_the_policy_judged() {
     let allowed: std::collections::HashMap<String, &serde_json::Value> = decisions
         .iter()
         .filter(|d| d["data"]["decision"] == "allow")
-        .map(|d| (d["data"]["tool_call_id"].as_str().unwrap_or("").to_string(), d))
+        .map(|d| {
+            (
+                d["data"]["tool_call_id"].as_str().unwrap_or("").to_string(),
+                d,
+            )
+        })
         .collect();
     let responses: std::collections::HashMap<String, serde_json::Value> = r
         .lines()
@@ -443,10 +459,14 @@ fn go_python_and_the_sdk_see_what_the_policy_judged() {
             let key = id.to_string();
             let go = go_by_id.get(&key);
             if !forward {
-                assert!(go.is_none(), "refused line reached Go: {line}\n{go:?}\n{report}");
+                assert!(
+                    go.is_none(),
+                    "refused line reached Go: {line}\n{go:?}\n{report}"
+                );
                 continue;
             }
-            let go = go.unwrap_or_else(|| panic!("forwarded line did not reach Go: {line}\n{report}"));
+            let go =
+                go.unwrap_or_else(|| panic!("forwarded line did not reach Go: {line}\n{report}"));
             // The policy's view: exact keys (the line has no variants, or it was refused).
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             let msg = match &v {
@@ -484,13 +504,15 @@ fn go_python_and_the_sdk_see_what_the_policy_judged() {
                     continue;
                 }
                 let resp = responses.get(&id.to_string());
-                let refused = resp.is_some_and(|r| {
-                    r.get("error").is_some() || r["result"]["isError"] == true
-                });
+                let refused = resp
+                    .is_some_and(|r| r.get("error").is_some() || r["result"]["isError"] == true);
                 let line_error = responses
                     .get("null")
                     .is_some_and(|r| r["error"]["code"] == -32700);
-                assert!(refused || line_error, "no refusal for id {id} of {line}\n{report}");
+                assert!(
+                    refused || line_error,
+                    "no refusal for id {id} of {line}\n{report}"
+                );
             }
         }
     }

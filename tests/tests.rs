@@ -13,6 +13,7 @@ mod ffi_status;
 mod header;
 mod hostile;
 mod lenient_fold;
+mod memory;
 mod properties;
 mod proxy;
 mod regression;

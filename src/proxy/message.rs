@@ -577,6 +577,13 @@ mod tests {
                 "{l}"
             );
         }
+        // Past the small-set size, in the large table: still folded.
+        let mut many = String::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"#);
+        for i in 0..100 {
+            many.push_str(&format!(r#""k{i}":0,"#));
+        }
+        many.push_str(r#""\u212a7":1}}"#);
+        assert!(dup(&many), "{many}");
         let ClientLine::Single(m) = classify(
             br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"e\u0063ho","arguments":{"x":[1,{"y":2}]}}}"#,
         ) else {
