@@ -2,8 +2,9 @@
 //!
 //! Every byte that reaches a decision (a client line in the proxy, a file in a capture directory)
 //! passes through [`scan`] before any JSON value is materialized. The scan is iterative (no
-//! recursion, so hostile nesting cannot overflow the stack), allocates only for object keys, and
-//! refuses what `serde_json` would silently accept or mis-handle for our purposes:
+//! recursion, so hostile nesting cannot overflow the stack), allocates only one key set per
+//! nesting level (keys are compared from the input, escapes decoded on the fly), and refuses what
+//! `serde_json` would silently accept or mis-handle for our purposes:
 //!
 //! - invalid UTF-8 anywhere, control characters in strings, lone surrogate escapes;
 //! - a duplicate object key at any level, compared after unescaping (`"a"` and `"\u0061"` are the
@@ -13,7 +14,11 @@
 //!   overflow an IEEE 754 double;
 //! - nesting deeper than the caller's limit (the outermost object or array is level 1).
 //!
-//! Only after a successful scan does the caller hand the same bytes to `serde_json`.
+//! `scan_with` (crate-internal) runs the same scan with a `Visitor` that sees the structure as it
+//! goes (the client-line classifier extracts what it needs this way, in the same pass) and may ask
+//! for lenient key comparison (SPEC §3 item 6).
+//!
+//! Only after a successful scan does the caller hand the same bytes (or a part) to `serde_json`.
 
 use std::collections::HashSet;
 use std::fmt;

@@ -8,7 +8,7 @@
 //! constraints:                 # optional; see `constraints` below
 //!   - tool: read_file
 //!     params:
-//!       path: { matches: "^/workspace/" }
+//!       path: { within: "/workspace" }   # or matches: a regex searched in the string
 //! schemas:                     # optional; JSON Schema draft 2020-12 per literal tool name
 //!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
 //! ```
@@ -23,8 +23,8 @@
 //! Everything is compiled at load so that [`Policy::evaluate`] — on the proxy's hot path — only
 //! matches precompiled globs, runs precompiled regexes and validators, and copies a few strings.
 //!
-//! Files: `glob` (tool-name patterns), `constraints` (argument regexes), `schema` (argument JSON
-//! Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly).
+//! Files: `glob` (tool-name patterns), `constraints` (argument rules), `within` (the lexical
+//! path containment check), `schema` (argument JSON Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly).
 
 mod constraints;
 mod decide;
