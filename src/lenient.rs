@@ -135,6 +135,10 @@ pub(crate) fn same_key(a: &str, b: &str) -> bool {
 /// Whether the raw key `raw` is a lenient variant of `name`: the same after normalization but
 /// not the same string.
 pub(crate) fn is_variant_of(raw: &str, name: &str) -> bool {
+    if raw.is_ascii() && !raw.contains('\\') && name.is_ascii() {
+        // No escapes, no NUL: a variant is an ASCII case variant of the same length.
+        return raw.len() == name.len() && raw != name && raw.eq_ignore_ascii_case(name);
+    }
     !decodes_to(raw, name) && lenient_eq_chars(Decoded::new(raw), name.chars())
 }
 
