@@ -66,15 +66,34 @@ impl std::error::Error for ScanError {}
 struct Key<'a> {
     raw: &'a str,
     lenient: bool,
+    /// ASCII without escapes (most keys): compared bytewise, no decoding.
+    plain: bool,
+}
+
+impl<'a> Key<'a> {
+    fn new(raw: &'a str, lenient: bool) -> Self {
+        Key {
+            raw,
+            lenient,
+            plain: raw.is_ascii() && !raw.contains('\\'),
+        }
+    }
 }
 
 impl PartialEq for Key<'_> {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (self.raw, other.raw);
+        if self.plain && other.plain {
+            // No escapes and no NUL (JSON forbids it raw); folding ASCII is ASCII case.
+            return a.len() == b.len()
+                && if self.lenient {
+                    a.eq_ignore_ascii_case(b)
+                } else {
+                    a == b
+                };
+        }
         if self.lenient {
             crate::lenient::same_key(a, b)
-        } else if !a.contains('\\') && !b.contains('\\') {
-            a == b
         } else {
             crate::lenient::Decoded::new(a).eq(crate::lenient::Decoded::new(b))
         }
@@ -168,11 +187,12 @@ impl LargeKeys {
     fn insert(&mut self, key: Key<'_>, text: &str) -> bool {
         use std::hash::BuildHasher;
         let lenient = key.lenient;
-        let at = |&(start, len): &(u32, u32)| Key {
-            raw: text
-                .get(start as usize..start as usize + len as usize)
-                .unwrap_or(""),
-            lenient,
+        let at = |&(start, len): &(u32, u32)| {
+            Key::new(
+                text.get(start as usize..start as usize + len as usize)
+                    .unwrap_or(""),
+                lenient,
+            )
         };
         let hash = self.state.hash_one(key);
         if self.table.find(hash, |e| at(e) == key).is_some() {
@@ -525,10 +545,7 @@ impl<'a> Scanner<'a> {
         self.string()?;
         let raw = &self.text[start + 1..self.pos - 1];
         if let Some(keys) = keysets.get_mut(stack.len().wrapping_sub(1)) {
-            let key = Key {
-                raw,
-                lenient: V::LENIENT,
-            };
+            let key = Key::new(raw, V::LENIENT);
             if !keys.insert(key, self.text) {
                 return Err(ScanError {
                     kind: ScanErrorKind::DuplicateKey,

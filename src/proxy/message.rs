@@ -140,16 +140,35 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
     }
 
     fn key(&mut self, role: u8, raw: &'a str, at: usize) -> Result<u8, ScanError> {
+        // Most keys are ASCII without escapes: compared bytewise; a variant is then an ASCII
+        // case variant of the same length.
+        let plain = raw.is_ascii() && !raw.contains('\\');
+        let exact = |name: &str| {
+            if plain {
+                raw == name
+            } else {
+                lenient::decodes_to(raw, name)
+            }
+        };
+        let variant = |names: &[&str]| {
+            if plain {
+                names
+                    .iter()
+                    .any(|n| n.len() == raw.len() && raw != *n && raw.eq_ignore_ascii_case(n))
+            } else {
+                variant_of_any(raw, names)
+            }
+        };
         match role {
             ROLE_ENVELOPE => {
-                let slot = if lenient::decodes_to(raw, "method") {
+                let slot = if exact("method") {
                     SLOT_METHOD
-                } else if lenient::decodes_to(raw, "id") {
+                } else if exact("id") {
                     SLOT_ID
-                } else if lenient::decodes_to(raw, "params") {
+                } else if exact("params") {
                     SLOT_PARAMS
                 } else {
-                    if variant_of_any(raw, &ENVELOPE) {
+                    if variant(&ENVELOPE) {
                         self.variant = Some(at);
                         return Err(ScanError {
                             kind: ScanErrorKind::DuplicateKey,
@@ -160,12 +179,12 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
                 };
                 Ok(slot)
             }
-            ROLE_PARAMS => Ok(if lenient::decodes_to(raw, "name") {
+            ROLE_PARAMS => Ok(if exact("name") {
                 SLOT_NAME
-            } else if lenient::decodes_to(raw, "arguments") {
+            } else if exact("arguments") {
                 SLOT_ARGUMENTS
             } else {
-                if self.current.params_variant.is_none() && variant_of_any(raw, &CALL_PARAMS) {
+                if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
                     self.current.params_variant = Some(at);
                 }
                 0
