@@ -523,3 +523,43 @@ fn go_python_and_the_sdk_see_what_the_policy_judged() {
     assert_eq!(status, Some(0), "{py}\n{report}");
     assert!(py.contains("8 tools/call matched"), "{py}\n{report}");
 }
+
+/// The Go server is a real lenient parser: fed directly (no wrapper), the attack lines run the
+/// tool and arguments the wrapper must refuse. This is what makes the differential above able to
+/// fail.
+#[test]
+fn the_go_server_reads_keys_like_mcp_go() {
+    let dir = tempdir();
+    let server = dir.path().join("go-server");
+    go_build("go-server", &server);
+    let record = dir.path().join("record.ndjson");
+    let received = dir.path().join("received.bin");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping","METHOD":"tools/call","params":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","Name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"},"paramſ":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/a","PATH":"/etc/passwd"}}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/a"},"Arguments":{"path":"/etc/passwd"}}}"#,
+    ];
+    let r = run_program(
+        &server.display().to_string(),
+        &[record.display().to_string(), received.display().to_string()],
+        &script(&lines),
+    );
+    assert_eq!(r.status, Some(0), "{}", r.report());
+    let got: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tool = |i: usize| got[i]["tool"].as_str().unwrap_or("-").to_string();
+    for i in 0..4 {
+        assert_eq!(got[i]["method"], "tools/call", "{}", lines[i]);
+        assert_eq!(tool(i), "exec", "{}", lines[i]);
+    }
+    assert_eq!(got[4]["path_struct"], "/etc/passwd");
+    assert_eq!(got[4]["path_map"], "/workspace/a");
+    assert_eq!(got[5]["path_struct"], "/etc/passwd");
+    assert_eq!(got[5]["path_map"], "/etc/passwd");
+}
