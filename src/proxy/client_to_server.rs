@@ -2,6 +2,7 @@
 //! evaluates every `tools/call` against the policy with exactly one decision event each, and
 //! forwards what may pass byte-exact.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ChildStdin;
@@ -22,8 +23,9 @@ use crate::strict_json::ScanErrorKind;
 struct Evaluated<'a> {
     /// The raw `id` text.
     id: Option<&'a str>,
-    tool: Option<String>,
-    tool_call_id: Option<String>,
+    /// Borrowed from the line unless it holds escapes.
+    tool: Option<Cow<'a, str>>,
+    tool_call_id: Option<Cow<'a, str>>,
     arguments_sha256: Option<String>,
     verdict: Verdict,
 }
@@ -49,11 +51,11 @@ fn malformed(reason: &str) -> Verdict {
     }
 }
 
-fn tool_call_id(id: Option<&str>) -> Option<String> {
+fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
     match id? {
         "null" => None,
-        s if s.starts_with('"') => as_str(s).map(|c| c.into_owned()),
-        s => Some(s.to_string()),
+        s if s.starts_with('"') => as_str(s),
+        s => Some(Cow::Borrowed(s)),
     }
 }
 
@@ -205,10 +207,23 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
     // only when the text needs the general canonicalizer or the policy inspects the arguments.
     let mut arguments: Option<serde_json::Value> = None;
     if let Some(raw) = head.arguments {
-        let mut canon = Vec::with_capacity(raw.len());
-        if message::canonicalize_simple(raw.as_bytes(), &mut canon) {
-            ev.arguments_sha256 = Some(sha256_hex(&canon));
-        } else {
+        // One canonicalization buffer per worker thread, reused for every call.
+        thread_local! {
+            static CANON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let simple = CANON.with(|c| {
+            let mut canon = c.borrow_mut();
+            let ok = message::canonicalize_simple(raw.as_bytes(), &mut canon);
+            if ok {
+                ev.arguments_sha256 = Some(sha256_hex(&canon));
+            }
+            if canon.capacity() > 64 * 1024 {
+                // Do not keep a huge line's buffer for the rest of the session.
+                *canon = Vec::new();
+            }
+            ok
+        });
+        if !simple {
             let Ok(v) = crate::strict_json::parse_value(raw) else {
                 return ev;
             };
@@ -235,7 +250,7 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
         }
     }
     ev.verdict = shared.policy.evaluate(&name, arguments.as_ref());
-    ev.tool = Some(name.into_owned());
+    ev.tool = Some(name);
     ev
 }
 
