@@ -4,6 +4,12 @@
 //! A hostile corpus goes through the real wrapper in front of the recording server; then
 //! tests/fixtures/differential.py reads the recorded bytes the way the SDK's stdio transport does.
 //!
+//! Go (SPEC §3 item 6, lenient parsers): tests/fixtures/go-server is built with the real Go
+//! toolchain (`go build`, standard library only; scripts/test.sh installs golang-go, and a
+//! missing `go` fails the test) and decodes every line with `encoding/json` into tagged structs,
+//! as mcp-go does; it records what it would execute, which is compared with what the policy
+//! judged, line by line.
+//!
 //! Python: `$ASSAY_TEST_PYTHON` (scripts/test.sh points it at the repo .venv, which has `mcp`),
 //! else `python3` (then only the `json` checks run if `mcp` is not importable).
 
