@@ -114,14 +114,21 @@ impl Hash for Key<'_> {
     }
 }
 
-/// The keys seen so far in one open object. Small objects use a vector (a linear search is
+/// The keys seen so far in one open object. Small objects use an inline array (a linear search is
 /// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
 /// hash table so a hostile object with many keys stays linear overall. Keys borrow the input:
 /// recording or comparing one never allocates, and the large table holds only each key's
 /// offset and length in the input (8 bytes), so a maximal line of tiny keys stays within the
 /// memory bound (SPEC §3 item 6: at most 4× `max_line_bytes`).
+// The inline variant is the point: one set per nesting level lives in the scanner's reused
+// vector, and the objects of a message never allocate.
+#[allow(clippy::large_enum_variant)]
 enum KeySet<'a> {
-    Small(Vec<Key<'a>>),
+    /// Up to `SMALL_KEYS` keys held inline: no allocation for the objects of a JSON-RPC message.
+    Small {
+        keys: [Key<'a>; SMALL_KEYS],
+        len: usize,
+    },
     Large(Box<LargeKeys>),
     /// Inputs beyond 4 GiB, whose offsets do not fit 32 bits.
     Huge(HashSet<Key<'a>>),
@@ -134,15 +141,24 @@ struct LargeKeys {
 
 const SMALL_KEYS: usize = 16;
 
+/// Filler for unused inline slots (never compared: only `keys[..len]` is).
+const NO_KEY: Key<'static> = Key {
+    raw: "",
+    lenient: false,
+    plain: true,
+};
+
 impl<'a> KeySet<'a> {
     fn new() -> Self {
-        // One allocation per nesting level and scan: the set is cleared and reused.
-        KeySet::Small(Vec::with_capacity(SMALL_KEYS))
+        KeySet::Small {
+            keys: [NO_KEY; SMALL_KEYS],
+            len: 0,
+        }
     }
 
     fn clear(&mut self) {
         match self {
-            KeySet::Small(v) => v.clear(),
+            KeySet::Small { len, .. } => *len = 0,
             _ => *self = KeySet::new(),
         }
     }
@@ -150,28 +166,30 @@ impl<'a> KeySet<'a> {
     /// Inserts `key` (a slice of `text`); returns false when it was already present.
     fn insert(&mut self, key: Key<'a>, text: &'a str) -> bool {
         match self {
-            KeySet::Small(v) => {
-                if v.contains(&key) {
+            KeySet::Small { keys, len } => {
+                let held = keys.get(..*len).unwrap_or(&[]);
+                if held.contains(&key) {
                     return false;
                 }
-                if v.len() < SMALL_KEYS {
-                    v.push(key);
+                if let Some(slot) = keys.get_mut(*len) {
+                    *slot = key;
+                    *len += 1;
                     return true;
                 }
-                let keys: Vec<Key<'a>> = std::mem::take(v);
+                let held: Vec<Key<'a>> = keys.to_vec();
                 if u32::try_from(text.len()).is_ok() {
                     let mut large = Box::new(LargeKeys {
                         table: hashbrown::HashTable::with_capacity(SMALL_KEYS * 2),
                         state: std::collections::hash_map::RandomState::new(),
                     });
-                    for k in keys {
+                    for k in held {
                         large.insert(k, text);
                     }
                     let fresh = large.insert(key, text);
                     *self = KeySet::Large(large);
                     fresh
                 } else {
-                    let mut set: HashSet<Key<'a>> = keys.into_iter().collect();
+                    let mut set: HashSet<Key<'a>> = held.into_iter().collect();
                     let fresh = set.insert(key);
                     *self = KeySet::Huge(set);
                     fresh
@@ -403,7 +421,7 @@ impl<'a> Scanner<'a> {
     fn run<V: Visitor<'a>>(mut self, v: &mut V) -> Result<(), ScanError> {
         let mut stack: Vec<Frame> = Vec::with_capacity(self.max_depth.min(8));
         // One key set per nesting level, reused by every object at that level.
-        let mut keysets: Vec<KeySet<'a>> = Vec::new();
+        let mut keysets: Vec<KeySet<'a>> = Vec::with_capacity(self.max_depth.min(8));
         let mut slot = v.root();
         self.skip_ws();
         'value: loop {

@@ -1,10 +1,14 @@
 //! SPEC §3 item 6: memory stays bounded by at most 4× `max_line_bytes` for any line, batches and
-//! refusal responses included. The wrapper's peak RSS is read from the kernel (`wait4`'s
-//! `ru_maxrss` for the wrapper process and its waited-for server) after it has handled one
-//! maximal line. A memory bound from the SPEC, not a timing assertion.
+//! refusal responses included. The wrapper's peak RSS is the kernel's high-water mark for its
+//! address space (`VmHWM` in /proc/<pid>/status, monotonic), read every millisecond until it
+//! exits. (`wait4`'s `ru_maxrss` is not usable: it also counts the forking test process's
+//! memory, which the child shares until it execs.) A memory bound from the SPEC, not a timing
+//! assertion.
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::util::*;
 
@@ -15,8 +19,6 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
     let dir = tempdir();
     let log = dir.path().join("decisions.ndjson");
-    // Reaped with wait4 below (for its rusage), not with Child::wait.
-    #[allow(clippy::zombie_processes)]
     let mut child = Command::new(bin())
         .args(wrap_args(
             &strs(&evidence_opts(&[
@@ -31,6 +33,27 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn assay");
+    let pid = child.id();
+    let peak = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, stop) = (peak.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let status = format!("/proc/{pid}/status");
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(text) = std::fs::read_to_string(&status) {
+                    let hwm = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("VmHWM:"))
+                        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok());
+                    if let Some(kib) = hwm {
+                        peak.fetch_max(kib * 1024, Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
     let mut stdin = child.stdin.take().unwrap();
     let input = line.to_vec();
     let writer = std::thread::spawn(move || {
@@ -57,15 +80,15 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
         total += n;
     }
     writer.join().unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter for wait4.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child by pid; `status` and `usage` are valid for writes.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32, "wait4");
-    assert!(libc::WIFEXITED(status), "wrapper status {status}");
-    // ru_maxrss is in KiB on Linux.
-    (usage.ru_maxrss as usize * 1024, total, head, tail)
+    // The zombie keeps /proc/<pid>/status until it is reaped; one last read there.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "wrapper status {status}");
+    let peak = peak.load(Ordering::Relaxed);
+    assert!(peak > 0, "no VmHWM sample");
+    (peak, total, head, tail)
 }
 
 /// A batch as long as the bound allows, of tiny requests and one denied call: the refusal
