@@ -41,6 +41,17 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 
+step "Go toolchain (golang-go: the parser differential runs a Go encoding/json server)"
+if ! command -v go >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq golang-go
+  else
+    echo "missing: go (install golang-go)" >&2
+    exit 1
+  fi
+fi
+
 step "rust: format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings

@@ -3,7 +3,7 @@
 //! function only calls the crate-private code it names and summarizes the result, so a fuzz
 //! target can check invariants without reaching into private types.
 
-use crate::proxy::message::{ClientLine, Head, classify};
+use crate::proxy::message::{ClientLine, Message, classify, for_each_message};
 use crate::strict_json::ScanErrorKind;
 
 /// What the client-line classifier (SPEC §3 item 6) made of one line.
@@ -13,14 +13,17 @@ pub enum ClientLineSummary {
     Blank,
     /// Refused with -32700 for this reason.
     ParseError(ScanErrorKind),
+    /// Refused with -32700: a key of the envelope or of a `tools/call`'s `params` (at this
+    /// offset) is a lenient variant of a member name.
+    KeyVariant(usize),
     /// A carriage return inside the line (at this offset): refused with -32700.
     CarriageReturn(usize),
     /// Valid JSON that is neither an object nor an array: refused with -32600.
     NotObject,
     /// One message (an object).
     Single(MessageSummary),
-    /// A batch: one entry per element; `None` for an element that is not an object.
-    Batch(Vec<Option<MessageSummary>>),
+    /// A batch: one entry per element that is an object, in order.
+    Batch(Vec<MessageSummary>),
 }
 
 /// The members of one message the proxy looks at.
@@ -32,13 +35,19 @@ pub struct MessageSummary {
     pub method: Option<String>,
     /// The raw text of `id`, if present (`null` included).
     pub id: Option<String>,
+    /// The raw text of `params.name`, if `params` is an object holding it.
+    pub name: Option<String>,
+    /// The raw text of `params.arguments`, if `params` is an object holding it.
+    pub arguments: Option<String>,
 }
 
-fn summarize(head: &Head<'_>) -> MessageSummary {
+fn summarize(head: &Message<'_>) -> MessageSummary {
     MessageSummary {
         is_tools_call: head.method_is("tools/call"),
-        method: head.method.map(|m| m.get().to_string()),
-        id: head.id.map(|i| i.get().to_string()),
+        method: head.method.map(str::to_string),
+        id: head.id.map(str::to_string),
+        name: head.name.map(str::to_string),
+        arguments: head.arguments.map(str::to_string),
     }
 }
 
@@ -47,14 +56,33 @@ pub fn classify_client_line(line: &[u8]) -> ClientLineSummary {
     match classify(line) {
         ClientLine::Blank => ClientLineSummary::Blank,
         ClientLine::ParseError(e) => ClientLineSummary::ParseError(e.kind),
+        ClientLine::KeyVariant(at) => ClientLineSummary::KeyVariant(at),
         ClientLine::CarriageReturn(at) => ClientLineSummary::CarriageReturn(at),
         ClientLine::NotObject => ClientLineSummary::NotObject,
         ClientLine::Single(h) => ClientLineSummary::Single(summarize(&h)),
-        ClientLine::Batch(items) => {
-            ClientLineSummary::Batch(items.iter().map(|h| h.as_ref().map(summarize)).collect())
+        ClientLine::Batch(text) => {
+            let mut items = Vec::new();
+            for_each_message(text, |m| items.push(summarize(m)));
+            ClientLineSummary::Batch(items)
         }
     }
 }
 
 /// The nesting bound the proxy applies to client lines.
 pub const CLIENT_MAX_DEPTH: usize = crate::proxy::message::CLIENT_MAX_DEPTH;
+
+/// The lenient key folding of SPEC §3 item 6 (one character).
+pub fn fold(c: char) -> char {
+    crate::lenient::fold(c)
+}
+
+/// The checked-in lenient folding table.
+pub fn fold_table() -> &'static [(u32, u32)] {
+    crate::lenient::fold_table()
+}
+
+/// A decoded key after lenient normalization (SPEC §3 item 6): trailing U+0000 removed, every
+/// character folded.
+pub fn normalize_key(key: &str) -> String {
+    key.trim_end_matches('\0').chars().map(fold).collect()
+}

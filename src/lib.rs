@@ -36,6 +36,8 @@ mod diag;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
+mod lenient;
+mod lenient_table;
 mod proxy;
 mod signals;
 

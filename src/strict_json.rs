@@ -2,8 +2,9 @@
 //!
 //! Every byte that reaches a decision (a client line in the proxy, a file in a capture directory)
 //! passes through [`scan`] before any JSON value is materialized. The scan is iterative (no
-//! recursion, so hostile nesting cannot overflow the stack), allocates only for object keys, and
-//! refuses what `serde_json` would silently accept or mis-handle for our purposes:
+//! recursion, so hostile nesting cannot overflow the stack), allocates only one key set per
+//! nesting level (keys are compared from the input, escapes decoded on the fly), and refuses what
+//! `serde_json` would silently accept or mis-handle for our purposes:
 //!
 //! - invalid UTF-8 anywhere, control characters in strings, lone surrogate escapes;
 //! - a duplicate object key at any level, compared after unescaping (`"a"` and `"\u0061"` are the
@@ -13,11 +14,15 @@
 //!   overflow an IEEE 754 double;
 //! - nesting deeper than the caller's limit (the outermost object or array is level 1).
 //!
-//! Only after a successful scan does the caller hand the same bytes to `serde_json`.
+//! `scan_with` (crate-internal) runs the same scan with a `Visitor` that sees the structure as it
+//! goes (the client-line classifier extracts what it needs this way, in the same pass) and may ask
+//! for lenient key comparison (SPEC §3 item 6).
+//!
+//! Only after a successful scan does the caller hand the same bytes (or a part) to `serde_json`.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// Why a scan refused its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,47 +60,217 @@ impl fmt::Display for ScanError {
 
 impl std::error::Error for ScanError {}
 
-/// The keys seen so far in one open object. Small objects use a vector (a linear search is
-/// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
-/// hash set so a hostile object with many keys stays linear overall.
-enum KeySet<'a> {
-    Small(Vec<Cow<'a, str>>),
-    Large(HashSet<Cow<'a, str>>),
+/// One object key, held as its raw JSON text (between the quotes, escapes included) and
+/// compared after decoding: exactly, or after lenient normalization when `LENIENT`.
+#[derive(Clone, Copy)]
+struct Key<'a> {
+    raw: &'a str,
+    lenient: bool,
+    /// ASCII without escapes (most keys): compared bytewise, no decoding.
+    plain: bool,
 }
 
-const SMALL_KEYS: usize = 16;
-
-impl<'a> KeySet<'a> {
-    fn new() -> Self {
-        // One allocation per object: growing 4 -> 8 -> 16 would cost three.
-        KeySet::Small(Vec::with_capacity(SMALL_KEYS))
-    }
-
-    /// Inserts `key`; returns false when it was already present.
-    fn insert(&mut self, key: Cow<'a, str>) -> bool {
-        match self {
-            KeySet::Small(v) => {
-                if v.contains(&key) {
-                    return false;
-                }
-                if v.len() < SMALL_KEYS {
-                    v.push(key);
-                } else {
-                    let mut set: HashSet<Cow<'a, str>> = v.drain(..).collect();
-                    set.insert(key);
-                    *self = KeySet::Large(set);
-                }
-                true
-            }
-            KeySet::Large(s) => s.insert(key),
+impl<'a> Key<'a> {
+    fn new(raw: &'a str, lenient: bool) -> Self {
+        Key {
+            raw,
+            lenient,
+            plain: raw.is_ascii() && !raw.contains('\\'),
         }
     }
 }
 
-enum Frame<'a> {
-    Object(KeySet<'a>),
-    Array,
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.raw, other.raw);
+        if self.plain && other.plain {
+            // No escapes and no NUL (JSON forbids it raw); folding ASCII is ASCII case.
+            return a.len() == b.len()
+                && if self.lenient {
+                    a.eq_ignore_ascii_case(b)
+                } else {
+                    a == b
+                };
+        }
+        if self.lenient {
+            crate::lenient::same_key(a, b)
+        } else {
+            crate::lenient::Decoded::new(a).eq(crate::lenient::Decoded::new(b))
+        }
+    }
 }
+
+impl Eq for Key<'_> {}
+
+impl Hash for Key<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        if self.lenient {
+            crate::lenient::hash_key(self.raw, h);
+        } else {
+            for c in crate::lenient::Decoded::new(self.raw) {
+                c.hash(h);
+            }
+        }
+    }
+}
+
+/// The keys seen so far in one open object. Small objects use an inline array (a linear search is
+/// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
+/// hash table so a hostile object with many keys stays linear overall. Keys borrow the input:
+/// recording or comparing one never allocates, and the large table holds only each key's
+/// offset and length in the input (8 bytes), so a maximal line of tiny keys stays within the
+/// memory bound (SPEC §3 item 6: at most 4× `max_line_bytes`).
+// The inline variant is the point: one set per nesting level lives in the scanner's reused
+// vector, and the objects of a message never allocate.
+#[allow(clippy::large_enum_variant)]
+enum KeySet<'a> {
+    /// Up to `SMALL_KEYS` keys held inline: no allocation for the objects of a JSON-RPC message.
+    Small {
+        keys: [Key<'a>; SMALL_KEYS],
+        len: usize,
+    },
+    Large(Box<LargeKeys>),
+    /// Inputs beyond 4 GiB, whose offsets do not fit 32 bits.
+    Huge(HashSet<Key<'a>>),
+}
+
+struct LargeKeys {
+    table: hashbrown::HashTable<(u32, u32)>,
+    state: std::collections::hash_map::RandomState,
+}
+
+const SMALL_KEYS: usize = 16;
+
+/// Filler for unused inline slots (never compared: only `keys[..len]` is).
+const NO_KEY: Key<'static> = Key {
+    raw: "",
+    lenient: false,
+    plain: true,
+};
+
+impl<'a> KeySet<'a> {
+    fn new() -> Self {
+        KeySet::Small {
+            keys: [NO_KEY; SMALL_KEYS],
+            len: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            KeySet::Small { len, .. } => *len = 0,
+            _ => *self = KeySet::new(),
+        }
+    }
+
+    /// Inserts `key` (a slice of `text`); returns false when it was already present.
+    fn insert(&mut self, key: Key<'a>, text: &'a str) -> bool {
+        match self {
+            KeySet::Small { keys, len } => {
+                let held = keys.get(..*len).unwrap_or(&[]);
+                if held.contains(&key) {
+                    return false;
+                }
+                if let Some(slot) = keys.get_mut(*len) {
+                    *slot = key;
+                    *len += 1;
+                    return true;
+                }
+                let held: Vec<Key<'a>> = keys.to_vec();
+                if u32::try_from(text.len()).is_ok() {
+                    let mut large = Box::new(LargeKeys {
+                        table: hashbrown::HashTable::with_capacity(SMALL_KEYS * 2),
+                        state: std::collections::hash_map::RandomState::new(),
+                    });
+                    for k in held {
+                        large.insert(k, text);
+                    }
+                    let fresh = large.insert(key, text);
+                    *self = KeySet::Large(large);
+                    fresh
+                } else {
+                    let mut set: HashSet<Key<'a>> = held.into_iter().collect();
+                    let fresh = set.insert(key);
+                    *self = KeySet::Huge(set);
+                    fresh
+                }
+            }
+            KeySet::Large(l) => l.insert(key, text),
+            KeySet::Huge(s) => s.insert(key),
+        }
+    }
+}
+
+impl LargeKeys {
+    fn insert(&mut self, key: Key<'_>, text: &str) -> bool {
+        use std::hash::BuildHasher;
+        let lenient = key.lenient;
+        let at = |&(start, len): &(u32, u32)| {
+            Key::new(
+                text.get(start as usize..start as usize + len as usize)
+                    .unwrap_or(""),
+                lenient,
+            )
+        };
+        let hash = self.state.hash_one(key);
+        if self.table.find(hash, |e| at(e) == key).is_some() {
+            return false;
+        }
+        // `key` borrows `text` (checked to fit 32 bits when this table was made).
+        let start = (key.raw.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        let (Ok(start), Ok(len)) = (u32::try_from(start), u32::try_from(key.raw.len())) else {
+            return false;
+        };
+        let state = &self.state;
+        self.table
+            .insert_unique(hash, (start, len), |e| state.hash_one(at(e)));
+        true
+    }
+}
+
+/// An open container: whether it is an object, the role its visitor gave it, the slot it fills
+/// in its parent, and where it started.
+struct Frame {
+    object: bool,
+    role: u8,
+    slot: u8,
+    start: usize,
+}
+
+/// Sees the structure of a scanned text as the scan goes, without building values (the
+/// client-line classifier extracts a message's `method`, `id`, `params.name` and
+/// `params.arguments` this way). Roles and slots are the visitor's own small numbers; `0` means
+/// "nothing of interest". The default methods see nothing.
+pub(crate) trait Visitor<'a> {
+    /// Compare keys after lenient normalization (SPEC §3 item 6) instead of exactly.
+    const LENIENT: bool = false;
+    /// The slot of the top-level value.
+    fn root(&mut self) -> u8 {
+        0
+    }
+    /// A container opens to fill `slot`; returns its role.
+    fn open(&mut self, _slot: u8, _object: bool, _at: usize) -> u8 {
+        0
+    }
+    /// The slot of the next element of an array with `role`.
+    fn element(&mut self, _role: u8) -> u8 {
+        0
+    }
+    /// A key (raw JSON text between the quotes, starting at byte `at`) of an object with `role`;
+    /// returns the slot of its value. An error refuses the text.
+    fn key(&mut self, _role: u8, _raw: &'a str, _at: usize) -> Result<u8, ScanError> {
+        Ok(0)
+    }
+    /// A value that filled `slot` is complete: its text, and its role if it is a container.
+    fn value(&mut self, _slot: u8, _role: u8, _text: &'a str) -> Result<(), ScanError> {
+        Ok(())
+    }
+}
+
+/// The visitor of a plain scan: exact keys, nothing extracted.
+struct Plain;
+
+impl Visitor<'_> for Plain {}
 
 /// Scans `input` as one JSON text (surrounding whitespace allowed) with nesting at most
 /// `max_depth` levels.
@@ -116,13 +291,24 @@ pub fn scan(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
 /// # Errors
 /// Returns the first problem found, see [`ScanErrorKind`].
 pub fn scan_str(input: &str, max_depth: usize) -> Result<(), ScanError> {
+    scan_with(input, max_depth, &mut Plain)
+}
+
+/// [`scan_str`] that shows the structure to `visitor` as it goes (one pass, iterative, no value
+/// built). With `V::LENIENT`, two keys of one object that are equal after lenient
+/// normalization are a duplicate key.
+pub(crate) fn scan_with<'a, V: Visitor<'a>>(
+    input: &'a str,
+    max_depth: usize,
+    visitor: &mut V,
+) -> Result<(), ScanError> {
     Scanner {
         text: input,
         bytes: input.as_bytes(),
         pos: 0,
         max_depth,
     }
-    .run()
+    .run(visitor)
 }
 
 /// Parses JSON text (already accepted by [`scan`]) into a [`serde_json::Value`], taking every
@@ -232,42 +418,60 @@ impl<'a> Scanner<'a> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn run(mut self) -> Result<(), ScanError> {
-        let mut stack: Vec<Frame<'a>> = Vec::with_capacity(self.max_depth.min(8));
-        // `true` when the next token must be a value (start, after ':' or ',' in an array).
+    fn run<V: Visitor<'a>>(mut self, v: &mut V) -> Result<(), ScanError> {
+        let mut stack: Vec<Frame> = Vec::with_capacity(self.max_depth.min(8));
+        // One key set per nesting level, reused by every object at that level.
+        let mut keysets: Vec<KeySet<'a>> = Vec::with_capacity(self.max_depth.min(8));
+        let mut slot = v.root();
         self.skip_ws();
         'value: loop {
             // Parse one value at self.pos.
             self.skip_ws();
+            let start = self.pos;
             match self.peek() {
                 Some(b'{') => {
-                    self.open(&mut stack, Frame::Object(KeySet::new()))?;
+                    self.open(&mut stack, true, slot, v)?;
+                    let depth = stack.len();
+                    while keysets.len() < depth {
+                        keysets.push(KeySet::new());
+                    }
+                    if let Some(k) = keysets.get_mut(depth - 1) {
+                        k.clear();
+                    }
                     self.skip_ws();
                     if self.peek() == Some(b'}') {
                         self.pos += 1;
-                        stack.pop();
+                        self.close(&mut stack, v)?;
                     } else {
-                        self.object_key(&mut stack)?;
+                        slot = self.object_key(&stack, &mut keysets, v)?;
                         continue 'value;
                     }
                 }
                 Some(b'[') => {
-                    self.open(&mut stack, Frame::Array)?;
+                    self.open(&mut stack, false, slot, v)?;
                     self.skip_ws();
                     if self.peek() == Some(b']') {
                         self.pos += 1;
-                        stack.pop();
+                        self.close(&mut stack, v)?;
                     } else {
+                        slot = stack.last().map_or(0, |f| v.element(f.role));
                         continue 'value;
                     }
                 }
                 Some(b'"') => {
-                    self.string(false)?;
+                    self.string()?;
+                    v.value(slot, 0, &self.text[start..self.pos])?;
                 }
-                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b'-' | b'0'..=b'9') => {
+                    self.number()?;
+                    v.value(slot, 0, &self.text[start..self.pos])?;
+                }
                 Some(b't') => self.literal("true")?,
                 Some(b'f') => self.literal("false")?,
-                Some(b'n') => self.literal("null")?,
+                Some(b'n') => {
+                    self.literal("null")?;
+                    v.value(slot, 0, &self.text[start..self.pos])?;
+                }
                 Some(b'N' | b'I') => {
                     if self.text[self.pos..].starts_with("NaN")
                         || self.text[self.pos..].starts_with("Infinity")
@@ -289,21 +493,21 @@ impl<'a> Scanner<'a> {
                         Err(self.invalid())
                     };
                 };
-                let is_object = matches!(top, Frame::Object(_));
-                match (self.peek(), is_object) {
+                match (self.peek(), top.object) {
                     (Some(b','), true) => {
                         self.pos += 1;
                         self.skip_ws();
-                        self.object_key(&mut stack)?;
+                        slot = self.object_key(&stack, &mut keysets, v)?;
                         continue 'value;
                     }
                     (Some(b','), false) => {
                         self.pos += 1;
+                        slot = v.element(top.role);
                         continue 'value;
                     }
                     (Some(b'}'), true) | (Some(b']'), false) => {
                         self.pos += 1;
-                        stack.pop();
+                        self.close(&mut stack, v)?;
                     }
                     _ => return Err(self.invalid()),
                 }
@@ -311,36 +515,69 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn open(&mut self, stack: &mut Vec<Frame<'a>>, frame: Frame<'a>) -> Result<(), ScanError> {
+    fn open<V: Visitor<'a>>(
+        &mut self,
+        stack: &mut Vec<Frame>,
+        object: bool,
+        slot: u8,
+        v: &mut V,
+    ) -> Result<(), ScanError> {
         if stack.len() >= self.max_depth {
             return Err(self.err(ScanErrorKind::TooDeep));
         }
+        let role = v.open(slot, object, self.pos);
+        stack.push(Frame {
+            object,
+            role,
+            slot,
+            start: self.pos,
+        });
         self.pos += 1;
-        stack.push(frame);
         Ok(())
     }
 
-    /// Reads `"key" :` inside the object on top of the stack and records the key.
-    fn object_key(&mut self, stack: &mut [Frame<'a>]) -> Result<(), ScanError> {
+    /// Pops the container that just ended (at `self.pos`) and reports it as a value.
+    fn close<V: Visitor<'a>>(
+        &mut self,
+        stack: &mut Vec<Frame>,
+        v: &mut V,
+    ) -> Result<(), ScanError> {
+        if let Some(f) = stack.pop() {
+            v.value(f.slot, f.role, &self.text[f.start..self.pos])?;
+        }
+        Ok(())
+    }
+
+    /// Reads `"key" :` inside the object on top of the stack, records the key, and returns the
+    /// slot of its value.
+    fn object_key<V: Visitor<'a>>(
+        &mut self,
+        stack: &[Frame],
+        keysets: &mut [KeySet<'a>],
+        v: &mut V,
+    ) -> Result<u8, ScanError> {
         if self.peek() != Some(b'"') {
             return Err(self.invalid());
         }
         let start = self.pos;
-        let key = self.string(true)?;
-        if let Some(Frame::Object(keys)) = stack.last_mut() {
-            if !keys.insert(key) {
+        self.string()?;
+        let raw = &self.text[start + 1..self.pos - 1];
+        if let Some(keys) = keysets.get_mut(stack.len().wrapping_sub(1)) {
+            let key = Key::new(raw, V::LENIENT);
+            if !keys.insert(key, self.text) {
                 return Err(ScanError {
                     kind: ScanErrorKind::DuplicateKey,
                     offset: start,
                 });
             }
         }
+        let slot = v.key(stack.last().map_or(0, |f| f.role), raw, start)?;
         self.skip_ws();
         if self.peek() != Some(b':') {
             return Err(self.invalid());
         }
         self.pos += 1;
-        Ok(())
+        Ok(slot)
     }
 
     fn literal(&mut self, word: &str) -> Result<(), ScanError> {
@@ -445,15 +682,11 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Reads a string starting at the opening quote. With `unescape` (object keys, compared
-    /// for duplicates) returns its unescaped value, borrowed when it has no escapes; without it
-    /// (values) only validates the escapes and returns an empty borrow, so a value full of
-    /// escapes costs no allocation.
-    fn string(&mut self, unescape: bool) -> Result<Cow<'a, str>, ScanError> {
+    /// Validates a string starting at the opening quote and moves past the closing one.
+    /// Escapes are checked (including surrogate pairing) but not decoded: keys are compared
+    /// from their raw text (see [`Key`]), so a string full of escapes costs no allocation.
+    fn string(&mut self) -> Result<(), ScanError> {
         self.pos += 1; // opening quote
-        let start = self.pos;
-        let mut owned: Option<String> = None;
-        let mut run_start = start;
         loop {
             self.skip_plain_string_bytes();
             let Some(b) = self.peek() else {
@@ -461,38 +694,20 @@ impl<'a> Scanner<'a> {
             };
             match b {
                 b'"' => {
-                    let end = self.pos;
                     self.pos += 1;
-                    if !unescape {
-                        return Ok(Cow::Borrowed(""));
-                    }
-                    return Ok(match owned {
-                        None => Cow::Borrowed(&self.text[start..end]),
-                        Some(mut s) => {
-                            s.push_str(&self.text[run_start..end]);
-                            Cow::Owned(s)
-                        }
-                    });
+                    return Ok(());
                 }
                 b'\\' => {
-                    let escape_start = self.pos;
                     self.pos += 1;
                     let Some(e) = self.peek() else {
                         return Err(self.invalid());
                     };
                     self.pos += 1;
-                    let ch = match e {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
+                    match e {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                         b'u' => {
                             let hi = self.hex4()?;
-                            let c = if (0xD800..0xDC00).contains(&hi) {
+                            if (0xD800..0xDC00).contains(&hi) {
                                 if !self.text[self.pos..].starts_with("\\u") {
                                     return Err(self.invalid());
                                 }
@@ -501,25 +716,12 @@ impl<'a> Scanner<'a> {
                                 if !(0xDC00..0xE000).contains(&lo) {
                                     return Err(self.invalid());
                                 }
-                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
                             } else if (0xDC00..0xE000).contains(&hi) {
                                 return Err(self.invalid());
-                            } else {
-                                hi
-                            };
-                            let Some(ch) = char::from_u32(c) else {
-                                return Err(self.invalid());
-                            };
-                            ch
+                            }
                         }
                         _ => return Err(self.invalid()),
-                    };
-                    if unescape {
-                        let s = owned.get_or_insert_with(String::new);
-                        s.push_str(&self.text[run_start..escape_start]);
-                        s.push(ch);
                     }
-                    run_start = self.pos;
                 }
                 0x00..=0x1F => return Err(self.invalid()),
                 _ => self.pos += 1,

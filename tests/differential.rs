@@ -4,6 +4,12 @@
 //! A hostile corpus goes through the real wrapper in front of the recording server; then
 //! tests/fixtures/differential.py reads the recorded bytes the way the SDK's stdio transport does.
 //!
+//! Go (SPEC §3 item 6, lenient parsers): tests/fixtures/go-server is built with the real Go
+//! toolchain (`go build`, standard library only; scripts/test.sh installs golang-go, and a
+//! missing `go` fails the test) and decodes every line with `encoding/json` into tagged structs,
+//! as mcp-go does; it records what it would execute, which is compared with what the policy
+//! judged, line by line.
+//!
 //! Python: `$ASSAY_TEST_PYTHON` (scripts/test.sh points it at the repo .venv, which has `mcp`),
 //! else `python3` (then only the `json` checks run if `mcp` is not importable).
 
@@ -210,4 +216,356 @@ fn differential_checker_flags_undecided_calls() {
     for k in 0..bad.len() {
         assert!(report.contains(&format!("[{k}] FAIL")), "{k}: {report}");
     }
+}
+
+/// The policy the Go differential runs under: a `within` constraint on `read_file.path`, a
+/// schema on `echo.text`, `exec` denied.
+const GO_POLICY: &str = r#"version: "1"
+name: differential
+allow: ["*"]
+deny: ["exec"]
+constraints:
+  - tool: read_file
+    params:
+      path: { within: "/workspace" }
+schemas:
+  echo: { type: object, properties: { text: { type: string, maxLength: 8 } } }
+"#;
+
+/// Lenient-parser attacks (SPEC §3 item 6) and `within` traversal, each with whether the line
+/// may reach the server. Ids are unique per message.
+fn lenient_corpus() -> Vec<(String, bool)> {
+    let t = |id: u32, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+    };
+    let mut v: Vec<(String, bool)> = vec![
+        (INIT.to_string(), true),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+            true,
+        ),
+        // Legitimate calls.
+        (t(101, r#"{"name":"echo","arguments":{"text":"hi"}}"#), true),
+        (t(102, r#"{"name":"read_file","arguments":{"path":"/workspace/a"}}"#), true),
+        (t(103, r#"{"name":"read_file","arguments":{"path":"/workspace/./b/../c"}}"#), true),
+        (t(104, r#"{"name":"ech\u006f","arguments":{"text":"x"}}"#), true),
+        (t(105, r#"{"name":"echo","arguments":{"Method":1,"Name":2,"nested":{"PATH":3}}}"#), true),
+        (
+            r#"{"jsonrpc":"2.0","id":106,"method":"ping","params":{"Name":"exec"}}"#.to_string(),
+            true,
+        ),
+        (t(107, r#"{"name":"read_file","arguments":{"path":"file:///workspace/d"}}"#), true),
+        // within: traversal and look-alikes.
+        (t(110, r#"{"name":"read_file","arguments":{"path":"/workspace/../etc/passwd"}}"#), false),
+        (
+            t(111, r#"{"name":"read_file","arguments":{"path":"file:///workspace/%2e%2e/etc/passwd"}}"#),
+            false,
+        ),
+        (t(112, r#"{"name":"read_file","arguments":{"path":"/workspacex/a"}}"#), false),
+        (t(113, r#"{"name":"read_file","arguments":{"path":"workspace/a"}}"#), false),
+        (t(114, r#"{"name":"read_file","arguments":{"path":"~/a"}}"#), false),
+        (t(115, r#"{"name":"read_file","arguments":{"path":""}}"#), false),
+        (t(116, r#"{"name":"read_file","arguments":{"path":"/workspace/a\u0000"}}"#), false),
+        // Envelope members: case, fold and NUL variants.
+        (
+            r#"{"jsonrpc":"2.0","id":120,"Method":"tools/call","params":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":121,"method":"ping","METHOD":"tools/call","params":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":122,"method":"ping","method\u0000":"tools/call","params":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":123,"method":"tools/call","params":{"name":"echo"},"paramſ":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":124,"method":"tools/call","params":{"name":"echo"},"params\u0000\u0000":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":125,"method":"tools/call","Params":{"name":"exec"}}"#.to_string(),
+            false,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","ID":126,"id":127,"method":"tools/call","params":{"name":"echo"}}"#.to_string(),
+            false,
+        ),
+        // tools/call params members.
+        (t(130, r#"{"name":"echo","Name":"exec"}"#), false),
+        (t(131, r#"{"Name":"exec"}"#), false),
+        (t(132, r#"{"name":"echo","name\u0000":"exec"}"#), false),
+        (t(133, r#"{"name\u0000":"exec"}"#), false),
+        (
+            t(134, r#"{"name":"read_file","arguments":{"path":"/workspace/a"},"Arguments":{"path":"/etc/passwd"}}"#),
+            false,
+        ),
+        (t(135, r#"{"name":"read_file","Arguments":{"path":"/etc/passwd"}}"#), false),
+        (t(136, r#"{"name":"echo","_META":{"x":1}}"#), false),
+        // Constrained and schema arguments.
+        (
+            t(140, r#"{"name":"read_file","arguments":{"path":"/workspace/a","PATH":"/etc/passwd"}}"#),
+            false,
+        ),
+        (t(141, r#"{"name":"read_file","arguments":{"PATH":"/etc/passwd"}}"#), false),
+        (t(142, r#"{"name":"read_file","arguments":{"Path":"/etc/passwd"}}"#), false),
+        (t(143, r#"{"name":"read_file","arguments":{"path\u0000":"/etc/passwd"}}"#), false),
+        (t(144, r#"{"name":"echo","arguments":{"TEXT":"far longer than eight"}}"#), false),
+        (t(145, r#"{"name":"echo","arguments":{"text":"a","Text":"far longer than eight"}}"#), false),
+        (t(146, r#"{"name":"echo","arguments":{"k":1,"K":2}}"#), false),
+        (t(147, r#"{"name":"echo","arguments":{"ſ":1,"s":2}}"#), false),
+        (t(148, r#"{"name":"exec"}"#), false),
+        // Batches: allowed (forwarded), and refused whole.
+        (
+            format!(
+                "[{},{}]",
+                t(150, r#"{"name":"echo","arguments":{"text":"b"}}"#),
+                t(151, r#"{"name":"read_file","arguments":{"path":"/workspace/e"}}"#)
+            ),
+            true,
+        ),
+        (
+            format!(
+                "[{},{}]",
+                t(152, r#"{"name":"echo","arguments":{"text":"b"}}"#),
+                t(153, r#"{"name":"read_file","arguments":{"path":"/workspace/../etc"}}"#)
+            ),
+            false,
+        ),
+        (
+            format!(
+                r#"[{},{{"jsonrpc":"2.0","id":155,"METHOD":"tools/call","method":"ping","params":{{"name":"exec"}}}}]"#,
+                t(154, r#"{"name":"echo"}"#)
+            ),
+            false,
+        ),
+    ];
+    // Every ASCII case variant of `method` alone, and with the real member.
+    for (k, key) in ["mEthod", "metHod", "METHOD", "Method\u{0}"]
+        .iter()
+        .enumerate()
+    {
+        let key = key.replace('\0', "\\u0000");
+        v.push((
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"{key}":"tools/call","params":{{"name":"exec"}}}}"#,
+                160 + k
+            ),
+            false,
+        ));
+    }
+    v
+}
+
+fn message_ids(line: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let items = match v {
+        serde_json::Value::Array(a) => a,
+        other => vec![other],
+    };
+    items
+        .iter()
+        .filter_map(|m| m.get("id").cloned().or_else(|| m.get("ID").cloned()))
+        .collect()
+}
+
+/// SPEC §3 item 6 and §11: a real Go `encoding/json` server (decoding into tagged structs like
+/// mcp-go), Python's `json` and the MCP Python SDK see, for every line the wrapper forwards, the
+/// same method, tool name and constrained arguments the policy judged; no refused line reaches
+/// the server.
+#[test]
+fn go_python_and_the_sdk_see_what_the_policy_judged() {
+    let dir = tempdir();
+    let server = dir.path().join("go-server");
+    go_build("go-server", &server);
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, GO_POLICY).unwrap();
+    let cap = dir.path().join("cap");
+    let record = dir.path().join("record.ndjson");
+    let received = dir.path().join("received.bin");
+    let corpus = lenient_corpus();
+    let mut input = Vec::new();
+    for (line, _) in &corpus {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+    }
+    let opts = [
+        "--policy".to_string(),
+        policy.display().to_string(),
+        "--event-source".into(),
+        "assay://test/session".into(),
+        "--capture-dir".into(),
+        cap.display().to_string(),
+    ];
+    let r = run(
+        &wrap_args(
+            &strs(&opts),
+            &[
+                &server.display().to_string(),
+                &record.display().to_string(),
+                &received.display().to_string(),
+            ],
+        ),
+        &input,
+    );
+    r.expect_status(0);
+    let report = r.report();
+
+    // What Go executed, by id.
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut go_by_id = std::collections::HashMap::new();
+    for rec in &records {
+        assert!(
+            rec.get("error").is_none(),
+            "Go failed to decode: {rec}\n{report}"
+        );
+        if !rec["id"].is_null() {
+            assert!(
+                go_by_id
+                    .insert(rec["id"].to_string(), rec.clone())
+                    .is_none(),
+                "Go ran id {} twice\n{report}",
+                rec["id"]
+            );
+        }
+    }
+    let decisions = decision_lines(&cap.join("decisions.ndjson"));
+    let allowed: std::collections::HashMap<String, &serde_json::Value> = decisions
+        .iter()
+        .filter(|d| d["data"]["decision"] == "allow")
+        .map(|d| {
+            (
+                d["data"]["tool_call_id"].as_str().unwrap_or("").to_string(),
+                d,
+            )
+        })
+        .collect();
+    let responses: std::collections::HashMap<String, serde_json::Value> = r
+        .lines()
+        .into_iter()
+        .flat_map(|v| match v {
+            serde_json::Value::Array(a) => a,
+            other => vec![other],
+        })
+        .map(|v| (v["id"].to_string(), v))
+        .collect();
+
+    let mut forwarded_calls = 0;
+    for (line, forward) in &corpus {
+        let ids = message_ids(line);
+        for id in &ids {
+            let key = id.to_string();
+            let go = go_by_id.get(&key);
+            if !forward {
+                assert!(
+                    go.is_none(),
+                    "refused line reached Go: {line}\n{go:?}\n{report}"
+                );
+                continue;
+            }
+            let go =
+                go.unwrap_or_else(|| panic!("forwarded line did not reach Go: {line}\n{report}"));
+            // The policy's view: exact keys (the line has no variants, or it was refused).
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let msg = match &v {
+                serde_json::Value::Array(a) => a.iter().find(|m| m["id"] == *id).unwrap().clone(),
+                other => other.clone(),
+            };
+            assert_eq!(go["method"], msg["method"], "method of {line}");
+            if msg["method"] == "tools/call" {
+                forwarded_calls += 1;
+                let name = &msg["params"]["name"];
+                assert_eq!(&go["tool"], name, "tool of {line}");
+                let d = allowed
+                    .get(&key)
+                    .unwrap_or_else(|| panic!("no allow decision for {line}"));
+                assert_eq!(&d["data"]["tool"], name, "decision tool of {line}");
+                let args = &msg["params"]["arguments"];
+                for (field, map, strct) in [
+                    ("path", "path_map", "path_struct"),
+                    ("text", "text_map", "text_struct"),
+                ] {
+                    let policy_saw = args.get(field).cloned().unwrap_or(serde_json::Value::Null);
+                    let go_map = go.get(map).cloned().unwrap_or(serde_json::Value::Null);
+                    let go_struct = go.get(strct).cloned().unwrap_or(serde_json::Value::Null);
+                    assert_eq!(go_map, policy_saw, "{field} (map) of {line}");
+                    if policy_saw.is_string() || policy_saw.is_null() {
+                        assert_eq!(go_struct, policy_saw, "{field} (struct) of {line}");
+                    }
+                }
+            }
+        }
+        if !forward {
+            // The client got an answer for every refused request.
+            for id in &ids {
+                if line.contains(r#""ID":"#) {
+                    continue;
+                }
+                let resp = responses.get(&id.to_string());
+                let refused = resp
+                    .is_some_and(|r| r.get("error").is_some() || r["result"]["isError"] == true);
+                let line_error = responses
+                    .get("null")
+                    .is_some_and(|r| r["error"]["code"] == -32700);
+                assert!(
+                    refused || line_error,
+                    "no refusal for id {id} of {line}\n{report}"
+                );
+            }
+        }
+    }
+    assert_eq!(forwarded_calls, 8, "{report}");
+
+    // Python json, strict json and the MCP SDK read the bytes Go received the same way.
+    let (status, py) = checker(&[(&received, &cap.join("decisions.ndjson"))]);
+    assert_eq!(status, Some(0), "{py}\n{report}");
+    assert!(py.contains("8 tools/call matched"), "{py}\n{report}");
+}
+
+/// The Go server is a real lenient parser: fed directly (no wrapper), the attack lines run the
+/// tool and arguments the wrapper must refuse. This is what makes the differential above able to
+/// fail.
+#[test]
+fn the_go_server_reads_keys_like_mcp_go() {
+    let dir = tempdir();
+    let server = dir.path().join("go-server");
+    go_build("go-server", &server);
+    let record = dir.path().join("record.ndjson");
+    let received = dir.path().join("received.bin");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping","METHOD":"tools/call","params":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","Name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"},"paramſ":{"name":"exec"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/a","PATH":"/etc/passwd"}}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/a"},"Arguments":{"path":"/etc/passwd"}}}"#,
+    ];
+    let r = run_program(
+        &server.display().to_string(),
+        &[record.display().to_string(), received.display().to_string()],
+        &script(&lines),
+    );
+    assert_eq!(r.status, Some(0), "{}", r.report());
+    let got: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tool = |i: usize| got[i]["tool"].as_str().unwrap_or("-").to_string();
+    for i in 0..4 {
+        assert_eq!(got[i]["method"], "tools/call", "{}", lines[i]);
+        assert_eq!(tool(i), "exec", "{}", lines[i]);
+    }
+    assert_eq!(got[4]["path_struct"], "/etc/passwd");
+    assert_eq!(got[4]["path_map"], "/workspace/a");
+    assert_eq!(got[5]["path_struct"], "/etc/passwd");
+    assert_eq!(got[5]["path_map"], "/etc/passwd");
 }

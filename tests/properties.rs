@@ -34,6 +34,55 @@ fn strict_parse(line: &[u8]) -> Option<Value> {
     reference::literal_value(line)
 }
 
+/// Lenient normalization for the generator's alphabet, written independently of the wrapper's
+/// table: trailing NULs removed, `ſ` → `s`, Kelvin sign → `k`, then lowercase.
+fn norm(k: &str) -> String {
+    k.trim_end_matches('\0')
+        .chars()
+        .map(|c| match c {
+            '\u{17F}' => 's',
+            '\u{212A}' => 'k',
+            c => c,
+        })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn variant(k: &str, name: &str) -> bool {
+    k != name && norm(k) == norm(name)
+}
+
+/// Two keys of one object equal after lenient normalization, anywhere in `v`.
+fn lenient_duplicate(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => {
+            let mut seen = std::collections::HashSet::new();
+            m.keys().any(|k| !seen.insert(norm(k))) || m.values().any(lenient_duplicate)
+        }
+        Value::Array(a) => a.iter().any(lenient_duplicate),
+        _ => false,
+    }
+}
+
+const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+const CALL_PARAMS: [&str; 3] = ["name", "arguments", "_meta"];
+
+/// A message whose envelope keys, or whose `tools/call` params keys, hold a variant of a member
+/// name (SPEC §3 item 6: the line is refused with -32700).
+fn member_variant(msg: &Value) -> bool {
+    let Some(m) = msg.as_object() else {
+        return false;
+    };
+    if m.keys().any(|k| ENVELOPE.iter().any(|n| variant(k, n))) {
+        return true;
+    }
+    is_call(msg)
+        && msg
+            .get("params")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.keys().any(|k| CALL_PARAMS.iter().any(|n| variant(k, n))))
+}
+
 /// The demo policy (examples/demo/policy.yaml) for the tools the generator uses.
 fn policy_allows(msg: &Value) -> Decision {
     let Some(params) = msg.get("params").and_then(Value::as_object) else {
@@ -46,11 +95,32 @@ fn policy_allows(msg: &Value) -> Decision {
         return Decision::Deny;
     }
     if name == "read_file" {
-        let path = params
-            .get("arguments")
-            .and_then(|a| a.get("path"))
-            .and_then(Value::as_str);
-        if !path.is_some_and(|p| p.starts_with("/workspace/")) {
+        let args = params.get("arguments");
+        // An argument key that is a variant of the constrained `path` is refused.
+        if args
+            .and_then(Value::as_object)
+            .is_some_and(|a| a.keys().any(|k| variant(k, "path")))
+        {
+            return Decision::Deny;
+        }
+        let path = args.and_then(|a| a.get("path")).and_then(Value::as_str);
+        // `within: "/workspace"`, resolved lexically.
+        let inside = |p: &str| {
+            let mut segs: Vec<&str> = Vec::new();
+            for seg in p.split('/') {
+                match seg {
+                    "" | "." => {}
+                    ".." => {
+                        if segs.pop().is_none() {
+                            return false;
+                        }
+                    }
+                    s => segs.push(s),
+                }
+            }
+            p.starts_with('/') && segs.first() == Some(&"workspace")
+        };
+        if !path.is_some_and(inside) {
             return Decision::Deny;
         }
     }
@@ -105,6 +175,16 @@ fn expect(line: &[u8]) -> (bool, Vec<(Value, &'static str)>) {
     if body[first..last].contains(&b'\r') {
         return (false, Vec::new());
     }
+    if lenient_duplicate(&v) {
+        return (false, Vec::new());
+    }
+    let messages: Vec<&Value> = match &v {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    if messages.iter().any(|m| member_variant(m)) {
+        return (false, Vec::new());
+    }
     match &v {
         Value::Object(_) if is_call(&v) => {
             let d = policy_allows(&v);
@@ -152,6 +232,9 @@ fn tool() -> impl Strategy<Value = String> {
         r#""name":"shell_run""#,
         r#""name":"read_file","arguments":{"path":"/workspace/a.txt"}"#,
         r#""name":"read_file","arguments":{"path":"/etc/passwd"}"#,
+        r#""name":"read_file","arguments":{"path":"/workspace/../etc/passwd"}"#,
+        r#""name":"read_file","arguments":{"path":"/workspace/a","PATH":"/etc/passwd"}"#,
+        r#""name":"echo","arguments":{"k":1,"\u212a":2}"#,
         r#""name":"ech\u006f","arguments":{}"#,
         r#""arguments":{}"#,
         r#""name":7"#,
@@ -171,12 +254,62 @@ fn method() -> impl Strategy<Value = &'static str> {
     ])
 }
 
-/// One message object (no newline).
+/// A member name as written on the wire: mostly exact (sometimes with an escape, which is
+/// still the same key), sometimes a lenient variant (case, `ſ`/Kelvin fold, trailing NUL).
+fn key(name: &'static str) -> impl Strategy<Value = String> {
+    let upper_first = {
+        let mut c = name.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default()
+    };
+    let folded = name.replace('s', "\u{17F}").replace('k', "\u{212A}");
+    let escaped = {
+        let mut c = name.chars();
+        c.next()
+            .map(|f| format!("\\u{:04x}{}", f as u32, c.as_str()))
+            .unwrap_or_default()
+    };
+    prop_oneof![
+        16 => Just(name.to_string()),
+        2 => Just(escaped),
+        1 => Just(upper_first),
+        1 => Just(name.to_uppercase()),
+        1 => Just(format!("{name}\\u0000")),
+        1 => Just(folded),
+    ]
+}
+
+/// One message object (no newline), with generated spellings of its member names and,
+/// sometimes, a second member whose name is a variant of `method`.
 fn message() -> impl Strategy<Value = String> {
-    (method(), prop::option::of(id()), tool()).prop_map(|(m, id, t)| match id {
-        Some(id) => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}","params":{{{t}}}}}"#),
-        None => format!(r#"{{"jsonrpc":"2.0","method":"{m}","params":{{{t}}}}}"#),
-    })
+    (
+        method(),
+        prop::option::of(id()),
+        tool(),
+        (
+            key("method"),
+            key("params"),
+            key("name"),
+            key("path"),
+            key("id"),
+        ),
+        prop::option::of(key("method")),
+    )
+        .prop_map(|(m, id, t, (mk, pk, nk, pathk, idk), extra)| {
+            let t = t
+                .replace(r#""name":"#, &format!(r#""{nk}":"#))
+                .replace(r#""path":"#, &format!(r#""{pathk}":"#));
+            let extra = extra
+                .map(|k| format!(r#","{k}":"ping""#))
+                .unwrap_or_default();
+            match id {
+                Some(id) => format!(
+                    r#"{{"jsonrpc":"2.0","{idk}":{id},"{mk}":"{m}","{pk}":{{{t}}}{extra}}}"#
+                ),
+                None => format!(r#"{{"jsonrpc":"2.0","{mk}":"{m}","{pk}":{{{t}}}{extra}}}"#),
+            }
+        })
 }
 
 fn batch() -> impl Strategy<Value = String> {

@@ -269,3 +269,27 @@ pub fn run_with_file_size_limit(cap: &Path) -> Run {
     ));
     run_program("/bin/sh", &argv, &script(&refs))
 }
+
+/// Builds the Go program in `tests/fixtures/<fixture>` (standard library only) into `out` with
+/// the real Go toolchain. Offline: no module download, caches under target/. Panics (fails the
+/// test, never skips) when `go` is missing: scripts/test.sh installs it.
+pub fn go_build(fixture: &str, out: &Path) {
+    let target = root().join("target");
+    let status = Command::new("go")
+        .args(["build", "-o"])
+        .arg(out)
+        .arg(".")
+        .current_dir(root().join("tests/fixtures").join(fixture))
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .env("GOCACHE", target.join("go-cache"))
+        .env("GOPATH", target.join("go-path"))
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("the Go toolchain is required (scripts/test.sh installs golang-go): {e}")
+        });
+    assert!(
+        status.success(),
+        "go build of tests/fixtures/{fixture} failed"
+    );
+}

@@ -1,11 +1,20 @@
-//! Argument constraints (SPEC §5): a regex that named string arguments must match.
+//! Argument constraints (SPEC §5): a regex that named string arguments must match, and/or
+//! roots a path argument must lie within.
 //!
 //! ```yaml
 //! constraints:
 //!   - tool: read_file            # a glob, like allow/deny patterns
 //!     params:
-//!       path: { matches: "^/workspace/" }
+//!       path: { within: "/workspace" }          # or a list of roots
+//!   - tool: fetch
+//!     params:
+//!       url: { matches: "^https://docs\\.example\\.com/" }
 //! ```
+//!
+//! `within` is a lexical path check (see [`super::within`]); a rule with both keys needs both
+//! to pass. Lenient parsers (SPEC §3 item 6): an argument key that differs from a constrained
+//! parameter's name but equals it after lenient normalization (`PATH`, `paT\u0000`) fails the
+//! constraint, since a server decoding case-insensitively would read it as that parameter.
 //!
 //! A constraint applies to every tool its `tool` glob matches. For each constrained parameter the
 //! argument must be present and a string, and the Rust regex must find a match somewhere in it
@@ -23,7 +32,9 @@ use super::{Ctx, PolicyError};
 
 struct ParamRule {
     name: String,
-    regex: Regex,
+    regex: Option<Regex>,
+    /// Normalized absolute roots (`within`).
+    within: Option<Vec<String>>,
     /// `constraints:<tool>.<param>`.
     rule: String,
 }
@@ -31,6 +42,51 @@ struct ParamRule {
 struct Constraint {
     tool: Glob,
     params: Vec<ParamRule>,
+}
+
+impl ParamRule {
+    /// Why the string value `s` fails this rule, if it does.
+    fn problem(&self, s: &str) -> Option<&'static str> {
+        if let Some(re) = &self.regex {
+            if !re.is_match(s) {
+                return Some("does not match the required pattern");
+            }
+        }
+        if let Some(roots) = &self.within {
+            let inside = match super::within::resolve(s) {
+                Ok(path) => roots.iter().any(|r| super::within::inside(&path, r)),
+                Err(why) => return Some(why),
+            };
+            if !inside {
+                return Some("is not within the allowed roots");
+            }
+        }
+        None
+    }
+}
+
+/// `within`: one root or a non-empty list of roots, each absolute and normalized.
+fn parse_roots(ctx: &Ctx<'_>, v: &Value, key: &str) -> Result<Vec<String>, PolicyError> {
+    let one = |v: &Value, key: &str| -> Result<String, PolicyError> {
+        let root = ctx.string(v, key)?;
+        match super::within::root_problem(root) {
+            None => Ok(root.to_string()),
+            Some(why) => Err(ctx.invalid(key, why)),
+        }
+    };
+    match v {
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Err(ctx.invalid(key, "must name at least one root"));
+            }
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, r)| one(r, &format!("{key}[{i}]")))
+                .collect()
+        }
+        other => Ok(vec![one(other, key)?]),
+    }
 }
 
 /// The compiled `constraints` list.
@@ -62,17 +118,31 @@ impl Constraints {
             let mut params = Vec::with_capacity(params_obj.len());
             for (name, rule) in params_obj {
                 let key = format!("{params_key}.{name}");
-                let rule_obj = ctx.object(rule, &key, "a mapping with key matches")?;
-                ctx.check_keys(rule_obj, &key, &["matches"])?;
+                let rule_obj =
+                    ctx.object(rule, &key, "a mapping with keys matches and/or within")?;
+                ctx.check_keys(rule_obj, &key, &["matches", "within"])?;
                 let m_key = format!("{key}.matches");
-                let Some(m) = rule_obj.get("matches") else {
-                    return Err(ctx.missing(&m_key, "add a regex the argument must match"));
+                let regex = match rule_obj.get("matches") {
+                    Some(m) => {
+                        let pattern = ctx.string(m, &m_key)?;
+                        Some(Regex::new(pattern).map_err(|e| ctx.bad_regex(&m_key, &e))?)
+                    }
+                    None => None,
                 };
-                let pattern = ctx.string(m, &m_key)?;
-                let regex = Regex::new(pattern).map_err(|e| ctx.bad_regex(&m_key, &e))?;
+                let within = match rule_obj.get("within") {
+                    Some(w) => Some(parse_roots(ctx, w, &format!("{key}.within"))?),
+                    None => None,
+                };
+                if regex.is_none() && within.is_none() {
+                    return Err(ctx.missing(
+                        &m_key,
+                        "add a regex the argument must match (matches) or roots it must lie within (within)",
+                    ));
+                }
                 params.push(ParamRule {
                     name: name.clone(),
                     regex,
+                    within,
                     rule: format!("constraints:{tool}.{name}"),
                 });
             }
@@ -118,10 +188,21 @@ impl Constraints {
                         reason,
                     });
                 };
+                if args.keys().any(|k| crate::lenient::is_variant(k, &p.name)) {
+                    return Err(Failure {
+                        rule: &p.rule,
+                        reason: format!(
+                            "an argument key is a case, fold or NUL variant of constrained argument `{}`",
+                            p.name.escape_debug()
+                        ),
+                    });
+                }
                 let problem = match args.get(&p.name) {
                     None => "is missing",
-                    Some(Value::String(s)) if p.regex.is_match(s) => continue,
-                    Some(Value::String(_)) => "does not match the required pattern",
+                    Some(Value::String(s)) => match p.problem(s) {
+                        None => continue,
+                        Some(problem) => problem,
+                    },
                     Some(_) => "is not a string",
                 };
                 return Err(Failure {
@@ -241,6 +322,75 @@ mod tests {
     }
 
     #[test]
+    fn within_confines_paths() {
+        let c = ok(json!([{"tool": "read_file", "params": {"path": {"within": "/workspace"}}}]));
+        assert!(fail(&c, "read_file", Some(&json!({"path": "/workspace/a"}))).is_none());
+        assert!(
+            fail(
+                &c,
+                "read_file",
+                Some(&json!({"path": "file:///workspace/a"}))
+            )
+            .is_none()
+        );
+        for bad in [
+            json!("/workspace/../etc/passwd"),
+            json!("/workspacex"),
+            json!("relative"),
+            json!("~"),
+            json!(""),
+            json!("/workspace/\u{0}"),
+            json!(7),
+            json!(null),
+        ] {
+            let (rule, _) =
+                fail(&c, "read_file", Some(&json!({ "path": bad }))).unwrap_or_default();
+            assert_eq!(rule, "constraints:read_file.path", "{bad}");
+        }
+        let c = ok(
+            json!([{"tool": "t", "params": {"p": {"within": ["/a", "/b/c"], "matches": "x$"}}}]),
+        );
+        assert!(fail(&c, "t", Some(&json!({"p": "/b/c/d/x"}))).is_none());
+        assert!(
+            fail(&c, "t", Some(&json!({"p": "/b/c/d/y"}))).is_some(),
+            "matches too"
+        );
+        assert!(fail(&c, "t", Some(&json!({"p": "/b/x"}))).is_some());
+    }
+
+    #[test]
+    fn variant_keys_of_constrained_arguments_fail() {
+        let c = ok(json!([{"tool": "t", "params": {"path": {"within": "/w"}}}]));
+        for key in ["PATH", "Path", "path\u{0}", "pat\u{0}"] {
+            let mut m = serde_json::Map::new();
+            m.insert("path".into(), json!("/w/a"));
+            m.insert(key.into(), json!("/etc/passwd"));
+            let args = Value::Object(m);
+            let r = fail(&c, "t", Some(&args));
+            if key == "pat\0" {
+                assert!(r.is_none(), "{key:?} is not a variant of path");
+            } else {
+                let (rule, reason) = r.unwrap_or_default();
+                assert_eq!(rule, "constraints:t.path", "{key:?}");
+                assert!(reason.contains("variant"), "{reason}");
+            }
+        }
+        // Alone, a variant key is refused too (the server would read it as `path`).
+        assert!(fail(&c, "t", Some(&json!({"PATH": "/w/a"}))).is_some());
+        assert!(fail(&c, "t", Some(&json!({"PAT": "/w/a", "path": "/w/b"}))).is_none());
+        assert!(fail(&c, "t", Some(&json!({"path": "/w/a", "other": 1}))).is_none());
+        let c = ok(json!([{"tool": "t", "params": {"sk": {"matches": "^ok$"}}}]));
+        assert!(
+            fail(
+                &c,
+                "t",
+                Some(&json!({"sk": "ok", "\u{17f}\u{212a}": "bad"}))
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
     fn load_errors_name_the_key() {
         let cases = [
             (json!({}), "constraints"),
@@ -264,6 +414,22 @@ mod tests {
             (
                 json!([{"tool": "t", "params": {"p": {}}}]),
                 "constraints[0].params.p.matches",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"within": "rel"}}}]),
+                "constraints[0].params.p.within",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"within": ["/a", "/b/../c"]}}}]),
+                "constraints[0].params.p.within[1]",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"within": []}}}]),
+                "constraints[0].params.p.within",
+            ),
+            (
+                json!([{"tool": "t", "params": {"p": {"within": 3}}}]),
+                "constraints[0].params.p.within",
             ),
             (
                 json!([{"tool": "t", "params": {"p": {"matches": "x", "regex": "y"}}}]),

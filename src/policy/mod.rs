@@ -8,7 +8,7 @@
 //! constraints:                 # optional; see `constraints` below
 //!   - tool: read_file
 //!     params:
-//!       path: { matches: "^/workspace/" }
+//!       path: { within: "/workspace" }   # or matches: a regex searched in the string
 //! schemas:                     # optional; JSON Schema draft 2020-12 per literal tool name
 //!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
 //! hide_refused_tools: false    # optional boolean; true: tools/list results omit tools refused
@@ -25,9 +25,10 @@
 //! Everything is compiled at load so that [`Policy::evaluate`] — on the proxy's hot path — only
 //! matches precompiled globs, runs precompiled regexes and validators, and copies a few strings.
 //!
-//! Files: `glob` (tool-name patterns), `constraints` (argument regexes), `schema` (argument JSON
-//! Schemas), `decide` (verdict types and the evaluation order), `read` (bytes → value, strictly),
-//! `by_name` (whether the tool name alone refuses every call, for `hide_refused_tools`).
+//! Files: `glob` (tool-name patterns), `constraints` (argument rules), `within` (the lexical
+//! path containment check), `schema` (argument JSON Schemas), `decide` (verdict types and the
+//! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
+//! refuses every call, for `hide_refused_tools`).
 
 mod by_name;
 mod constraints;
@@ -35,6 +36,7 @@ mod decide;
 mod glob;
 mod read;
 mod schema;
+mod within;
 
 use std::fmt;
 use std::io::Read;

@@ -29,6 +29,9 @@ use super::{Ctx, PolicyError};
 
 struct ToolSchema {
     validator: Validator,
+    /// Every property name the schema names (`properties` keys and `required` entries, at any
+    /// depth): an argument key that is a lenient variant of one of them is refused.
+    names: Vec<String>,
     /// `schemas:<tool>`.
     rule: String,
 }
@@ -47,6 +50,57 @@ impl Default for Schemas {
             empty: Value::Object(Map::new()),
         }
     }
+}
+
+/// The property names a schema names anywhere: keys of `properties` objects and strings of
+/// `required` arrays.
+fn property_names(schema: &Value) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Object(props)) = m.get("properties") {
+                    names.extend(props.keys().cloned());
+                }
+                if let Some(Value::Array(req)) = m.get("required") {
+                    names.extend(req.iter().filter_map(Value::as_str).map(str::to_owned));
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The schema property name that some key of an object anywhere in `instance` is a lenient
+/// variant of (SPEC §3 item 6), if any. A key equal to a name is not a variant.
+fn variant_key<'n>(instance: &Value, names: &'n [String]) -> Option<&'n str> {
+    if names.is_empty() {
+        return None;
+    }
+    let mut stack = vec![instance];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                for (k, child) in m {
+                    if names.binary_search(k).is_err() {
+                        if let Some(n) = names.iter().find(|n| crate::lenient::same(k, n)) {
+                            return Some(n);
+                        }
+                    }
+                    stack.push(child);
+                }
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Compiles one schema with the policy's fixed options.
@@ -82,6 +136,7 @@ impl Schemas {
                 tool.clone(),
                 ToolSchema {
                     validator,
+                    names: property_names(schema),
                     rule: format!("schemas:{tool}"),
                 },
             );
@@ -105,6 +160,15 @@ impl Schemas {
             return Ok(());
         };
         let instance = arguments.unwrap_or(&self.empty);
+        if let Some(name) = variant_key(instance, &s.names) {
+            return Err(Failure {
+                rule: &s.rule,
+                reason: format!(
+                    "an argument key is a case, fold or NUL variant of schema property `{}`",
+                    name.escape_debug()
+                ),
+            });
+        }
         match s.validator.validate(instance) {
             Ok(()) => Ok(()),
             Err(e) => {

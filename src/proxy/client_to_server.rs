@@ -2,6 +2,7 @@
 //! evaluates every `tools/call` against the policy with exactly one decision event each, and
 //! forwards what may pass byte-exact.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ChildStdin;
@@ -11,7 +12,7 @@ use std::sync::atomic::Ordering;
 use serde_json::value::RawValue;
 
 use super::line::LineReader;
-use super::message::{self, CallParams, ClientLine, Head, as_str, classify};
+use super::message::{self, ClientLine, Message, as_str, classify, for_each_message};
 use super::respond;
 use super::{Shared, WorkerError};
 use crate::evidence::event::sha256_hex;
@@ -20,9 +21,11 @@ use crate::strict_json::ScanErrorKind;
 
 /// One evaluated `tools/call`.
 struct Evaluated<'a> {
-    id: Option<&'a RawValue>,
-    tool: Option<String>,
-    tool_call_id: Option<String>,
+    /// The raw `id` text.
+    id: Option<&'a str>,
+    /// Borrowed from the line unless it holds escapes.
+    tool: Option<Cow<'a, str>>,
+    tool_call_id: Option<Cow<'a, str>>,
     arguments_sha256: Option<String>,
     verdict: Verdict,
 }
@@ -48,13 +51,17 @@ fn malformed(reason: &str) -> Verdict {
     }
 }
 
-fn tool_call_id(id: Option<&RawValue>) -> Option<String> {
-    let raw = id?;
-    match raw.get() {
+fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
+    match id? {
         "null" => None,
-        s if s.starts_with('"') => as_str(raw).map(|c| c.into_owned()),
-        s => Some(s.to_string()),
+        s if s.starts_with('"') => as_str(s),
+        s => Some(Cow::Borrowed(s)),
     }
+}
+
+/// The raw `id` text as a `RawValue` for a response (it passed the strict scan).
+fn raw_id(id: &str) -> Option<&RawValue> {
+    serde_json::from_str::<&RawValue>(id).ok()
 }
 
 impl ClientWorker {
@@ -92,6 +99,9 @@ impl ClientWorker {
                         .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
                 }
                 Action::Drop => {}
+                Action::Failed(e) => {
+                    return Err(WorkerError::Io(format!("writing to the client: {e}")));
+                }
             }
         }
         // Client EOF: flush and close the child's stdin (dropping it closes the pipe).
@@ -111,6 +121,8 @@ enum Action {
     Forward,
     Respond(Vec<u8>),
     Drop,
+    /// Writing a streamed response to the client failed.
+    Failed(std::io::Error),
 }
 
 fn handle_line(shared: &Shared, line: &[u8]) -> Action {
@@ -128,6 +140,19 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Action {
                 shared.diag.say(&format!("refused client line: {e}"));
             }
             Action::Respond(respond::error(None, respond::PARSE_ERROR, msg))
+        }
+        ClientLine::KeyVariant(offset) => {
+            shared.session_message.store(true, Ordering::Relaxed);
+            if shared.diag.verbose {
+                shared.diag.say(&format!(
+                    "refused client line: a key at byte {offset} is a case, fold or NUL variant of a JSON-RPC member name"
+                ));
+            }
+            Action::Respond(respond::error(
+                None,
+                respond::PARSE_ERROR,
+                "Parse error: object key is a variant of a JSON-RPC member name",
+            ))
         }
         ClientLine::CarriageReturn(offset) => {
             shared.session_message.store(true, Ordering::Relaxed);
@@ -150,12 +175,12 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Action {
                 "Invalid Request: expected a JSON-RPC object or batch",
             ))
         }
-        ClientLine::Single(head) => handle_single(shared, &head),
-        ClientLine::Batch(items) => handle_batch(shared, &items),
+        ClientLine::Single(msg) => handle_single(shared, &msg),
+        ClientLine::Batch(text) => handle_batch(shared, text),
     }
 }
 
-fn note_message(shared: &Shared, head: &Head<'_>) {
+fn note_message(shared: &Shared, head: &Message<'_>) {
     if head.id.is_some() && head.method_is("server/discover") {
         return;
     }
@@ -167,7 +192,7 @@ fn note_message(shared: &Shared, head: &Head<'_>) {
     }
 }
 
-fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
+fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
     let mut ev = Evaluated {
         id: head.id,
         tool: None,
@@ -175,22 +200,32 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
         arguments_sha256: None,
         verdict: malformed("tools/call params is missing or not an object"),
     };
-    let Some(params) = head.params.filter(|p| p.get().starts_with('{')) else {
+    if !head.params_object {
         return ev;
-    };
-    let Ok(params) = serde_json::from_str::<CallParams<'_>>(params.get()) else {
-        return ev;
-    };
+    }
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
     // whitespace. Simple arguments are canonicalized straight from the text; a `Value` is built
     // only when the text needs the general canonicalizer or the policy inspects the arguments.
     let mut arguments: Option<serde_json::Value> = None;
-    if let Some(raw) = params.arguments {
-        let mut canon = Vec::with_capacity(raw.get().len());
-        if message::canonicalize_simple(raw.get().as_bytes(), &mut canon) {
-            ev.arguments_sha256 = Some(sha256_hex(&canon));
-        } else {
-            let Ok(v) = crate::strict_json::parse_value(raw.get()) else {
+    if let Some(raw) = head.arguments {
+        // One canonicalization buffer per worker thread, reused for every call.
+        thread_local! {
+            static CANON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let simple = CANON.with(|c| {
+            let mut canon = c.borrow_mut();
+            let ok = message::canonicalize_simple(raw.as_bytes(), &mut canon);
+            if ok {
+                ev.arguments_sha256 = Some(sha256_hex(&canon));
+            }
+            if canon.capacity() > 64 * 1024 {
+                // Do not keep a huge line's buffer for the rest of the session.
+                *canon = Vec::new();
+            }
+            ok
+        });
+        if !simple {
+            let Ok(v) = crate::strict_json::parse_value(raw) else {
                 return ev;
             };
             if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
@@ -199,13 +234,13 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
             arguments = Some(v);
         }
     }
-    let Some(name) = params.name.and_then(as_str) else {
+    let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
         return ev;
     };
     if arguments.is_none() && shared.policy.reads_arguments(&name) {
-        if let Some(raw) = params.arguments {
-            let Ok(v) = crate::strict_json::parse_value(raw.get()) else {
+        if let Some(raw) = head.arguments {
+            let Ok(v) = crate::strict_json::parse_value(raw) else {
                 // As if the parse had failed up front (it cannot after the fast path accepted
                 // the text, but the outcome must not depend on which path ran).
                 ev.arguments_sha256 = None;
@@ -216,7 +251,7 @@ fn evaluate<'a>(shared: &Shared, head: &Head<'a>) -> Evaluated<'a> {
         }
     }
     ev.verdict = shared.policy.evaluate(&name, arguments.as_ref());
-    ev.tool = Some(name.into_owned());
+    ev.tool = Some(name);
     ev
 }
 
@@ -256,7 +291,7 @@ fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool)
 }
 
 fn refusal(ev: &Evaluated<'_>, verdict: &Verdict, decision_id: &str) -> Option<Vec<u8>> {
-    let id = ev.id?;
+    let id = raw_id(ev.id?)?;
     let decision = if verdict.decision == Decision::Error {
         "error"
     } else {
@@ -276,7 +311,7 @@ fn refusal(ev: &Evaluated<'_>, verdict: &Verdict, decision_id: &str) -> Option<V
     ))
 }
 
-fn handle_single(shared: &Shared, head: &Head<'_>) -> Action {
+fn handle_single(shared: &Shared, head: &Message<'_>) -> Action {
     note_message(shared, head);
     if !head.method_is("tools/call") {
         return Action::Forward;
@@ -294,22 +329,28 @@ fn handle_single(shared: &Shared, head: &Head<'_>) -> Action {
     }
 }
 
-fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
+/// A batch (SPEC §3 item 6). Its messages are walked three times from the text (note and
+/// decide, then record, then answer) instead of being collected, so memory does not grow with
+/// the number of elements; a refused batch's response is streamed to the client output under
+/// its lock (one whole line) rather than built in memory.
+fn handle_batch(shared: &Shared, text: &str) -> Action {
     shared.session_message.store(true, Ordering::Relaxed);
-    let mut calls: Vec<(usize, Evaluated<'_>)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if let Some(head) = item {
-            note_message(shared, head);
-            if head.method_is("tools/call") {
-                calls.push((i, evaluate(shared, head)));
+    let mut any_refused = false;
+    let mut any_id = false;
+    for_each_message(text, |m| {
+        note_message(shared, m);
+        any_id |= m.id.is_some();
+        if m.method_is("tools/call") && !evaluate(shared, m).allowed() {
+            any_refused = true;
+        }
+    });
+    if shared.dry_run || !any_refused {
+        for_each_message(text, |m| {
+            if m.method_is("tools/call") {
+                let ev = evaluate(shared, m);
+                record(shared, &ev, &ev.verdict, false);
             }
-        }
-    }
-    let refuse = !shared.dry_run && calls.iter().any(|(_, ev)| !ev.allowed());
-    if !refuse {
-        for (_, ev) in &calls {
-            record(shared, ev, &ev.verdict, false);
-        }
+        });
         return Action::Forward;
     }
     // Refuse the whole batch: one decision per call, allowed calls logged as refused with it.
@@ -319,40 +360,53 @@ fn handle_batch(shared: &Shared, items: &[Option<Head<'_>>]) -> Action {
         reason: "refused with its batch: another call in the batch was not allowed".to_string(),
         matched_rule: None,
     };
-    let mut responses: Vec<Option<Vec<u8>>> = vec![None; items.len()];
-    for (i, ev) in &calls {
-        let verdict = if ev.allowed() {
-            &batch_refused
-        } else {
-            &ev.verdict
-        };
-        let decision_id = record(shared, ev, verdict, true);
-        responses[*i] = refusal(ev, verdict, &decision_id);
-    }
-    for (i, item) in items.iter().enumerate() {
-        if responses[i].is_some() {
-            continue;
-        }
-        if let Some(id) = item.as_ref().and_then(|h| h.id) {
-            responses[i] = Some(respond::error(
-                Some(id),
-                respond::BATCH_REFUSED,
-                "batch refused: a tools/call in the batch was not allowed",
-            ));
-        }
-    }
-    let parts: Vec<Vec<u8>> = responses.into_iter().flatten().collect();
-    if parts.is_empty() {
+    if !any_id {
+        for_each_message(text, |m| {
+            if m.method_is("tools/call") {
+                let ev = evaluate(shared, m);
+                let verdict = if ev.allowed() {
+                    &batch_refused
+                } else {
+                    &ev.verdict
+                };
+                record(shared, &ev, verdict, false);
+            }
+        });
         return Action::Drop;
     }
-    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + parts.len() + 1);
-    out.push(b'[');
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(p);
+    let written = shared.output.write_with(|out| {
+        let mut first = true;
+        let mut result = out.write_all(b"[");
+        for_each_message(text, |m| {
+            let part = if m.method_is("tools/call") {
+                let ev = evaluate(shared, m);
+                let verdict = if ev.allowed() {
+                    &batch_refused
+                } else {
+                    &ev.verdict
+                };
+                let decision_id = record(shared, &ev, verdict, true);
+                refusal(&ev, verdict, &decision_id)
+            } else {
+                m.id.and_then(raw_id).map(|id| {
+                    respond::error(
+                        Some(id),
+                        respond::BATCH_REFUSED,
+                        "batch refused: a tools/call in the batch was not allowed",
+                    )
+                })
+            };
+            if let (Some(part), Ok(())) = (part, &result) {
+                let sep: &[u8] = if first { b"" } else { b"," };
+                first = false;
+                result = out.write_all(sep).and_then(|()| out.write_all(&part));
+            }
+        });
+        result?;
+        out.write_all(b"]\n")
+    });
+    match written {
+        Ok(()) => Action::Drop,
+        Err(e) => Action::Failed(e),
     }
-    out.push(b']');
-    Action::Respond(out)
 }

@@ -1,51 +1,76 @@
 //! Classification of one client line (SPEC §3 item 6): what it is and whether it is a
-//! `tools/call`. Every line passes the strict pre-scan first, so no parser downstream (ours, the
-//! server's, or an auditor's) can see a different message than the policy saw.
+//! `tools/call`, in one bounded, iterative pass over the bytes.
+//!
+//! The pass ([`strict_json::scan_with`] with [`ClientVisitor`]) validates the line (UTF-8 is
+//! checked once before it) — syntax, duplicate keys after lenient normalization, non-finite
+//! numbers, depth — and extracts, without building any value, each message's `method`, `id`,
+//! `params`, `params.name` and the text of `params.arguments`. A key of the JSON-RPC envelope,
+//! or of a `tools/call`'s `params`, that is a lenient variant of a member name (`Method`,
+//! `paramſ`, `name\u0000`) refuses the line: no parser downstream (ours, the server's, or an
+//! auditor's) can see a different message than the policy saw.
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
-
-use crate::strict_json::{self, ScanError, ScanErrorKind};
+use crate::lenient::{self, Decoded};
+use crate::strict_json::{self, ScanError, ScanErrorKind, Visitor};
 
 /// Nesting accepted on a client line. Deeper lines are refused as parse errors (-32700); the
-/// bound keeps us below `serde_json`'s own recursion limit (128), so the scan and the parse
-/// always agree.
+/// bound keeps us below `serde_json`'s own recursion limit (128), so the scan and any later
+/// parse of a part of the line always agree.
 pub(crate) const CLIENT_MAX_DEPTH: usize = 100;
 
-/// A JSON-RPC message head: only the members the proxy needs, borrowed from the line.
-#[derive(Deserialize)]
-pub(crate) struct Head<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub method: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub params: Option<&'a RawValue>,
+/// The members of one JSON-RPC message the proxy needs: raw JSON text borrowed from the line.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Message<'a> {
+    /// `method`, when present.
+    pub method: Option<&'a str>,
+    /// `id`, when present (`null` included: an `"id": null` request is not a notification).
+    pub id: Option<&'a str>,
+    /// `params`, when present.
+    pub params: Option<&'a str>,
+    /// `params` is an object.
+    pub params_object: bool,
+    /// `params.name`, when `params` is an object holding it.
+    pub name: Option<&'a str>,
+    /// `params.arguments`, when `params` is an object holding it.
+    pub arguments: Option<&'a str>,
+    /// Offset of a key of `params` that is a lenient variant of `name`, `arguments` or `_meta`.
+    params_variant: Option<usize>,
 }
 
-/// `Some` whenever the member is present, `null` included (an `"id": null` request is not a
-/// notification).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+/// The decoded value of raw JSON text, if it is a string.
+pub(crate) fn as_str(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        Some(Cow::Owned(Decoded::new(inner).collect()))
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
-/// The `params` of a `tools/call`.
-#[derive(Deserialize)]
-pub(crate) struct CallParams<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub name: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub arguments: Option<&'a RawValue>,
+/// Whether raw JSON text is the string `name` (after unescaping).
+fn str_is(raw: &str, name: &str) -> bool {
+    raw.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .is_some_and(|inner| lenient::decodes_to(inner, name))
+}
+
+impl Message<'_> {
+    pub(crate) fn method_is(&self, name: &str) -> bool {
+        self.method.is_some_and(|m| str_is(m, name))
+    }
 }
 
 /// What a client line is.
 pub(crate) enum ClientLine<'a> {
     /// Empty or whitespace-only: forwarded unchanged.
     Blank,
-    /// Not UTF-8 JSON, a duplicate key, a non-finite number or too deep: -32700.
+    /// Not UTF-8 JSON, a duplicate key (after lenient normalization), a non-finite number or too
+    /// deep: -32700.
     ParseError(ScanError),
+    /// A key of the envelope or of a `tools/call`'s `params` that is a lenient variant of a
+    /// member name (SPEC §3 item 6): -32700. The offset of the key.
+    KeyVariant(usize),
     /// A carriage return between the first and the last non-whitespace byte: -32700. JSON
     /// calls `\r` whitespace, but a universal-newline reader (the official MCP Python SDK's
     /// stdio transport reads through `TextIOWrapper`) ends a line there, so the server would see
@@ -55,31 +80,176 @@ pub(crate) enum ClientLine<'a> {
     /// Valid JSON that is neither an object nor an array: -32600.
     NotObject,
     /// One message.
-    Single(Head<'a>),
-    /// A batch: each element's raw text (elements that are not objects have no head).
-    Batch(Vec<Option<Head<'a>>>),
+    Single(Message<'a>),
+    /// A batch (its validated text): walk its messages with [`for_each_message`], which keeps
+    /// memory independent of the number of elements.
+    Batch(&'a str),
 }
 
-/// The string value of a raw JSON member, if it is a string.
-pub(crate) fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    if raw.get().starts_with('"') {
-        serde_json::from_str::<Cow<'_, str>>(raw.get()).ok()
-    } else {
-        None
+// Roles of containers and slots of values (see `strict_json::Visitor`).
+const ROLE_ENVELOPE: u8 = 1;
+const ROLE_PARAMS: u8 = 2;
+const ROLE_BATCH: u8 = 3;
+const SLOT_ROOT: u8 = 1;
+const SLOT_ELEMENT: u8 = 2;
+const SLOT_METHOD: u8 = 3;
+const SLOT_ID: u8 = 4;
+const SLOT_PARAMS: u8 = 5;
+const SLOT_NAME: u8 = 6;
+const SLOT_ARGUMENTS: u8 = 7;
+
+/// The members of a JSON-RPC message object (SPEC §3 item 6).
+const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+/// The members of a `tools/call`'s `params`.
+const CALL_PARAMS: [&str; 3] = ["name", "arguments", "_meta"];
+
+/// Extracts messages during the scan and applies the lenient member-name rule; hands each
+/// complete message (a top-level object or an object element of a top-level array) to `each`.
+struct ClientVisitor<'a, F> {
+    current: Message<'a>,
+    /// Offset of the envelope key variant that refused the line.
+    variant: Option<usize>,
+    each: F,
+}
+
+fn variant_of_any(raw: &str, names: &[&str]) -> bool {
+    names.iter().any(|n| lenient::is_variant_of(raw, n))
+}
+
+impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
+    const LENIENT: bool = true;
+
+    fn root(&mut self) -> u8 {
+        SLOT_ROOT
+    }
+
+    fn open(&mut self, slot: u8, object: bool, _at: usize) -> u8 {
+        match (slot, object) {
+            (SLOT_ROOT | SLOT_ELEMENT, true) => {
+                self.current = Message::default();
+                ROLE_ENVELOPE
+            }
+            (SLOT_ROOT, false) => ROLE_BATCH,
+            (SLOT_PARAMS, true) => ROLE_PARAMS,
+            _ => 0,
+        }
+    }
+
+    fn element(&mut self, role: u8) -> u8 {
+        if role == ROLE_BATCH { SLOT_ELEMENT } else { 0 }
+    }
+
+    fn key(&mut self, role: u8, raw: &'a str, at: usize) -> Result<u8, ScanError> {
+        // Most keys are ASCII without escapes: compared bytewise; a variant is then an ASCII
+        // case variant of the same length.
+        let plain = raw.is_ascii() && !raw.contains('\\');
+        let exact = |name: &str| {
+            if plain {
+                raw == name
+            } else {
+                lenient::decodes_to(raw, name)
+            }
+        };
+        let variant = |names: &[&str]| {
+            if plain {
+                names
+                    .iter()
+                    .any(|n| n.len() == raw.len() && raw != *n && raw.eq_ignore_ascii_case(n))
+            } else {
+                variant_of_any(raw, names)
+            }
+        };
+        match role {
+            ROLE_ENVELOPE => {
+                let slot = if exact("method") {
+                    SLOT_METHOD
+                } else if exact("id") {
+                    SLOT_ID
+                } else if exact("params") {
+                    SLOT_PARAMS
+                } else {
+                    if variant(&ENVELOPE) {
+                        self.variant = Some(at);
+                        return Err(ScanError {
+                            kind: ScanErrorKind::DuplicateKey,
+                            offset: at,
+                        });
+                    }
+                    0
+                };
+                Ok(slot)
+            }
+            ROLE_PARAMS => Ok(if exact("name") {
+                SLOT_NAME
+            } else if exact("arguments") {
+                SLOT_ARGUMENTS
+            } else {
+                if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
+                    self.current.params_variant = Some(at);
+                }
+                0
+            }),
+            _ => Ok(0),
+        }
+    }
+
+    fn value(&mut self, slot: u8, role: u8, text: &'a str) -> Result<(), ScanError> {
+        let cur = &mut self.current;
+        match slot {
+            SLOT_METHOD => cur.method = Some(text),
+            SLOT_ID => cur.id = Some(text),
+            SLOT_PARAMS => {
+                cur.params = Some(text);
+                cur.params_object = role == ROLE_PARAMS;
+            }
+            SLOT_NAME => cur.name = Some(text),
+            SLOT_ARGUMENTS => cur.arguments = Some(text),
+            SLOT_ROOT | SLOT_ELEMENT if role == ROLE_ENVELOPE => {
+                let msg = *cur;
+                if let Some(at) = msg.params_variant {
+                    if msg.method_is("tools/call") {
+                        self.variant = Some(at);
+                        return Err(ScanError {
+                            kind: ScanErrorKind::DuplicateKey,
+                            offset: at,
+                        });
+                    }
+                }
+                (self.each)(&msg);
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
-
-impl Head<'_> {
-    pub(crate) fn method_is(&self, name: &str) -> bool {
-        self.method.and_then(as_str).is_some_and(|m| m == name)
-    }
-}
-
 fn invalid(offset: usize) -> ScanError {
     ScanError {
         kind: ScanErrorKind::Invalid,
         offset,
     }
+}
+
+/// Scans `text` (UTF-8, one JSON text) with the client rules, handing every message to `each`.
+fn scan_messages<'a>(
+    text: &'a str,
+    each: impl FnMut(&Message<'a>),
+) -> Result<(), Result<ScanError, usize>> {
+    let mut v = ClientVisitor {
+        current: Message::default(),
+        variant: None,
+        each,
+    };
+    strict_json::scan_with(text, CLIENT_MAX_DEPTH, &mut v).map_err(|e| match v.variant {
+        Some(at) => Err(at),
+        None => Ok(e),
+    })
+}
+
+/// Walks the messages of a batch that [`classify`] accepted, in order. Re-scans the text: a
+/// batch's memory stays independent of its number of elements.
+pub(crate) fn for_each_message<'a>(batch: &'a str, each: impl FnMut(&Message<'a>)) {
+    // The text passed the same scan in `classify`; it cannot fail now.
+    let _ = scan_messages(batch, each);
 }
 
 /// Classifies one line (newline included).
@@ -90,13 +260,21 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
     else {
         return ClientLine::Blank;
     };
-    // One UTF-8 check serves the scan and the parses below (as `strict_json::scan` reports it).
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(e) => return ClientLine::ParseError(invalid(e.valid_up_to())),
     };
-    if let Err(e) = strict_json::scan_str(text, CLIENT_MAX_DEPTH) {
-        return ClientLine::ParseError(e);
+    let mut single: Option<Message<'_>> = None;
+    let batch = line[first] == b'[';
+    let scanned = if batch {
+        scan_messages(text, |_| {})
+    } else {
+        scan_messages(text, |m| single = Some(*m))
+    };
+    match scanned {
+        Ok(()) => {}
+        Err(Ok(e)) => return ClientLine::ParseError(e),
+        Err(Err(at)) => return ClientLine::KeyVariant(at),
     }
     // `first` exists, so a last non-whitespace byte does too. Leading and trailing `\r` (a CRLF
     // line ending) only make empty lines for a universal-newline reader.
@@ -107,27 +285,9 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
     if let Some(cr) = memchr::memchr(b'\r', &line[first..last]) {
         return ClientLine::CarriageReturn(first + cr);
     }
-    // The scan validated the syntax; these parses fail only on limits we stay under.
-    match line[first] {
-        b'{' => match serde_json::from_str::<Head<'_>>(text) {
-            Ok(h) => ClientLine::Single(h),
-            Err(_) => ClientLine::ParseError(invalid(first)),
-        },
-        b'[' => match serde_json::from_str::<Vec<&RawValue>>(text) {
-            Ok(items) => ClientLine::Batch(
-                items
-                    .into_iter()
-                    .map(|raw| {
-                        if raw.get().starts_with('{') {
-                            serde_json::from_str::<Head<'_>>(raw.get()).ok()
-                        } else {
-                            None
-                        }
-                    })
-                    .collect(),
-            ),
-            Err(_) => ClientLine::ParseError(invalid(first)),
-        },
+    match (line[first], single) {
+        (b'{', Some(m)) => ClientLine::Single(m),
+        (b'[', _) => ClientLine::Batch(text),
         _ => ClientLine::NotObject,
     }
 }
@@ -358,20 +518,20 @@ mod tests {
             panic!("single")
         };
         assert!(h.method_is("tools/call"));
-        assert_eq!(h.id.map(|r| r.get()), Some("null"));
+        assert_eq!(h.id, Some("null"));
         let ClientLine::Single(h) = classify(br#"{"method":"\u0074ools/call"}"#) else {
             panic!("single")
         };
         assert!(h.method_is("tools/call"));
         assert!(h.id.is_none());
-        let ClientLine::Batch(items) =
+        let ClientLine::Batch(text) =
             classify(br#"[{"method":"a","id":1}, 3, {"method":"tools/call"}]"#)
         else {
             panic!("batch")
         };
-        assert_eq!(items.len(), 3);
-        assert!(items[1].is_none());
-        assert!(items[2].as_ref().unwrap().method_is("tools/call"));
+        let mut seen = Vec::new();
+        for_each_message(text, |m| seen.push((m.method_is("tools/call"), m.id)));
+        assert_eq!(seen, [(false, Some("1")), (true, None)]);
         assert!(matches!(
             classify(b"[[\r{\"method\":\"tools/call\"}\r]]\n"),
             ClientLine::CarriageReturn(2)
@@ -388,6 +548,70 @@ mod tests {
         assert!(
             matches!(classify(deep.as_bytes()), ClientLine::ParseError(e) if e.kind == ScanErrorKind::TooDeep)
         );
+    }
+
+    /// SPEC §3 item 6: keys equal after lenient normalization are duplicates anywhere; a variant
+    /// of an envelope member, or of a `tools/call` params member, refuses the line.
+    #[test]
+    fn lenient_keys_are_refused() {
+        let dup = |l: &str| matches!(classify(l.as_bytes()), ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey);
+        let variant = |l: &str| matches!(classify(l.as_bytes()), ClientLine::KeyVariant(_));
+        for l in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","METHOD":"tools/call","params":{"name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","Name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"paramſ":{"name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"Arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/w/a","PATH":"/etc/passwd"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","method\u0000":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name\u0000":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"params\u0000\u0000":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"k":1,"K":2}}}"#,
+            r#"[{"a":{"x":1,"X":2}}]"#,
+        ] {
+            assert!(dup(l), "{l}");
+        }
+        for l in [
+            r#"{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","ID":1,"method":"ping"}"#,
+            r#"{"jsonrpc\u0000":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","paramſ":{"name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"exec"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","Arguments":{"path":"/etc/passwd"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_META":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name\u0000":"exec"}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"Method":"tools/call"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"Error":{}}"#,
+        ] {
+            assert!(variant(l), "{l}");
+        }
+        // Not variants: escapes of the exact name, other params of other methods, nested keys.
+        for l in [
+            r#"{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"Name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"Method":1,"Name":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","progressToken":1}}"#,
+        ] {
+            assert!(
+                matches!(classify(l.as_bytes()), ClientLine::Single(_)),
+                "{l}"
+            );
+        }
+        // Past the small-set size, in the large table: still folded.
+        let mut many = String::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"#);
+        for i in 0..100 {
+            many.push_str(&format!(r#""k{i}":0,"#));
+        }
+        many.push_str(r#""\u212a7":1}}"#);
+        assert!(dup(&many), "{many}");
+        let ClientLine::Single(m) = classify(
+            br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"e\u0063ho","arguments":{"x":[1,{"y":2}]}}}"#,
+        ) else {
+            panic!("single")
+        };
+        assert_eq!(m.name, Some(r#""e\u0063ho""#));
+        assert_eq!(as_str(m.name.unwrap()).as_deref(), Some("echo"));
+        assert_eq!(m.arguments, Some(r#"{"x":[1,{"y":2}]}"#));
+        assert_eq!(m.id, Some(r#""a""#));
     }
 
     /// The fast path either declines or writes exactly what serde_json_canonicalizer writes.

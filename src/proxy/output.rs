@@ -50,6 +50,19 @@ impl ClientOutput {
         }
     }
 
+    /// Writes one whole line (or several) with `write`, holding the lock throughout, so a long
+    /// response can be streamed without being built in memory first. Fails once the output is
+    /// closed.
+    pub(crate) fn write_with(
+        &self,
+        write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        match self.lock()?.as_mut() {
+            Some(w) => write(w),
+            None => Err(closed_error()),
+        }
+    }
+
     /// Flushes what is buffered; nothing to do once closed.
     pub(crate) fn flush(&self) -> io::Result<()> {
         match self.lock()?.as_mut() {

@@ -50,8 +50,7 @@ enum IdKey {
     Num(String),
 }
 
-fn id_key(raw: &RawValue) -> Option<IdKey> {
-    let text = raw.get();
+fn id_key(text: &str) -> Option<IdKey> {
     if text.starts_with('"') {
         return serde_json::from_str::<String>(text).ok().map(IdKey::Str);
     }
@@ -88,7 +87,7 @@ impl ToolsListWatch {
 
     /// Remembers the id of a `tools/list` request the client sent (ids that are neither a
     /// string nor a number are not answered by id and are ignored).
-    pub(crate) fn note_request(&self, id: &RawValue) {
+    pub(crate) fn note_request(&self, id: &str) {
         if !self.active() {
             return;
         }
@@ -112,7 +111,7 @@ impl ToolsListWatch {
 
     /// Forgets `id` if it is pending; whether it was.
     fn take(&self, id: &RawValue) -> bool {
-        let Some(key) = id_key(id) else {
+        let Some(key) = id_key(id.get()) else {
             return false;
         };
         let Ok(mut p) = self.pending.lock() else {
@@ -130,7 +129,7 @@ impl ToolsListWatch {
     }
 
     fn is_pending(&self, id: &RawValue) -> bool {
-        let Some(key) = id_key(id) else {
+        let Some(key) = id_key(id.get()) else {
             return false;
         };
         self.pending.lock().is_ok_and(|p| p.set.contains(&key))
@@ -245,7 +244,7 @@ mod tests {
     use super::*;
 
     fn key(s: &str) -> Option<IdKey> {
-        id_key(&RawValue::from_string(s.to_string()).unwrap())
+        id_key(s)
     }
 
     #[test]
@@ -265,7 +264,7 @@ mod tests {
         let w = ToolsListWatch::new(false, true);
         let raw = |i: usize| RawValue::from_string(i.to_string()).unwrap();
         for i in 0..MAX_PENDING + 5 {
-            w.note_request(&raw(i));
+            w.note_request(raw(i).get());
         }
         let p = w.pending.lock().unwrap();
         assert_eq!(p.set.len(), MAX_PENDING);
@@ -280,7 +279,7 @@ mod tests {
     #[test]
     fn an_inactive_watch_remembers_nothing() {
         let w = ToolsListWatch::new(false, false);
-        w.note_request(&RawValue::from_string("1".into()).unwrap());
+        w.note_request("1");
         assert!(!w.is_pending(&RawValue::from_string("1".into()).unwrap()));
     }
 

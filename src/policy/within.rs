@@ -1,0 +1,205 @@
+//! The `within` path constraint (SPEC §5): an argument must name a path inside one of the
+//! policy's roots, judged lexically.
+//!
+//! The argument must be a string holding an absolute path (`/…`) or a `file://` URI with an
+//! empty authority (`file:///…`, percent-decoded, no `?` or `#`). It is normalized without
+//! touching the file system: repeated `/` and `.` segments are dropped, `..` removes the
+//! previous segment, and a `..` above the root fails. It passes when the result equals a root or
+//! lies under `root + "/"`. Relative paths, `~`, empty strings, NUL bytes, backslashes (a path
+//! separator to Windows servers) and non-strings fail. Symlinks on the server's side are out of
+//! reach of a lexical check: a documented non-claim.
+
+use std::borrow::Cow;
+
+/// Why a root is not acceptable at load (the caller names the file and key).
+pub(crate) fn root_problem(root: &str) -> Option<&'static str> {
+    if !root.starts_with('/') {
+        return Some("must be an absolute path (starting with /)");
+    }
+    if root.contains(['\0', '\\']) {
+        return Some("must not contain NUL or backslash");
+    }
+    match normalize(root) {
+        Some(n) if n == root => None,
+        _ => Some("must be normalized (no //, . or .. segments, no trailing /)"),
+    }
+}
+
+/// Lexical normalization of an absolute path; `None` when a `..` climbs above the root.
+fn normalize(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for p in &parts {
+        out.push('/');
+        out.push_str(p);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
+/// Decodes `%XX` escapes; `None` on a malformed escape or a result that is not UTF-8.
+fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
+    if !s.contains('%') {
+        return Some(Cow::Borrowed(s));
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok().map(Cow::Owned)
+}
+
+/// The normalized absolute path an argument names, or why it names none.
+pub(crate) fn resolve(value: &str) -> Result<String, &'static str> {
+    let path: Cow<'_, str> = if let Some(rest) = value.strip_prefix("file://") {
+        if !rest.starts_with('/') {
+            return Err("is a file URI without an empty authority (use file:///…)");
+        }
+        if rest.contains(['?', '#']) {
+            return Err("is a file URI with a query or fragment");
+        }
+        percent_decode(rest).ok_or("is a file URI with a malformed percent escape")?
+    } else {
+        Cow::Borrowed(value)
+    };
+    if path.is_empty() {
+        return Err("is empty");
+    }
+    if path.contains('\0') {
+        return Err("contains a NUL byte");
+    }
+    if path.contains('\\') {
+        return Err("contains a backslash");
+    }
+    if !path.starts_with('/') {
+        return Err("is not an absolute path");
+    }
+    normalize(&path).ok_or("climbs above the file system root")
+}
+
+/// Whether the normalized `path` equals `root` or lies under `root/`.
+pub(crate) fn inside(path: &str, root: &str) -> bool {
+    root == "/"
+        || path == root
+        || (path.len() > root.len()
+            && path.starts_with(root)
+            && path.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn within(value: &str, roots: &[&str]) -> bool {
+        match resolve(value) {
+            Ok(p) => roots.iter().any(|r| inside(&p, r)),
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn inside_the_root_passes() {
+        let r = ["/workspace"];
+        for ok in [
+            "/workspace",
+            "/workspace/",
+            "/workspace/a",
+            "/workspace//a/./b",
+            "/workspace/a/../b",
+            "/workspace/a/..",
+            "//workspace/a",
+            "/./workspace/a",
+            "file:///workspace/a",
+            "file:///workspace/a%20b",
+            "/workspace/..a",
+            "/workspace/...",
+        ] {
+            assert!(within(ok, &r), "{ok}");
+        }
+    }
+
+    #[test]
+    fn traversal_and_lookalikes_fail() {
+        let r = ["/workspace"];
+        for bad in [
+            "/workspace/../etc/passwd",
+            "/workspace/a/../../etc/passwd",
+            "/workspace/./../etc",
+            "/workspacefoo",
+            "/workspace-evil/x",
+            "/works",
+            "/",
+            "/../workspace",
+            "/workspace/../../../../workspace/x/../../..",
+            "file:///workspace/%2e%2e/etc/passwd",
+            "file:///workspace/%2E%2E%2Fetc",
+            "file:///etc/passwd",
+            "file://host/workspace/a",
+            "file://workspace/a",
+            "file:///workspace/a?/../../etc",
+            "file:///workspace/a#x",
+            "file:///workspace/%zz",
+            "file:///workspace/%ff",
+            "workspace/a",
+            "./workspace/a",
+            "~/workspace",
+            "~",
+            "",
+            "/workspace/a\0",
+            "/workspace\\..\\etc",
+            "http:///workspace/a",
+        ] {
+            assert!(!within(bad, &r), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn several_roots_and_the_file_system_root() {
+        let r = ["/workspace", "/tmp/scratch"];
+        assert!(within("/tmp/scratch/x", &r));
+        assert!(!within("/tmp/other", &r));
+        assert!(within("/anything/at/all", &["/"]));
+        assert!(!within("/..", &["/"]), "above the root fails even for /");
+    }
+
+    #[test]
+    fn roots_must_be_absolute_and_normalized() {
+        assert_eq!(root_problem("/workspace"), None);
+        assert_eq!(root_problem("/"), None);
+        assert_eq!(root_problem("/a/b c"), None);
+        for bad in [
+            "workspace",
+            "",
+            "~/w",
+            "/workspace/",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/..",
+            "/a\0",
+            "/a\\b",
+        ] {
+            assert!(root_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! SPEC §3 item 6: memory stays bounded by at most 4× `max_line_bytes` for any line, batches and
+//! refusal responses included. The wrapper's peak RSS is the kernel's high-water mark for its
+//! address space (`VmHWM` in /proc/<pid>/status, monotonic), read every millisecond until it
+//! exits. (`wait4`'s `ru_maxrss` is not usable: it also counts the forking test process's
+//! memory, which the child shares until it execs.) A memory bound from the SPEC, not a timing
+//! assertion.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::util::*;
+
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Runs `line` (one line, newline included) through `assay mcp wrap` in front of `cat`; returns
+/// (peak RSS in bytes, bytes the client received, the first and last bytes of that output).
+fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
+    let dir = tempdir();
+    let log = dir.path().join("decisions.ndjson");
+    let mut child = Command::new(bin())
+        .args(wrap_args(
+            &strs(&evidence_opts(&[
+                "--decision-log".into(),
+                log.display().to_string(),
+                "--decision-log-new".into(),
+            ])),
+            &["cat"],
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn assay");
+    let pid = child.id();
+    let peak = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, stop) = (peak.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let status = format!("/proc/{pid}/status");
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(text) = std::fs::read_to_string(&status) {
+                    let hwm = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("VmHWM:"))
+                        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok());
+                    if let Some(kib) = hwm {
+                        peak.fetch_max(kib * 1024, Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let input = line.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    // Read the output as it streams; keep only its ends.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut total = 0usize;
+    let mut head = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = stdout.read(&mut buf).expect("read wrapper output");
+        if n == 0 {
+            break;
+        }
+        if head.len() < 64 {
+            head.extend_from_slice(&buf[..n.min(64 - head.len())]);
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 64 {
+            tail.drain(..tail.len() - 64);
+        }
+        total += n;
+    }
+    writer.join().unwrap();
+    // The zombie keeps /proc/<pid>/status until it is reaped; one last read there.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "wrapper status {status}");
+    let peak = peak.load(Ordering::Relaxed);
+    assert!(peak > 0, "no VmHWM sample");
+    (peak, total, head, tail)
+}
+
+/// A batch as long as the bound allows, of tiny requests and one denied call: the refusal
+/// answers every element with an id, ~14× the line's size, so it must be streamed, not built.
+#[test]
+fn a_max_size_refused_batch_stays_within_four_times_max_line_bytes() {
+    let exec = r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"exec"}}"#;
+    let mut line = Vec::with_capacity(MAX_LINE);
+    line.extend_from_slice(b"[");
+    line.extend_from_slice(exec.as_bytes());
+    while line.len() + 9 + 2 <= MAX_LINE {
+        line.extend_from_slice(b",{\"id\":0}");
+    }
+    line.extend_from_slice(b"]\n");
+    assert!(line.len() <= MAX_LINE);
+    let (rss, out, head, tail) = peak_rss_for(&line);
+    eprintln!(
+        "refused batch: peak RSS {} KiB, response {} bytes",
+        rss >> 10,
+        out
+    );
+    let elements = (line.len() - exec.len() - 3) / 9;
+    assert!(
+        out > elements * 100,
+        "a response per element: {out} bytes for {elements}"
+    );
+    assert!(
+        head.starts_with(br#"[{"jsonrpc":"2.0","id":"x","result":"#),
+        "{:?}",
+        String::from_utf8_lossy(&head)
+    );
+    assert!(
+        tail.ends_with(b"}]\n"),
+        "{:?}",
+        String::from_utf8_lossy(&tail)
+    );
+    assert!(
+        rss <= 4 * MAX_LINE,
+        "peak RSS {} MiB for a {} MiB line (bound {} MiB)",
+        rss >> 20,
+        line.len() >> 20,
+        (4 * MAX_LINE) >> 20
+    );
+}
+
+/// One object with as many distinct keys as the bound allows (the duplicate-key set is the
+/// largest structure the classifier builds).
+#[test]
+fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
+    let mut line = Vec::with_capacity(MAX_LINE);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"#);
+    let mut n = 0u64;
+    loop {
+        let member = format!("\"{n:x}\":0,");
+        if line.len() + member.len() + 8 > MAX_LINE {
+            break;
+        }
+        line.extend_from_slice(member.as_bytes());
+        n += 1;
+    }
+    line.extend_from_slice(b"\"z\":0}}\n");
+    let (rss, _, _, _) = peak_rss_for(&line);
+    eprintln!("object with {n} keys: peak RSS {} KiB", rss >> 10);
+    assert!(
+        rss <= 4 * MAX_LINE,
+        "peak RSS {} MiB for a {} MiB object with {n} keys (bound {} MiB)",
+        rss >> 20,
+        line.len() >> 20,
+        (4 * MAX_LINE) >> 20
+    );
+}
