@@ -210,6 +210,40 @@ mod tests {
         })
     }
 
+    /// SPEC §3 item 6: a key that is a lenient variant of a property the schema names is
+    /// refused, at any depth of the arguments; the exact name is not.
+    #[test]
+    fn variant_keys_of_schema_properties_fail() {
+        let s = ok(json!({"t": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "maxLength": 4},
+                           "opts": {"type": "object", "properties": {"mode": {"type": "string"}, "kind": {}}}},
+            "required": ["text"]
+        }}));
+        assert_eq!(reason(&s, "t", Some(&json!({"text": "ok"}))), None);
+        for args in [
+            json!({"text": "ok", "TEXT": "far too long"}),
+            json!({"text": "ok", "Text": 1}),
+            json!({"text": "ok", "text\u{0}": "x"}),
+            json!({"text": "ok", "opts": {"MODE": "x"}}),
+            json!({"text": "ok", "opts": {"mode": "a", "\u{212a}ind": 1}}),
+            json!({"TEXT": "ok"}),
+        ] {
+            let r = reason(&s, "t", Some(&args)).unwrap_or_default();
+            assert!(r.contains("variant"), "{args}: {r}");
+            assert!(!r.contains("far too long"), "{r}");
+        }
+        // Keys unrelated to the schema's names pass (additionalProperties is not false here).
+        assert_eq!(
+            reason(&s, "t", Some(&json!({"text": "ok", "other": 1}))),
+            None
+        );
+        assert_eq!(
+            reason(&s, "t", Some(&json!({"text": "ok", "mod": 1}))),
+            None
+        );
+    }
+
     #[test]
     fn validates_arguments() {
         let s = ok(json!({"write_file": {
