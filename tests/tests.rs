@@ -6,6 +6,7 @@ mod util;
 mod c_abi;
 mod capture;
 mod capture_root;
+mod cli;
 mod coverage;
 mod differential;
 mod evidence;

@@ -293,3 +293,26 @@ pub fn go_build(fixture: &str, out: &Path) {
         "go build of tests/fixtures/{fixture} failed"
     );
 }
+
+/// Runs `assay <args>` with stdout a pipe whose reader is already gone (as after
+/// `assay … | head -1` once `head` has exited): every write to stdout fails with `EPIPE`.
+/// stdin is empty.
+pub fn run_without_reader(args: &[&str]) -> Run {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let out = cmd.output().expect("spawn");
+    // `cmd` (and with it the parent's copy of the writer) lives until here: no reader either way.
+    Run {
+        cmd: format!("assay {} >&(pipe without reader)", args.join(" ")),
+        status: out.status.code(),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}

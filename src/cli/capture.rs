@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use assay::{ClosureKind, package_capture, read_capture, read_captures};
 
-use crate::messages::{eprint_assay, exit};
+use crate::messages::{Failure, exit};
 
 /// The `capture read` exit status: 0 closed, 1 incomplete, 3 unknown (SPEC §10).
 pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
@@ -18,57 +18,49 @@ pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
     }
 }
 
-pub(crate) fn read(dir: &Path) -> ExitCode {
+/// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10).
+pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
     let closure = read_capture(dir);
     let mut out = std::io::stdout().lock();
     let text = serde_json::to_string_pretty(&closure).unwrap_or_else(|_| closure.to_json());
-    if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-        return exit(3);
-    }
-    exit(closure_status(closure.closure))
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(Failure::output(3))?;
+    Ok(exit(closure_status(closure.closure)))
 }
 
 /// One line per capture as it is judged (stdout is line-buffered, so lines stream out in
-/// order), then the summary line; the exit status is the library's rule (SPEC §10).
-pub(crate) fn summary(root: &Path) -> ExitCode {
+/// order), then the summary line; the exit status is the library's rule (SPEC §10). When stdout
+/// goes away the remaining captures are not judged and the status is 3: a summary that was not
+/// delivered is never "all closed".
+pub(crate) fn summary(root: &Path) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout().lock();
-    let mut write_failed = false;
-    let counts = read_captures(root, |v| {
-        if writeln!(out, "{}", v.summary_line()).is_err() {
-            write_failed = true;
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    });
-    match counts {
-        Ok(counts) => {
-            if write_failed
-                || writeln!(out, "{}", counts.summary_line())
-                    .and_then(|()| out.flush())
-                    .is_err()
-            {
-                return exit(3);
-            }
-            exit(counts.exit_status())
-        }
+    let mut write_error = None;
+    let counts = read_captures(root, |v| match writeln!(out, "{}", v.summary_line()) {
+        Ok(()) => ControlFlow::Continue(()),
         Err(e) => {
-            eprint_assay(&e.to_string());
-            exit(e.exit_status())
+            write_error = Some(e);
+            ControlFlow::Break(())
         }
+    })
+    .map_err(Failure::library)?;
+    if let Some(e) = write_error {
+        return Err(Failure::output(3)(e));
     }
+    writeln!(out, "{}", counts.summary_line())
+        .and_then(|()| out.flush())
+        .map_err(Failure::output(3))?;
+    Ok(exit(counts.exit_status()))
 }
 
-pub(crate) fn package(dir: &Path, out: &Path, extra: &[PathBuf]) -> ExitCode {
-    match package_capture(dir, out, extra) {
-        Ok(manifest) => {
-            let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{text}");
-            exit(0)
-        }
-        Err(e) => {
-            eprint_assay(&e.to_string());
-            exit(e.exit_status())
-        }
-    }
+/// Writes the package, then prints its manifest. The package is complete before anything is
+/// printed, so a failed print still ends with status 0.
+pub(crate) fn package(dir: &Path, out: &Path, extra: &[PathBuf]) -> Result<ExitCode, Failure> {
+    let manifest = package_capture(dir, out, extra).map_err(Failure::library)?;
+    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}")
+        .and_then(|()| stdout.flush())
+        .map_err(Failure::output(0))?;
+    Ok(exit(0))
 }

@@ -10,7 +10,23 @@ use std::process::{Command, ExitCode, Stdio};
 use assay::{ClosureKind, read_capture};
 
 use crate::args::DemoArgs;
-use crate::messages::{eprint_assay, exit};
+use crate::messages::{Failure, exit};
+
+/// A line on stdout; a reader that went away ends the demo (quietly on a broken pipe) with
+/// status 3, the demo's status for a run it could not finish.
+macro_rules! say {
+    ($out:expr) => { writeln!($out).map_err(Failure::output(3))? };
+    ($out:expr, $($arg:tt)*) => { writeln!($out, $($arg)*).map_err(Failure::output(3))? };
+}
+
+/// The demo's own I/O failing (its files, the wrapped session): status 3.
+fn failed(error: std::io::Error) -> Failure {
+    Failure::Io {
+        what: "demo failed",
+        error,
+        status: 3,
+    }
+}
 
 const SERVER: &str = include_str!("../../examples/demo/server.py");
 const POLICY: &str = include_str!("../../examples/demo/policy.yaml");
@@ -106,28 +122,19 @@ fn summarize(response: &str) -> String {
     "ok".to_string()
 }
 
-pub(crate) fn run(args: DemoArgs) -> ExitCode {
-    match run_inner(&args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprint_assay(&format!("demo failed: {e}"));
-            exit(3)
-        }
-    }
-}
-
-fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
-    let (base, capture) = demo_dir(args)?;
+pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
+    let (base, capture) = demo_dir(&args).map_err(failed)?;
     let server = base.join("server.py");
     let policy = base.join("policy.yaml");
-    std::fs::write(&server, SERVER)?;
-    std::fs::write(&policy, POLICY)?;
-    let exe = std::env::current_exe()?;
-    println!("assay demo");
-    println!("  server:  python3 {}", server.display());
-    println!("  policy:  {}", policy.display());
-    println!("  capture: {}", capture.display());
-    println!();
+    std::fs::write(&server, SERVER).map_err(failed)?;
+    std::fs::write(&policy, POLICY).map_err(failed)?;
+    let exe = std::env::current_exe().map_err(failed)?;
+    let mut out = std::io::stdout().lock();
+    say!(out, "assay demo");
+    say!(out, "  server:  python3 {}", server.display());
+    say!(out, "  policy:  {}", policy.display());
+    say!(out, "  capture: {}", capture.display());
+    say!(out);
     let mut child = Command::new(&exe)
         .args(["mcp", "wrap", "--policy"])
         .arg(&policy)
@@ -144,59 +151,77 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
         .arg(&server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()?;
+        .spawn()
+        .map_err(failed)?;
     let mut stdin = child
         .stdin
         .take()
-        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        .ok_or_else(|| failed(std::io::Error::other("no stdin")))?;
     let stdout = child
         .stdout
         .take()
-        .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        .ok_or_else(|| failed(std::io::Error::other("no stdout")))?;
     let mut lines = BufReader::new(stdout).lines();
-    println!("client session (through `assay mcp wrap`):");
+    say!(out, "client session (through `assay mcp wrap`):");
     for (label, line) in SCRIPT {
-        writeln!(stdin, "{line}")?;
-        stdin.flush()?;
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .map_err(failed)?;
         if line.contains("\"id\"") {
-            let response = lines.next().transpose()?.unwrap_or_default();
-            println!("  {label:<36} -> {}", summarize(&response));
+            let response = lines
+                .next()
+                .transpose()
+                .map_err(failed)?
+                .unwrap_or_default();
+            say!(out, "  {label:<36} -> {}", summarize(&response));
         } else {
-            println!("  {label:<36} -> (notification, no response)");
+            say!(out, "  {label:<36} -> (notification, no response)");
         }
     }
     drop(stdin);
     for rest in lines {
-        println!("  (late output) {}", rest?);
+        say!(out, "  (late output) {}", rest.map_err(failed)?);
     }
-    let status = child.wait()?;
-    println!();
-    println!(
+    let status = child.wait().map_err(failed)?;
+    say!(out);
+    say!(
+        out,
         "wrapper exit status: {}",
         status
             .code()
             .map_or("signal".to_string(), |c| c.to_string())
     );
     let verdict = read_capture(&capture);
-    println!();
-    println!("reader verdict (assay capture read {}):", capture.display());
-    println!(
+    say!(out);
+    say!(
+        out,
+        "reader verdict (assay capture read {}):",
+        capture.display()
+    );
+    say!(
+        out,
         "{}",
         serde_json::to_string_pretty(&verdict).unwrap_or_else(|_| verdict.to_json())
     );
-    println!();
+    say!(out);
     let reasons: Vec<String> = verdict
         .reasons
         .iter()
         .map(|r| format!("{}: {}", r.code.as_str(), r.detail))
         .collect();
     match verdict.closure {
-        ClosureKind::Closed => println!(
+        ClosureKind::Closed => say!(
+            out,
             "closure: CLOSED: the session has a recorded ending and the retained decision log matches its accounting."
         ),
-        other => println!("closure: {other:?}: {}", reasons.join("; ")),
+        other => say!(out, "closure: {other:?}: {}", reasons.join("; ")),
     }
-    println!("decisions: {}", capture.join("decisions.ndjson").display());
+    say!(
+        out,
+        "decisions: {}",
+        capture.join("decisions.ndjson").display()
+    );
+    out.flush().map_err(Failure::output(3))?;
     Ok(exit(if verdict.closure == ClosureKind::Closed {
         0
     } else {

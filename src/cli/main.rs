@@ -1,5 +1,8 @@
 //! The `assay` command line: a thin consumer of the `assay` library. Argument parsing and exit
 //! statuses live here; every decision is the library's.
+//!
+//! One exit point: `main` calls [`run`], and a [`messages::Failure`] becomes one diagnostic and
+//! the exit status in `Failure::report`.
 
 mod args;
 mod capture;
@@ -12,6 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{CaptureCommand, Cli, Command, McpCommand};
+use messages::Failure;
 
 fn main() -> ExitCode {
     // SPEC §3.1: a host that ignores SIGCHLD passes that on to us, and the kernel would then reap
@@ -24,17 +28,22 @@ fn main() -> ExitCode {
             nix::sys::signal::SigHandler::SigDfl,
         )
     };
+    match run() {
+        Ok(status) => status,
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Parses the command line and runs the command; the `Ok` status is the command's (SPEC §10).
+fn run() -> Result<ExitCode, Failure> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            // Help and version go to stdout with status 0; usage errors exit 2 (SPEC §10).
+        // Help and version go to stdout with status 0 (a reader that left early is no error).
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return Ok(ExitCode::SUCCESS);
         }
+        Err(e) => return Err(Failure::Usage(e)),
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),

@@ -1,15 +1,82 @@
 //! Diagnostics for the command line: stderr only, prefixed `assay:`; stdout carries protocol (or,
-//! for `capture`, the verdict JSON) and nothing else.
+//! for `capture`, the verdict JSON) and nothing else. A command that cannot finish returns a
+//! [`Failure`]; `main` reports it once, here.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 pub(crate) fn eprint_assay(msg: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "assay: {msg}");
+    let _ = writeln!(io::stderr().lock(), "assay: {msg}");
 }
 
 /// An exit status as an `ExitCode` (statuses outside 0..=255 cannot occur: the library's rule
 /// produces 0..=255).
 pub(crate) fn exit(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(3))
+}
+
+/// Why a command ended early. `main` turns it into one diagnostic and the exit status.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A usage error: clap renders it, status 2 (SPEC §10).
+    Usage(clap::Error),
+    /// The library refused or failed: its one-line message (after `context`, if any) and the
+    /// status its kind maps to (SPEC §10).
+    Library {
+        context: &'static str,
+        error: assay::Error,
+    },
+    /// Writing the command's own output to stdout failed; `status` is what the command reports
+    /// then. A broken pipe (the reader went away, as in `assay capture summary ROOT | head -1`)
+    /// is a normal end and prints nothing.
+    Output { error: io::Error, status: i32 },
+    /// Any other I/O failure of the command line itself: `what: error`, then `status`.
+    Io {
+        what: &'static str,
+        error: io::Error,
+        status: i32,
+    },
+}
+
+impl Failure {
+    /// The library's error, with no context.
+    pub(crate) fn library(error: assay::Error) -> Self {
+        Self::Library { context: "", error }
+    }
+
+    /// A `map_err` for writes to stdout that end the command with `status`.
+    pub(crate) fn output(status: i32) -> impl FnOnce(io::Error) -> Self {
+        move |error| Self::Output { error, status }
+    }
+
+    /// Prints the diagnostic (once) and returns the exit status.
+    pub(crate) fn report(self) -> ExitCode {
+        match self {
+            Self::Usage(e) => {
+                let _ = e.print();
+                ExitCode::from(2)
+            }
+            Self::Library { context, error } => {
+                eprint_assay(&format!("{context}{error}"));
+                exit(error.exit_status())
+            }
+            // Rust ignores SIGPIPE, so a vanished reader shows up as this error rather than as
+            // the signal a C program would die of; it is no reason for a diagnostic.
+            Self::Output { error, status } if error.kind() == io::ErrorKind::BrokenPipe => {
+                exit(status)
+            }
+            Self::Output { error, status } => {
+                eprint_assay(&format!("cannot write to stdout: {error}"));
+                exit(status)
+            }
+            Self::Io {
+                what,
+                error,
+                status,
+            } => {
+                eprint_assay(&format!("{what}: {error}"));
+                exit(status)
+            }
+        }
+    }
 }

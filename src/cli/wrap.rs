@@ -4,16 +4,16 @@ use std::process::ExitCode;
 
 use assay::{ClientIo, ErrorKind, WrapConfig, wrap_session};
 
-use crate::messages::{eprint_assay, exit};
+use crate::messages::{Failure, eprint_assay, exit};
 
-pub(crate) fn run(config: WrapConfig) -> ExitCode {
-    let io = match ClientIo::take_stdio() {
-        Ok(io) => io,
-        Err(e) => {
-            eprint_assay(&format!("cannot use stdin/stdout: {e}"));
-            return exit(3);
-        }
-    };
+/// Runs the session; the status is the outcome's (SPEC §10). The outcome's diagnostics are
+/// printed here; a session that could not run is a [`Failure`].
+pub(crate) fn run(config: WrapConfig) -> Result<ExitCode, Failure> {
+    let io = ClientIo::take_stdio().map_err(|error| Failure::Io {
+        what: "cannot use stdin/stdout",
+        error,
+        status: 3,
+    })?;
     match wrap_session(&config, io) {
         Ok(outcome) => {
             for e in &outcome.evidence_errors {
@@ -29,14 +29,14 @@ pub(crate) fn run(config: WrapConfig) -> ExitCode {
                     outcome.stop.describe_status()
                 ));
             }
-            exit(outcome.exit_code)
+            Ok(exit(outcome.exit_code))
         }
-        Err(e) => {
-            match e.kind() {
-                ErrorKind::StopWrite => eprint_assay(&format!("session stop write failed: {e}")),
-                _ => eprint_assay(&e.to_string()),
-            }
-            exit(e.exit_status())
-        }
+        Err(error) => Err(Failure::Library {
+            context: match error.kind() {
+                ErrorKind::StopWrite => "session stop write failed: ",
+                _ => "",
+            },
+            error,
+        }),
     }
 }
