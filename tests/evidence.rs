@@ -169,134 +169,137 @@ fn config_error(dir: &Path, opts: &[String], option: &str) {
     assert!(!marker.exists(), "nothing may be spawned");
 }
 
+/// Configuration errors (SPEC §6): the options, with `{dir}` for the test's directory and
+/// `{policy}` for the demo policy, and what the one `assay:` line must name.
+const CONFIG_ERRORS: &[(&[&str], &str)] = &[
+    (&["--policy", "{dir}/missing.yaml"], "policy"),
+    (&["--policy", "{dir}/bad.yaml"], "bogus"),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "not a uri",
+            "--session-stop-out",
+            "{dir}/s.json",
+        ],
+        "event-source",
+    ),
+    (
+        &["--policy", "{policy}", "--session-stop-out", "{dir}/s.json"],
+        "event-source",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--decision-log",
+            "{dir}/d.ndjson",
+            "--session-stop-out",
+            "{dir}/s.json",
+        ],
+        "decision-log-new",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--decision-log",
+            "{dir}/exists.ndjson",
+            "--decision-log-new",
+        ],
+        "decision-log",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--session-context-out",
+            "{dir}/same.json",
+            "--session-stop-out",
+            "{dir}/same.json",
+        ],
+        "same file",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--session-stop-out",
+            "{policy}",
+        ],
+        "session-stop-out",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--session-stop-out",
+            "{dir}/link.json",
+        ],
+        "session-stop-out",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--capture-dir",
+            "{dir}/cap",
+            "--decision-log",
+            "{dir}/d.ndjson",
+        ],
+        "decision-log",
+    ),
+    (
+        &[
+            "--policy",
+            "{policy}",
+            "--event-source",
+            "assay://t/x",
+            "--capture-dir",
+            "{dir}/cap2",
+        ],
+        "already exists",
+    ),
+];
+
 #[test]
 fn configuration_errors_exit_2_spawn_nothing_and_create_nothing() {
     let dir = tempdir();
     let d = dir.path();
     let policy = demo_policy().display().to_string();
-    let p = |name: &str| d.join(name).display().to_string();
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-
-    config_error(d, &s(&["--policy", &p("missing.yaml")]), "policy");
-    let bad_policy = d.join("bad.yaml");
-    std::fs::write(&bad_policy, "version: \"1\"\nallow: [\"*\"]\nbogus: 1\n").unwrap();
-    config_error(
-        d,
-        &s(&["--policy", &bad_policy.display().to_string()]),
-        "bogus",
-    );
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "not a uri",
-            "--session-stop-out",
-            &p("s.json"),
-        ]),
-        "event-source",
-    );
-    config_error(
-        d,
-        &s(&["--policy", &policy, "--session-stop-out", &p("s.json")]),
-        "event-source",
-    );
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--decision-log",
-            &p("d.ndjson"),
-            "--session-stop-out",
-            &p("s.json"),
-        ]),
-        "decision-log-new",
-    );
+    std::fs::write(
+        d.join("bad.yaml"),
+        "version: \"1\"\nallow: [\"*\"]\nbogus: 1\n",
+    )
+    .unwrap();
     std::fs::write(d.join("exists.ndjson"), "x").unwrap();
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--decision-log",
-            &p("exists.ndjson"),
-            "--decision-log-new",
-        ]),
-        "decision-log",
-    );
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--session-context-out",
-            &p("same.json"),
-            "--session-stop-out",
-            &p("same.json"),
-        ]),
-        "same file",
-    );
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--session-stop-out",
-            &policy,
-        ]),
-        "session-stop-out",
-    );
     std::os::unix::fs::symlink(d.join("elsewhere.json"), d.join("link.json")).unwrap();
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--session-stop-out",
-            &p("link.json"),
-        ]),
-        "session-stop-out",
-    );
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--capture-dir",
-            &p("cap"),
-            "--decision-log",
-            &p("d.ndjson"),
-        ]),
-        "decision-log",
-    );
     std::fs::create_dir(d.join("cap2")).unwrap();
     std::fs::write(d.join("cap2/session-stop.json"), "old").unwrap();
-    config_error(
-        d,
-        &s(&[
-            "--policy",
-            &policy,
-            "--event-source",
-            "assay://t/x",
-            "--capture-dir",
-            &p("cap2"),
-        ]),
-        "already exists",
-    );
+
+    for (opts, option) in CONFIG_ERRORS {
+        let opts: Vec<String> = opts
+            .iter()
+            .map(|o| {
+                o.replace("{dir}", &d.display().to_string())
+                    .replace("{policy}", &policy)
+            })
+            .collect();
+        config_error(d, &opts, option);
+    }
     // Nothing was created by any of them.
     let mut names: Vec<String> = std::fs::read_dir(d)
         .unwrap()

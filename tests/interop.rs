@@ -26,7 +26,7 @@ fn typescript_sdk_clients_and_reference_servers_match_a_direct_session() {
         .env("ASSAY_PYTHON", &python)
         .env(
             "ASSAY_SDK_SERVER",
-            root().join("python/tests/fixtures/sdk_server.py"),
+            root().join("tests/fixtures/sdk_server.py"),
         )
         .output()
         .unwrap_or_else(|e| panic!("cannot run node (install nodejs and npm): {e}"));

@@ -188,7 +188,7 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
     );
     assert_eq!(
         r.response(Value::from(101))["result"]["content"][0]["text"],
-        "still served",
+        "echo: still served",
         "{}",
         r.report()
     );

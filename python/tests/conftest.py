@@ -93,7 +93,7 @@ def fault_server() -> Path:
 
 @pytest.fixture(scope="session")
 def sdk_server() -> Path:
-    return ROOT / "python" / "tests" / "fixtures" / "sdk_server.py"
+    return ROOT / "tests" / "fixtures" / "sdk_server.py"
 
 
 @pytest.fixture(scope="session")
