@@ -21,8 +21,8 @@ pub mod policy;
 pub mod strict_json;
 
 pub use capture::{
-    CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, package_capture,
-    read_capture, read_captures,
+    CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, PackageManifest,
+    package_capture, read_capture, read_captures,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use outcome::{

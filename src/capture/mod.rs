@@ -24,7 +24,9 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use package::{PACKAGE_SCHEMA, package_capture};
+pub use package::{
+    ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
+};
 pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
 
 /// The `schema` of a [`Closure`].

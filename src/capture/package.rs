@@ -11,9 +11,10 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::Closure;
 use super::bounded::{self, BoundedError};
 use super::checks::hex;
 use super::{
@@ -51,6 +52,67 @@ const PACKAGE_NON_CLAIMS: [&str; 5] = [
     "not_global_coverage",
     "not_durable_storage_proof",
 ];
+
+/// The manifest [`package_capture`] writes as `manifest.json` and returns
+/// (`assay.capture.package.v1`, SPEC §7). It serializes to exactly the content of that file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct PackageManifest {
+    /// Always [`PACKAGE_SCHEMA`].
+    pub schema: &'static str,
+    /// The copied capture files, in the order of SPEC §7's list of names.
+    pub files: Vec<PackagedFile>,
+    /// What wrote the package.
+    pub producer: Producer,
+    /// The files the caller asked to have on record (hashed, not copied), in the order given.
+    pub extra_files: Vec<ExtraFile>,
+    /// The closure verdict of the packaged (copied) files.
+    pub closure: Closure,
+    /// What the package does not claim, among them `not_producer_authentication`: file/digest
+    /// agreement does not authenticate a producer.
+    pub non_claims: [&'static str; 5],
+}
+
+/// A capture file copied into the package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PackagedFile {
+    /// The capture file name (`protocol.json`, `decisions.ndjson`, …).
+    pub name: &'static str,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// The SHA-256 of its bytes, lowercase hex.
+    pub sha256: String,
+}
+
+/// An extra file named by the caller (a helper or source file), hashed, not copied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ExtraFile {
+    /// The path as the caller gave it (lossy UTF-8).
+    pub path: String,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// The SHA-256 of its bytes, lowercase hex.
+    pub sha256: String,
+}
+
+/// The producer of a package: this library and the file holding its code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Producer {
+    /// Always `assay`.
+    pub name: &'static str,
+    /// The library version.
+    pub version: &'static str,
+    /// The binary holding this code: the `.so` for the C ABI and the Python module, the
+    /// executable when linked statically (lossy UTF-8).
+    pub binary_path: String,
+    /// How `binary_path` was found: `proc_self_maps` or, failing that, `current_exe`.
+    pub binary_source: &'static str,
+    /// The SHA-256 of `binary_path`, lowercase hex.
+    pub binary_sha256: String,
+}
 
 fn io_msg(path: &Path, msg: String) -> Error {
     Error::new(ErrorKind::Io, format!("{}: {msg}", path.display()))
@@ -174,7 +236,11 @@ fn cleanup(dst: &Path, created: &[PathBuf]) {
 /// [`ErrorKind::Io`] naming the path when `dst` exists or cannot be created, a source cannot
 /// be read or is refused, or a copy cannot be written. After a failure nothing is left in `dst`
 /// that this call created.
-pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> crate::Result<Value> {
+pub fn package_capture(
+    src: &Path,
+    dst: &Path,
+    extra_files: &[PathBuf],
+) -> crate::Result<PackageManifest> {
     // 1. Open every source first, so a refused file fails before anything is created.
     let mut sources = Vec::new();
     for (name, bound) in PACKAGED {
@@ -188,11 +254,11 @@ pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> crate
     let mut extras = Vec::new();
     for path in extra_files {
         let (bytes, sha256) = hash_path(path, false)?;
-        extras.push(json!({
-            "path": path.to_string_lossy(),
-            "bytes": bytes,
-            "sha256": sha256,
-        }));
+        extras.push(ExtraFile {
+            path: path.to_string_lossy().into_owned(),
+            bytes,
+            sha256,
+        });
     }
     let (binary_path, binary_source) = match producer_binary() {
         Some(p) => (p, "proc_self_maps"),
@@ -217,24 +283,26 @@ pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> crate
             let mut out = create_new(&out_path)?;
             created.push(out_path.clone());
             let (bytes, sha256) = stream(file, &path, bound, Some((&mut out, &out_path)))?;
-            files.push(json!({"name": name, "bytes": bytes, "sha256": sha256}));
+            files.push(PackagedFile {
+                name,
+                bytes,
+                sha256,
+            });
         }
-        let closure = serde_json::to_value(read_capture(dst))
-            .map_err(|e| Error::new(ErrorKind::Internal, format!("closure verdict: {e}")))?;
-        let manifest = json!({
-            "schema": PACKAGE_SCHEMA,
-            "files": files,
-            "producer": {
-                "name": "assay",
-                "version": env!("CARGO_PKG_VERSION"),
-                "binary_path": binary_path.to_string_lossy(),
-                "binary_source": binary_source,
-                "binary_sha256": binary_sha256,
+        let manifest = PackageManifest {
+            schema: PACKAGE_SCHEMA,
+            files,
+            producer: Producer {
+                name: "assay",
+                version: env!("CARGO_PKG_VERSION"),
+                binary_path: binary_path.to_string_lossy().into_owned(),
+                binary_source,
+                binary_sha256,
             },
-            "extra_files": extras,
-            "closure": closure,
-            "non_claims": PACKAGE_NON_CLAIMS,
-        });
+            extra_files: extras,
+            closure: read_capture(dst),
+            non_claims: PACKAGE_NON_CLAIMS,
+        };
         let mut text = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| Error::new(ErrorKind::Internal, format!("manifest: {e}")))?;
         text.push(b'\n');

@@ -1005,7 +1005,11 @@ fn package_copies_raw_bytes_and_writes_manifest() {
     std::fs::write(&helper, b"print('hi')\n").unwrap();
     let out = tempfile::tempdir().unwrap();
     let dst = out.path().join("pkg");
-    let manifest = package_capture(src.path(), &dst, std::slice::from_ref(&helper)).unwrap();
+    let typed = package_capture(src.path(), &dst, std::slice::from_ref(&helper)).unwrap();
+    assert_eq!(typed.closure.closure, ClosureKind::Closed);
+    assert_eq!(typed.schema, PACKAGE_SCHEMA);
+    // The typed manifest serializes to exactly what manifest.json holds (checked below).
+    let manifest = serde_json::to_value(&typed).unwrap();
 
     assert_eq!(manifest["schema"], "assay.capture.package.v1");
     assert_eq!(manifest["closure"]["closure"], "closed");
@@ -1086,7 +1090,7 @@ fn package_of_an_unknown_capture_records_the_verdict() {
     rm(src.path(), STOP);
     let out = tempfile::tempdir().unwrap();
     let dst = out.path().join("pkg");
-    let manifest = package_capture(src.path(), &dst, &[]).unwrap();
+    let manifest = serde_json::to_value(package_capture(src.path(), &dst, &[]).unwrap()).unwrap();
     assert_eq!(manifest["closure"]["closure"], "unknown");
     assert_eq!(manifest["files"].as_array().unwrap().len(), 3);
 }

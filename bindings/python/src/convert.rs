@@ -341,8 +341,12 @@ pub(crate) struct PackageManifest {
     inner: Value,
 }
 
-impl From<Value> for PackageManifest {
-    fn from(inner: Value) -> Self {
+impl From<assay::PackageManifest> for PackageManifest {
+    /// Held as the JSON of `manifest.json`, so the getters and `to_dict()` return exactly what
+    /// the file holds.
+    fn from(manifest: assay::PackageManifest) -> Self {
+        // A manifest is strings, numbers and the verdict: serializing it cannot fail.
+        let inner = serde_json::to_value(&manifest).unwrap_or(Value::Null);
         Self { inner }
     }
 }
