@@ -18,16 +18,6 @@ fn capture(mode: &str, input: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) 
     (dir, cap)
 }
 
-fn read(cap: &Path) -> (Run, Value) {
-    let r = run(
-        &["capture".into(), "read".into(), cap.display().to_string()],
-        b"",
-    );
-    let v: Value = serde_json::from_slice(&r.stdout)
-        .unwrap_or_else(|e| panic!("verdict is not JSON ({e})\n{}", r.report()));
-    (r, v)
-}
-
 fn session() -> Vec<u8> {
     script(&[
         INIT,
@@ -55,7 +45,7 @@ fn real_captures_read_back_closed_for_every_termination_kind() {
         ("close-stdout", "signaled", None),
     ] {
         let (_d, cap) = capture(mode, &session());
-        let (r, v) = read(&cap);
+        let (r, v) = read_verdict(&cap);
         r.expect_status(0);
         assert_eq!(v["closure"], "closed", "{mode}: {v}");
         assert_eq!(v["reasons"], serde_json::json!([]));
@@ -90,19 +80,19 @@ fn one_changed_byte_in_log_stop_or_context_reads_unknown() {
         let mut changed = original.clone();
         changed[at] = if changed[at] == b'0' { b'1' } else { b'0' };
         std::fs::write(&path, &changed).unwrap();
-        let (r, v) = read(&cap);
+        let (r, v) = read_verdict(&cap);
         r.expect_status(3);
         assert_eq!(v["closure"], "unknown", "{name}: {v}");
         std::fs::write(&path, &original).unwrap();
     }
     // Restored: closed again.
-    read(&cap).0.expect_status(0);
+    read_verdict(&cap).0.expect_status(0);
 
     // A changed byte in the decision log's reason text breaks the digest.
     let log = cap.join("decisions.ndjson");
     let original = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, original.replacen("allowed", "allowEd", 1)).unwrap();
-    let (r, v) = read(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(3);
     assert!(codes(&v).contains(&"digest_mismatch".to_string()), "{v}");
 }
@@ -111,7 +101,7 @@ fn one_changed_byte_in_log_stop_or_context_reads_unknown() {
 fn proxy_error_sessions_read_incomplete() {
     // A grandchild holds the server's stdout: the session ends as proxy_error.
     let (_d, cap) = capture("grandchild", &session());
-    let (r, v) = read(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(1);
     assert_eq!(v["closure"], "incomplete");
     assert_eq!(v["session_end"], "proxy_error");
@@ -123,7 +113,7 @@ fn poisoned_log_with_partial_tail_reads_incomplete() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
     run_with_file_size_limit(&cap).expect_status(3);
-    let (r, v) = read(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(1);
     assert_eq!(v["closure"], "incomplete", "{v}");
     assert_eq!(v["decision_log"], "incomplete");
@@ -134,13 +124,13 @@ fn poisoned_log_with_partial_tail_reads_incomplete() {
 fn discovery_only_and_missing_captures_read_unknown() {
     let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
     let (_d, cap) = capture("normal", &script(&[discover]));
-    let (r, v) = read(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(3);
     // SPEC §10: no stop record, but no-session.json says why.
     assert_eq!(codes(&v), ["no_session"], "{v}");
     assert!(!cap.join("session-stop.json").exists());
 
-    let (r, v) = read(Path::new("/nonexistent/capture"));
+    let (r, v) = read_verdict(Path::new("/nonexistent/capture"));
     r.expect_status(3);
     assert_eq!(v["closure"], "unknown");
 }
@@ -151,7 +141,7 @@ fn symlinked_capture_file_is_refused() {
     let moved = d.path().join("elsewhere.json");
     std::fs::rename(cap.join("session-stop.json"), &moved).unwrap();
     std::os::unix::fs::symlink(&moved, cap.join("session-stop.json")).unwrap();
-    let (r, v) = read(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(3);
     assert!(codes(&v).contains(&"not_regular_file".to_string()), "{v}");
 }
@@ -161,17 +151,7 @@ fn package_copies_raw_bytes_with_a_manifest() {
     let (d, cap) = capture("exit7", &session());
     let out = d.path().join("pkg");
     let helper = root().join("examples/demo/server.py");
-    let r = run(
-        &[
-            "capture".into(),
-            "package".into(),
-            cap.display().to_string(),
-            out.display().to_string(),
-            "--hash-file".into(),
-            helper.display().to_string(),
-        ],
-        b"",
-    );
+    let r = package(&cap, &out, &[&helper]);
     r.expect_status(0);
     let manifest = read_json(&out.join("manifest.json"));
     assert_eq!(manifest["schema"], "assay.capture.package.v1");
@@ -183,13 +163,7 @@ fn package_copies_raw_bytes_with_a_manifest() {
             .iter()
             .any(|c| c == "not_producer_authentication")
     );
-    for name in [
-        "protocol.json",
-        "session-context.json",
-        "session-stop.json",
-        "decisions.ndjson",
-        "proxy-stderr.log",
-    ] {
+    for name in SESSION_CAPTURE_FILES {
         assert_eq!(
             std::fs::read(cap.join(name)).unwrap(),
             std::fs::read(out.join(name)).unwrap(),
@@ -199,17 +173,9 @@ fn package_copies_raw_bytes_with_a_manifest() {
     let extra = manifest["extra_files"].as_array().unwrap();
     assert_eq!(extra[0]["sha256"], sha256_file(&helper).as_str());
     // The package itself reads back closed.
-    read(&out).0.expect_status(0);
+    read_verdict(&out).0.expect_status(0);
     // A second package to the same destination is refused.
-    let again = run(
-        &[
-            "capture".into(),
-            "package".into(),
-            cap.display().to_string(),
-            out.display().to_string(),
-        ],
-        b"",
-    );
+    let again = package(&cap, &out, &[]);
     assert_ne!(again.status, Some(0));
 }
 
@@ -233,5 +199,5 @@ fn demo_runs_and_prints_a_closed_verdict() {
         r.report()
     );
     assert!(out.contains("closure: CLOSED"), "{}", r.report());
-    read(&cap).0.expect_status(0);
+    read_verdict(&cap).0.expect_status(0);
 }

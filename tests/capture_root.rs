@@ -79,16 +79,6 @@ fn summary(root: &Path) -> (Run, Vec<Value>) {
     (r, lines)
 }
 
-fn read(cap: &Path) -> (Run, Value) {
-    let r = run(
-        &["capture".into(), "read".into(), cap.display().to_string()],
-        b"",
-    );
-    let v = serde_json::from_slice(&r.stdout)
-        .unwrap_or_else(|e| panic!("verdict is not JSON ({e})\n{}", r.report()));
-    (r, v)
-}
-
 fn codes(v: &Value) -> Vec<String> {
     v["reasons"]
         .as_array()
@@ -151,7 +141,7 @@ fn two_launches_into_one_root_give_two_closed_captures() {
         ]
     );
     for dir in &dirs {
-        read(dir).0.expect_status(0);
+        read_verdict(dir).0.expect_status(0);
     }
 }
 
@@ -180,7 +170,7 @@ fn version_probe_then_session_gives_one_no_session_and_one_closed() {
     assert_eq!(mode(&marker), 0o600);
     assert!(!session_dir.join("no-session.json").exists());
 
-    let (r, v) = read(probe_dir);
+    let (r, v) = read_verdict(probe_dir);
     r.expect_status(3);
     assert_eq!(v["closure"], "unknown");
     assert_eq!(codes(&v), ["no_session"]);
@@ -323,7 +313,7 @@ fn no_session_markers_that_contradict_the_capture_are_inconsistent() {
         marker(&sid(session_dir)),
     )
     .unwrap();
-    let (r, v) = read(session_dir);
+    let (r, v) = read_verdict(session_dir);
     r.expect_status(3);
     assert_eq!(v["closure"], "unknown");
     assert_eq!(
@@ -338,14 +328,14 @@ fn no_session_markers_that_contradict_the_capture_are_inconsistent() {
     // Beside a non-empty decision log only.
     let log = probe_dir.join("decisions.ndjson");
     std::fs::write(&log, b"{}\n").unwrap();
-    let (_, v) = read(probe_dir);
+    let (_, v) = read_verdict(probe_dir);
     assert!(
         codes(&v).contains(&"inconsistent_accounting".to_string()),
         "{v}"
     );
     std::fs::write(&log, b"").unwrap();
-    read(probe_dir).0.expect_status(3);
-    assert_eq!(codes(&read(probe_dir).1), ["no_session"]);
+    read_verdict(probe_dir).0.expect_status(3);
+    assert_eq!(codes(&read_verdict(probe_dir).1), ["no_session"]);
 
     // Another session's marker, a wrong schema, a symlinked marker.
     let path = probe_dir.join("no-session.json");
@@ -366,7 +356,7 @@ fn no_session_markers_that_contradict_the_capture_are_inconsistent() {
         (b"{\"schema\":1,\"schema\":2}".to_vec(), "duplicate_key"),
     ] {
         std::fs::write(&path, &bytes).unwrap();
-        let (r, v) = read(probe_dir);
+        let (r, v) = read_verdict(probe_dir);
         r.expect_status(3);
         assert!(
             codes(&v).contains(&code.to_string()),
@@ -381,22 +371,14 @@ fn no_session_markers_that_contradict_the_capture_are_inconsistent() {
     }
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(d.path(), &path).unwrap();
-    let (_, v) = read(probe_dir);
+    let (_, v) = read_verdict(probe_dir);
     assert!(codes(&v).contains(&"not_regular_file".to_string()), "{v}");
 
     // The packager copies a marker that is present.
     std::fs::remove_file(&path).unwrap();
     std::fs::write(&path, &original).unwrap();
     let pkg = d.path().join("pkg");
-    let r = run(
-        &[
-            "capture".into(),
-            "package".into(),
-            probe_dir.display().to_string(),
-            pkg.display().to_string(),
-        ],
-        b"",
-    );
+    let r = package(probe_dir, &pkg, &[]);
     r.expect_status(0);
     assert_eq!(
         std::fs::read(pkg.join("no-session.json")).unwrap(),
@@ -544,7 +526,7 @@ fn run_directories_are_0700_under_a_hostile_umask() {
     let dirs = runs(&root);
     assert_eq!(dirs.len(), 1);
     assert_eq!(mode(&dirs[0]), 0o700);
-    read(&dirs[0]).0.expect_status(0);
+    read_verdict(&dirs[0]).0.expect_status(0);
 
     // An existing root keeps its owner's mode.
     let shared = d.path().join("shared");

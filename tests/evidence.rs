@@ -28,13 +28,7 @@ fn capture_files_have_the_documented_shapes_and_mode_0600() {
         &script(&[INIT, &call(2, "echo", r#"{"text":"a"}"#)]),
     );
     r.expect_status(0);
-    for name in [
-        "protocol.json",
-        "session-context.json",
-        "session-stop.json",
-        "decisions.ndjson",
-        "proxy-stderr.log",
-    ] {
+    for name in SESSION_CAPTURE_FILES {
         let m = std::fs::metadata(cap.join(name)).unwrap();
         assert_eq!(m.mode() & 0o777, 0o600, "{name}");
     }

@@ -254,15 +254,7 @@ fn hide_refused_tools_edits_only_answers_to_tools_list_and_keeps_the_rest_exactl
             code
         );
     }
-    let decisions: Vec<(String, String)> = decision_lines(&log)
-        .iter()
-        .map(|d| {
-            (
-                d["data"]["tool"].as_str().unwrap().to_string(),
-                d["data"]["reason_code"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let decisions = tools_and_reasons(&log);
     assert_eq!(
         decisions,
         [

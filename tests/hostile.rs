@@ -466,21 +466,11 @@ fn real_capture(dir: &std::path::Path) -> std::path::PathBuf {
     cap
 }
 
-fn read_cli(cap: &std::path::Path) -> (Run, serde_json::Value) {
-    let r = run(
-        &["capture".into(), "read".into(), cap.display().to_string()],
-        b"",
-    );
-    let v = serde_json::from_slice(&r.stdout)
-        .unwrap_or_else(|e| panic!("verdict is not JSON ({e})\n{}", r.report()));
-    (r, v)
-}
-
 #[test]
 fn symlinked_and_oversized_capture_files_are_unknown_through_the_cli() {
     let dir = tempdir();
     let cap = real_capture(dir.path());
-    let (r, v) = read_cli(&cap);
+    let (r, v) = read_verdict(&cap);
     r.expect_status(0);
     assert_eq!(v["closure"], "closed");
 
@@ -544,7 +534,7 @@ fn symlinked_and_oversized_capture_files_are_unknown_through_the_cli() {
             alter(&target);
         }
         let before = snapshot(work.path());
-        let (r, v) = read_cli(&copy);
+        let (r, v) = read_verdict(&copy);
         assert_eq!(r.status, Some(3), "{name}\n{}", r.report());
         assert_eq!(v["closure"], "unknown", "{name}: {v}");
         let reasons = v["reasons"].as_array().unwrap();

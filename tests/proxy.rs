@@ -114,15 +114,7 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
 
     // Exactly one decision per tools/call, in order, with contiguous seq.
     let decisions = decision_lines(&log);
-    let summary: Vec<(String, String)> = decisions
-        .iter()
-        .map(|d| {
-            (
-                d["data"]["tool"].as_str().unwrap().to_string(),
-                d["data"]["reason_code"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let summary = tools_and_reasons(&log);
     assert_eq!(
         summary,
         [

@@ -316,3 +316,50 @@ pub fn run_without_reader(args: &[&str]) -> Run {
         elapsed: started.elapsed(),
     }
 }
+
+/// `assay capture read CAP`: the run and the verdict JSON it printed.
+pub fn read_verdict(cap: &Path) -> (Run, serde_json::Value) {
+    let r = run(
+        &["capture".into(), "read".into(), cap.display().to_string()],
+        b"",
+    );
+    let v = serde_json::from_slice(&r.stdout)
+        .unwrap_or_else(|e| panic!("verdict is not JSON ({e})\n{}", r.report()));
+    (r, v)
+}
+
+/// `assay capture package CAP OUT` with `--hash-file` for each of `hash_files`.
+pub fn package(cap: &Path, out: &Path, hash_files: &[&Path]) -> Run {
+    let mut args = vec![
+        "capture".to_string(),
+        "package".to_string(),
+        cap.display().to_string(),
+        out.display().to_string(),
+    ];
+    for f in hash_files {
+        args.extend(["--hash-file".to_string(), f.display().to_string()]);
+    }
+    run(&args, b"")
+}
+
+/// The `(tool, reason_code)` of each line of a decision log, in order.
+pub fn tools_and_reasons(log: &Path) -> Vec<(String, String)> {
+    decision_lines(log)
+        .iter()
+        .map(|d| {
+            (
+                d["data"]["tool"].as_str().unwrap().to_string(),
+                d["data"]["reason_code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The files every capture directory of a session with a decision log holds (SPEC §7).
+pub const SESSION_CAPTURE_FILES: [&str; 5] = [
+    "protocol.json",
+    "session-context.json",
+    "session-stop.json",
+    "decisions.ndjson",
+    "proxy-stderr.log",
+];
