@@ -64,12 +64,12 @@ cargo test --all-targets
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
-step "python: build the wheel and install it into .venv"
-# A debug build (the Rust tests above already compiled the library in that profile), stripped to
-# keep the wheel small. The tests use the installed wheel, never the source tree, and
-# python/tests/test_wheel.py installs the same wheel into a clean venv with --no-index.
+step "python: build the portable release wheel (scripts/build-wheel.sh) and install it into .venv"
+# The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. The
+# tests use the installed wheel, never the source tree, and python/tests/test_wheel.py checks its
+# tag and glibc symbol versions and installs the same wheel into a clean venv with --no-index.
 rm -rf target/wheels
-.venv/bin/maturin build --quiet --strip --out target/wheels
+PYTHON="$PWD/.venv/bin/python" bash scripts/build-wheel.sh target/wheels
 export ASSAY_WHEEL
 ASSAY_WHEEL="$(ls target/wheels/assay_stop-*.whl)"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$ASSAY_WHEEL"
