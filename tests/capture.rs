@@ -3,8 +3,6 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::util::*;
 
 fn capture(mode: &str, input: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -25,15 +23,6 @@ fn session() -> Vec<u8> {
         &call(3, "exec", "{}"),
         &call(4, "read_file", r#"{"path":"/workspace/x"}"#),
     ])
-}
-
-fn codes(v: &Value) -> Vec<String> {
-    v["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]

@@ -79,15 +79,6 @@ fn summary(root: &Path) -> (Run, Vec<Value>) {
     (r, lines)
 }
 
-fn codes(v: &Value) -> Vec<String> {
-    v["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn line(capture: &str, closure: &str, session_id: Value, reasons: &[&str]) -> Value {
     json!({"capture": capture, "closure": closure, "session_id": session_id, "reasons": reasons})
 }

@@ -61,6 +61,38 @@ pub(crate) struct Expected {
     pub verdict: i32,
 }
 
+/// A session of `calls` allowed calls (ids 10, 11, …) whose decision log failed part-way (SPEC
+/// §4.1): status 3, every call still answered by the server, and a complete stop record with an
+/// `incomplete` log that the reader judges incomplete. Returns (written, dropped).
+pub(crate) fn assert_log_write_failure(r: &Run, cap: &Path, calls: u64) -> (u64, u64) {
+    r.expect_status(3);
+    // The proxy kept forwarding: every allowed call was answered by the server.
+    for i in 0..calls {
+        let resp = r.response(json!(10 + i));
+        assert_eq!(resp["result"]["isError"], false, "{}", r.report());
+    }
+    assert_stop_record(
+        cap,
+        &Expected {
+            session_end: "client_closed",
+            termination: "exited",
+            exit_code: json!(0),
+            signal: Value::Null,
+            core_dumped: Some(Value::Null),
+            kill_requested: false,
+            decision_log: "incomplete",
+            written: None,
+            dropped: None,
+            verdict: 1,
+        },
+    );
+    let s = stop_of(cap);
+    let written = s["decision_events_written"].as_u64().unwrap();
+    let dropped = s["decision_events_dropped"].as_u64().unwrap();
+    assert_eq!(written + dropped, calls, "{s}");
+    (written, dropped)
+}
+
 /// Checks every field of the stop record in `cap` against `e` and the context, the log
 /// accounting against the log on disk, and the reader's verdict.
 pub(crate) fn assert_stop_record(cap: &Path, e: &Expected) {
@@ -278,32 +310,12 @@ fn decision_log_write_failure_poisons_the_writer() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
     let r = run_with_file_size_limit(&cap);
-    r.expect_status(3);
-    // The proxy kept forwarding: every allowed call was answered by the server.
-    for i in 0..8 {
-        let resp = r.response(json!(10 + i));
-        assert_eq!(resp["result"]["isError"], false, "{}", r.report());
-    }
+    let (written, dropped) = assert_log_write_failure(&r, &cap, 8);
     let s = stop_of(&cap);
-    assert_stop_record(
-        &cap,
-        &Expected {
-            session_end: "client_closed",
-            termination: "exited",
-            exit_code: json!(0),
-            signal: Value::Null,
-            core_dumped: Some(Value::Null),
-            kill_requested: false,
-            decision_log: "incomplete",
-            written: None,
-            dropped: None,
-            verdict: 1,
-        },
+    assert!(
+        written >= 1 && dropped >= 1,
+        "{written} written, {dropped} dropped"
     );
-    let written = s["decision_events_written"].as_u64().unwrap();
-    let dropped = s["decision_events_dropped"].as_u64().unwrap();
-    assert_eq!(written + dropped, 8);
-    assert!(written >= 1 && dropped >= 1, "{s}");
     let bytes = std::fs::read(cap.join("decisions.ndjson")).unwrap();
     assert_eq!(bytes.len() % 512, 0, "the file stops at the size limit");
     let complete: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();

@@ -363,3 +363,13 @@ pub const SESSION_CAPTURE_FILES: [&str; 5] = [
     "decisions.ndjson",
     "proxy-stderr.log",
 ];
+
+/// The reason codes of a verdict, in order.
+pub fn codes(verdict: &serde_json::Value) -> Vec<String> {
+    verdict["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_string())
+        .collect()
+}
