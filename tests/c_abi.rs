@@ -99,6 +99,16 @@ struct Hosts {
     cpp: PathBuf,
 }
 
+/// The C hosts build warning-free as C11 (STYLE: the example hosts are the tests).
+const C_FLAGS: &[&str] = &[
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-pthread",
+];
+
 fn compile(compiler: &str, flags: &[&str], src: &str, out: &Path, link: Link, pc_dir: &Path) {
     compile_path(
         compiler,
@@ -142,15 +152,7 @@ fn build_hosts(dir: &Path, link: Link) -> Hosts {
     let cpp = dir.join("host");
     compile(
         "gcc",
-        &[
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-pthread",
-            "-g",
-        ],
+        &[C_FLAGS, &["-g"]].concat(),
         "wrap_host.c",
         &c,
         link,
@@ -320,14 +322,7 @@ fn c_host_with_plain_pipes_ends_the_session_by_closing_its_input() {
     let host = dir.path().join("plain_pipe_host");
     compile_path(
         "gcc",
-        &[
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-pthread",
-        ],
+        C_FLAGS,
         &root().join("tests/fixtures/plain_pipe_host.c"),
         &host,
         Link::Dynamic,

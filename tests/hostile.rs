@@ -23,15 +23,7 @@ fn hostile(input: &[u8], extra: &[&str]) -> Case {
     let mut opts = capture_opts(&cap);
     opts.extend(extra.iter().map(|s| s.to_string()));
     let run = run(
-        &wrap_args(
-            &strs(&opts),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
+        &wrap_args(&strs(&opts), &strs(&recording_server(&rec))),
         input,
     );
     let received = std::fs::read(&rec).unwrap_or_default();

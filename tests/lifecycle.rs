@@ -69,9 +69,7 @@ impl Live {
     }
 
     fn wrap(opts: &[String], server: &[&str]) -> Live {
-        let mut cmd = Command::new(bin());
-        cmd.args(wrap_args(&strs(opts), server));
-        Live::spawn(cmd)
+        Live::spawn(wrap_command(&strs(opts), server))
     }
 
     fn send(&mut self, line: &str) {
@@ -323,11 +321,10 @@ fn sdk_shutdown_with_forward_signals_closes_the_capture() {
 fn server_inherits_only_stdin_stdout_stderr() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let mut cmd = Command::new(bin());
-    cmd.args(wrap_args(
+    let mut cmd = wrap_command(
         &strs(&capture_opts(&cap)),
         &["python3", &fault_server(), "fds"],
-    ));
+    );
     // SAFETY: pipe(2) and dup2 only, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -389,11 +386,7 @@ fn decision_log_past_rlimit_fsize_poisons_instead_of_killing_the_wrapper() {
         lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
     }
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let mut cmd = Command::new(bin());
-    cmd.args(wrap_args(
-        &strs(&capture_opts(&cap)),
-        &["python3", &demo_server()],
-    ));
+    let mut cmd = wrap_command(&strs(&capture_opts(&cap)), &["python3", &demo_server()]);
     // SAFETY: setrlimit and signal only, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -430,11 +423,10 @@ fn fifo_at_an_append_mode_decision_log_is_a_config_error() {
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let marker = dir.path().join("spawned");
     let opts = evidence_opts(&["--decision-log".into(), fifo.display().to_string()]);
-    let mut cmd = Command::new(bin());
-    cmd.args(wrap_args(
+    let cmd = wrap_command(
         &strs(&opts),
         &["/bin/sh", "-c", &format!("touch {}", marker.display())],
-    ));
+    );
     let (status, stderr) = run_bounded(cmd);
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(stderr.starts_with("assay: "), "{stderr}");
@@ -449,11 +441,10 @@ fn fifo_at_an_append_mode_decision_log_is_a_config_error() {
 fn cli_started_with_sigchld_ignored_still_observes_the_server() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let mut cmd = Command::new(bin());
-    cmd.args(wrap_args(
+    let mut cmd = wrap_command(
         &strs(&capture_opts(&cap)),
         &["python3", &fault_server(), "exit7"],
-    ));
+    );
     // SAFETY: signal(2) only, between fork and exec; an ignored disposition survives exec.
     unsafe {
         cmd.pre_exec(|| {

@@ -55,15 +55,7 @@ fn end_to_end_forwarding_is_byte_exact_and_denied_calls_never_reach_the_server()
     ]
     .map(|s| s.to_string());
     let r = run(
-        &wrap_args(
-            &strs(&opts),
-            &[
-                "python3",
-                &fault_server(),
-                "record",
-                &rec.display().to_string(),
-            ],
-        ),
+        &wrap_args(&strs(&opts), &strs(&recording_server(&rec))),
         &input,
     );
     r.expect_status(0);

@@ -108,6 +108,24 @@ pub fn wrap_args(opts: &[&str], server: &[&str]) -> Vec<String> {
     v
 }
 
+/// A `Command` for `assay mcp wrap` with `opts` in front of the server argv, to prepare further
+/// (limits, signal dispositions, descriptors) before it runs.
+pub fn wrap_command(opts: &[&str], server: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(wrap_args(opts, server));
+    cmd
+}
+
+/// The recording fault server's argv: it appends every raw line it receives to `rec`.
+pub fn recording_server(rec: &Path) -> Vec<String> {
+    vec![
+        "python3".into(),
+        fault_server(),
+        "record".into(),
+        rec.display().to_string(),
+    ]
+}
+
 /// `--policy <demo policy> --event-source assay://test/session` followed by `extra`.
 pub fn evidence_opts(extra: &[String]) -> Vec<String> {
     let mut v = vec![
@@ -238,12 +256,8 @@ fn run_cmd(mut cmd: Command, input: &[u8], hold: Option<Duration>, action: Optio
 /// Runs `input` through `assay mcp wrap` into the capture `cap`, in front of the recording fault
 /// server, which appends every raw line it receives to `rec`.
 pub fn run_recorded(cap: &Path, rec: &Path, input: &[u8]) -> Run {
-    let recorded = rec.display().to_string();
     run(
-        &wrap_args(
-            &strs(&capture_opts(cap)),
-            &["python3", &fault_server(), "record", &recorded],
-        ),
+        &wrap_args(&strs(&capture_opts(cap)), &strs(&recording_server(rec))),
         input,
     )
 }
