@@ -241,11 +241,91 @@ fn resolve(option: &'static str, path: &Path) -> Result<PathBuf> {
     Ok(parent.join(name))
 }
 
+/// The option name of the capture root, for its errors.
+const CAPTURE_ROOT: &str = "capture-root";
+
+/// Validates a configuration with `capture_root` (SPEC §10): the options it excludes, every other check of
+/// SPEC §6 (run on the configuration without evidence paths), an event source, and the root
+/// itself. Touches nothing on disk but `stat`s.
+fn plan_capture_root(config: &WrapConfig, root: &Path) -> Result<Plan> {
+    for (set, option) in [
+        (config.capture_dir.is_some(), "capture-dir"),
+        (config.decision_log.is_some(), "decision-log"),
+        (config.session_context_out.is_some(), "session-context-out"),
+        (config.session_stop_out.is_some(), "session-stop-out"),
+        (config.coverage_out.is_some(), "coverage-out"),
+    ] {
+        if set {
+            return Err(Error::config(
+                option,
+                "cannot be combined with --capture-root (each run gets its own capture directory)",
+            ));
+        }
+    }
+    let mut base = config.clone();
+    base.capture_root = None;
+    base.decision_log_new = false;
+    let mut plan = base.plan()?;
+    if config.event_source.is_none() {
+        return Err(Error::config(
+            "event-source",
+            "required when any evidence output is requested",
+        ));
+    }
+    check_root(root)?;
+    plan.capture_root = Some(root.to_path_buf());
+    Ok(plan)
+}
+
+/// The root must be a directory (not a symlink to one) or not exist yet with an existing parent.
+pub(crate) fn check_root(root: &Path) -> Result<()> {
+    if root.as_os_str().is_empty() {
+        return Err(Error::config(CAPTURE_ROOT, "the root path is empty"));
+    }
+    match std::fs::symlink_metadata(root) {
+        // A symlinked root is refused like a symlinked capture directory: evidence is never
+        // written through a link the wrapper did not make.
+        Ok(m) if m.file_type().is_symlink() => Err(Error::config(
+            CAPTURE_ROOT,
+            format!(
+                "{} is a symbolic link (give the directory it points to)",
+                root.display()
+            ),
+        )),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::config(
+            CAPTURE_ROOT,
+            format!("{} exists and is not a directory", root.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = match root.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(Error::config(
+                    CAPTURE_ROOT,
+                    format!(
+                        "parent directory of {} does not exist (the root is created, its parent is not)",
+                        root.display()
+                    ),
+                ))
+            }
+        }
+        Err(e) => Err(Error::config(
+            CAPTURE_ROOT,
+            format!("cannot inspect {}: {e}", root.display()),
+        )),
+    }
+}
+
 impl WrapConfig {
     /// Runs every check of SPEC §6 and resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<Plan> {
         if let Some(root) = &self.capture_root {
-            return crate::capture_root::plan(self, root);
+            return plan_capture_root(self, root);
         }
         if self.command.is_empty() || self.command[0].is_empty() {
             return Err(Error::config(

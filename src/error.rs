@@ -1,5 +1,7 @@
-//! The library's error type and the one table that maps an error to every surface:
-//! C `AssayStatus`, Python exception class and CLI exit status.
+//! The library's error type and the table of error kinds every surface maps from: the CLI exit
+//! status lives here ([`Error::exit_status`]), the C `AssayStatus` in the FFI layer
+//! (`ErrorKind::c_status`, written there so that this module stays a leaf that knows nothing of
+//! the C ABI), the Python exception class in the bindings.
 //!
 //! Data is not an error: policy decisions and capture verdicts are values. An [`Error`] means the
 //! requested operation could not be carried out (bad configuration, an I/O failure, a failed stop
@@ -8,7 +10,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::ffi::AssayStatus;
 use crate::outcome::WrapOutcome;
 
 /// What went wrong, without the message text. Surfaces choose their status from this, never from
@@ -30,23 +31,6 @@ pub enum ErrorKind {
     StopWrite,
     /// A bug: a worker panicked or an invariant broke.
     Internal,
-}
-
-impl ErrorKind {
-    /// The C ABI status for this kind (SPEC §8). A command that cannot be started and an internal
-    /// failure have no status of their own in C: they are `ASSAY_ERR_IO`. (`ASSAY_ERR_PANIC`
-    /// comes from the panic boundary, never from an error.)
-    pub fn c_status(self) -> AssayStatus {
-        match self {
-            ErrorKind::InvalidArgument => AssayStatus::ASSAY_ERR_INVALID_ARGUMENT,
-            ErrorKind::Config => AssayStatus::ASSAY_ERR_CONFIG,
-            ErrorKind::CommandNotFound
-            | ErrorKind::CommandNotExecutable
-            | ErrorKind::Io
-            | ErrorKind::Internal => AssayStatus::ASSAY_ERR_IO,
-            ErrorKind::StopWrite => AssayStatus::ASSAY_ERR_STOP_WRITE,
-        }
-    }
 }
 
 /// An error from `wrap_session` or `package_capture`.
@@ -134,11 +118,6 @@ impl Error {
     /// Takes the session outcome out of a [`ErrorKind::StopWrite`] error.
     pub fn into_outcome(self) -> Option<WrapOutcome> {
         self.outcome.map(|b| *b)
-    }
-
-    /// The C ABI status for this error (SPEC §8); see [`ErrorKind::c_status`].
-    pub fn c_status(&self) -> AssayStatus {
-        self.kind.c_status()
     }
 
     /// The `assay mcp wrap` exit status for this error (SPEC §10).

@@ -11,9 +11,14 @@
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
 
+mod agreement;
 mod bounded;
 mod checks;
+mod companions;
+mod decision_line;
 mod fastline;
+mod fields;
+mod log;
 mod no_session;
 mod package;
 mod summary;

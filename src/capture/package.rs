@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
-use super::checks::hex;
+use super::fields::hex;
 use super::{
     CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, NO_SESSION, PROTOCOL, STDERR_LOG,
     STOP, read_capture,

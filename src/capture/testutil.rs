@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::checks::hex;
+use super::fields::hex;
 use super::{CONTEXT, LOG, PROTOCOL, STOP};
 
 pub(super) const SID: &str = "0123456789abcdef0123456789abcdef";
