@@ -15,6 +15,7 @@ mod fidelity;
 mod header;
 mod hostile;
 mod interop;
+mod layering;
 mod lenient_fold;
 mod lifecycle;
 mod memory;
