@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::event_source::is_event_source;
 
 /// Default `max_line_bytes`: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
@@ -19,20 +20,9 @@ pub const DEFAULT_LABEL: &str = "default-mcp-server";
 
 /// Fixed names inside a capture directory (SPEC §7).
 pub mod capture_names {
-    /// The protocol companion.
-    pub const PROTOCOL: &str = "protocol.json";
-    /// The session context event.
-    pub const CONTEXT: &str = "session-context.json";
-    /// The session stop event.
-    pub const STOP: &str = "session-stop.json";
-    /// The decision log.
-    pub const DECISIONS: &str = "decisions.ndjson";
-    /// Child stderr and wrapper diagnostics.
-    pub const STDERR: &str = "proxy-stderr.log";
-    /// The coverage report.
-    pub const COVERAGE: &str = "coverage.json";
-    /// Written instead of a stop record by a discovery-only run (SPEC §3 item 8, §10).
-    pub const NO_SESSION: &str = "no-session.json";
+    pub use crate::capture_files::{
+        ALL, CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP,
+    };
 }
 
 /// Configuration of one wrapped session.
@@ -199,19 +189,6 @@ pub(crate) enum StderrSink {
     New(PathBuf),
     /// A user-given path: appended to.
     Append(PathBuf),
-}
-
-/// True when `s` is an absolute URI `scheme://…` (SPEC §2).
-pub(crate) fn valid_event_source(s: &str) -> bool {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    first_ok
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// Resolves a capture directory that may not exist yet: its parent canonicalized, its name kept.
@@ -456,7 +433,7 @@ impl WrapConfig {
             || stop_out.is_some()
             || coverage_out.is_some();
         match &self.event_source {
-            Some(s) if !valid_event_source(s) => {
+            Some(s) if !is_event_source(s) => {
                 return Err(Error::config(
                     "event-source",
                     format!("{s:?} is not an absolute URI like assay://host/path"),
@@ -615,25 +592,6 @@ impl WrapConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn event_source_syntax() {
-        for ok in ["assay://example/session", "urn+x-1.a://h", "a://b"] {
-            assert!(valid_event_source(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "example/session",
-            "1x://h",
-            "a b://h",
-            "assay://",
-            "assay://has space",
-            "://x",
-            "as_say://x",
-        ] {
-            assert!(!valid_event_source(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn config_json_refuses_unknown_and_duplicate_keys() {

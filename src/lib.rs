@@ -29,10 +29,12 @@ pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
+mod capture_files;
 mod capture_root;
 mod child;
 pub mod config;
 mod diag;
+mod event_source;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;

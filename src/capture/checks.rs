@@ -170,16 +170,6 @@ mod tests {
     }
 
     #[test]
-    fn event_source_format() {
-        assert!(is_event_source("urn+x://host/path"));
-        assert!(is_event_source("file:///tmp/x"));
-        assert!(!is_event_source("1x://a"));
-        assert!(!is_event_source("x:/a"));
-        assert!(!is_event_source("x://a b"));
-        assert!(!is_event_source("://a"));
-    }
-
-    #[test]
     fn decision_ids() {
         let sid = "0123456789abcdef0123456789abcdef";
         assert!(decision_id_matches(

@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::{FileDigest, MAX_DEPTH, Reason, ReasonCode};
+pub(super) use crate::event_source::is_event_source;
+use crate::evidence::event::hex;
 use crate::strict_json::{self, ScanErrorKind};
 
 /// At most this many reasons come from individual decision lines; the rest are summarized in
@@ -30,17 +32,6 @@ impl Reasons {
     pub(super) fn any_hard(&self) -> bool {
         self.0.iter().any(|r| r.code != ReasonCode::DecisionLoss)
     }
-}
-
-/// Lowercase hex of a digest.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    s
 }
 
 pub(crate) fn digest_of(bytes: &[u8]) -> FileDigest {
@@ -92,17 +83,6 @@ pub(super) fn is_utc_time(s: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// An absolute URI `scheme://…` with no whitespace (SPEC §2).
-pub(super) fn is_event_source(s: &str) -> bool {
-    let Some((scheme, _)) = s.split_once("://") else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 pub(super) fn scan_reason(kind: ScanErrorKind) -> ReasonCode {

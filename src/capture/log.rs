@@ -11,8 +11,9 @@ use sha2::{Digest, Sha256};
 use super::bounded::{self, BoundedError};
 use super::fastline;
 use super::{FileDigest, LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES, ReasonCode};
+use crate::evidence::event::hex;
 use crate::outcome::{DecisionLogState, StopData};
-use crate::strict_json::{self};
+use crate::strict_json;
 
 use super::decision_line::*;
 use super::fields::*;

@@ -36,13 +36,9 @@ pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKE
 pub const CLOSURE_SCHEMA: &str = "assay.capture.closure.v1";
 
 /// Capture file names (SPEC §7).
-pub(crate) const PROTOCOL: &str = "protocol.json";
-pub(crate) const CONTEXT: &str = "session-context.json";
-pub(crate) const STOP: &str = "session-stop.json";
-pub(crate) const LOG: &str = "decisions.ndjson";
-pub(crate) const STDERR_LOG: &str = "proxy-stderr.log";
-pub(crate) const COVERAGE: &str = "coverage.json";
-pub(crate) const NO_SESSION: &str = "no-session.json";
+pub(crate) use crate::capture_files::{
+    CONTEXT, COVERAGE, DECISIONS as LOG, NO_SESSION, PROTOCOL, STDERR as STDERR_LOG, STOP,
+};
 
 /// Bound for each JSON companion (protocol, context, stop), inclusive.
 pub const MAX_COMPANION_BYTES: u64 = 64 * 1024;

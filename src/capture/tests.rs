@@ -922,7 +922,7 @@ fn verdict_json_shape() {
         assert_eq!(files[name]["bytes"], bytes.len());
         assert_eq!(
             files[name]["sha256"],
-            super::fields::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+            crate::evidence::event::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
         );
     }
 }

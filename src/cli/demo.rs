@@ -196,7 +196,12 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
         ),
         other => println!("closure: {other:?}: {}", reasons.join("; ")),
     }
-    println!("decisions: {}", capture.join("decisions.ndjson").display());
+    println!(
+        "decisions: {}",
+        capture
+            .join(assay::config::capture_names::DECISIONS)
+            .display()
+    );
     Ok(exit(if verdict.closure == ClosureKind::Closed {
         0
     } else {

@@ -47,6 +47,8 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::evidence::event::hex;
+
 use self::constraints::Constraints;
 use self::decide::{RuleList, Rules};
 use self::read::Format;
@@ -171,16 +173,6 @@ impl Policy {
     pub fn hide_refused_tools(&self) -> bool {
         self.hide_refused_tools
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
