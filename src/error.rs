@@ -42,6 +42,7 @@ pub struct Error {
     message: String,
     path: Option<PathBuf>,
     option: Option<&'static str>,
+    errno: Option<i32>,
     outcome: Option<Box<WrapOutcome>>,
 }
 
@@ -53,6 +54,7 @@ impl Error {
             message: format!("--{option}: {}", message.into()),
             path: None,
             option: Some(option),
+            errno: None,
             outcome: None,
         }
     }
@@ -60,6 +62,29 @@ impl Error {
     /// An argument that could not be understood (used by the C ABI and Python layers).
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// An argument about `option` that cannot be used (a bad borrowed descriptor), with the OS
+    /// error number when the OS reported one.
+    pub(crate) fn invalid_option(
+        option: &'static str,
+        message: impl Into<String>,
+        errno: Option<i32>,
+    ) -> Self {
+        Self {
+            kind: ErrorKind::InvalidArgument,
+            message: message.into(),
+            path: None,
+            option: Some(option),
+            errno,
+            outcome: None,
+        }
+    }
+
+    /// The same error with the OS error number that caused it.
+    pub(crate) fn with_errno(mut self, errno: Option<i32>) -> Self {
+        self.errno = errno;
+        self
     }
 
     /// An I/O failure on `path`.
@@ -70,6 +95,7 @@ impl Error {
             message: format!("{what} {}: {err}", path.display()),
             path: Some(path),
             option: None,
+            errno: None,
             outcome: None,
         }
     }
@@ -80,6 +106,7 @@ impl Error {
             message: message.into(),
             path: None,
             option: None,
+            errno: None,
             outcome: None,
         }
     }
@@ -90,6 +117,7 @@ impl Error {
             message: message.into(),
             path: outcome.paths.session_stop.clone(),
             option: None,
+            errno: None,
             outcome: Some(Box::new(outcome)),
         }
     }
@@ -104,7 +132,14 @@ impl Error {
         self.path.as_deref()
     }
 
-    /// The configuration option involved, for [`ErrorKind::Config`].
+    /// The OS error number behind the error, when there is one (e.g. `EBADF` for a borrowed
+    /// descriptor that is not open).
+    pub fn os_errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    /// The configuration option involved, for [`ErrorKind::Config`] (and for an
+    /// [`ErrorKind::InvalidArgument`] about one option, such as `stdin`).
     pub fn option(&self) -> Option<&'static str> {
         self.option
     }

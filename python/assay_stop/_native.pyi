@@ -229,6 +229,10 @@ class Closure:
     def closure(self) -> Literal["closed", "incomplete", "unknown"]:
         """The verdict."""
     @property
+    def exit_status(self) -> int:
+        """The ``assay capture read`` exit status for the verdict: ``0`` closed, ``1``
+        incomplete, ``3`` unknown (the library's one map, also used by ``python -m assay_stop``)."""
+    @property
     def reasons(self) -> List[Reason]:
         """Why the verdict is not ``closed``; empty exactly when it is."""
     @property

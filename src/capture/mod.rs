@@ -80,6 +80,17 @@ impl ClosureKind {
             ClosureKind::Unknown => "unknown",
         }
     }
+
+    /// The exit status for this verdict (SPEC §10 `capture read`): `0` closed, `1` incomplete,
+    /// `3` unknown. The one map used by the CLI, `python -m assay_stop` (through
+    /// `Closure.exit_status`) and the demo.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            ClosureKind::Closed => 0,
+            ClosureKind::Incomplete => 1,
+            ClosureKind::Unknown => 3,
+        }
+    }
 }
 
 /// Why a capture is not `closed` (SPEC §7 reason codes).

@@ -1350,3 +1350,11 @@ fn log_chunk_boundaries() {
     let size = std::fs::metadata(d.path().join(LOG)).unwrap().len();
     assert_eq!(v.files[LOG].bytes, size);
 }
+
+#[test]
+fn closure_exit_status_is_the_capture_read_rule() {
+    // SPEC §10: `capture read` exits 0 closed, 1 incomplete, 3 unknown.
+    assert_eq!(ClosureKind::Closed.exit_status(), 0);
+    assert_eq!(ClosureKind::Incomplete.exit_status(), 1);
+    assert_eq!(ClosureKind::Unknown.exit_status(), 3);
+}

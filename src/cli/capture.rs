@@ -5,18 +5,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use assay::{ClosureKind, package_capture, read_capture, read_captures};
+use assay::{package_capture, read_capture, read_captures};
 
 use crate::messages::{eprint_assay, exit};
-
-/// The `capture read` exit status: 0 closed, 1 incomplete, 3 unknown (SPEC §10).
-pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
-    match kind {
-        ClosureKind::Closed => 0,
-        ClosureKind::Incomplete => 1,
-        ClosureKind::Unknown => 3,
-    }
-}
 
 pub(crate) fn read(dir: &Path) -> ExitCode {
     let closure = read_capture(dir);
@@ -25,7 +16,7 @@ pub(crate) fn read(dir: &Path) -> ExitCode {
     if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
         return exit(3);
     }
-    exit(closure_status(closure.closure))
+    exit(closure.closure.exit_status())
 }
 
 /// One line per capture as it is judged (stdout is line-buffered, so lines stream out in

@@ -202,9 +202,5 @@ fn run_inner(args: &DemoArgs) -> std::io::Result<ExitCode> {
             .join(assay::config::capture_names::DECISIONS)
             .display()
     );
-    Ok(exit(if verdict.closure == ClosureKind::Closed {
-        0
-    } else {
-        3
-    }))
+    Ok(exit(verdict.closure.exit_status()))
 }

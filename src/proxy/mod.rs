@@ -3,6 +3,7 @@
 //! bounded cleanup, and write the stop record.
 
 mod cancel;
+mod client_io;
 mod client_to_server;
 mod line;
 pub(crate) mod message;
@@ -14,8 +15,8 @@ mod tools_list;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{self, BufWriter};
+
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -38,50 +39,10 @@ use crate::policy::{Policy, Verdict};
 use crate::signals::{Forwarding, ThreadMask, block_write_signals_in_this_thread};
 
 pub(crate) use cancel::Cancel;
+pub use client_io::ClientIo;
 use line::{LineError, LineReader};
 use output::ClientOutput;
 use session_end::run_workers;
-
-/// The client's side of a session: the descriptor the proxy reads client messages from and the
-/// one it writes responses to. The session owns (and closes) these descriptors; surfaces that are
-/// handed borrowed descriptors duplicate them first, so the caller's own descriptors are never
-/// closed.
-#[derive(Debug)]
-pub struct ClientIo {
-    /// Client → wrapper.
-    pub input: OwnedFd,
-    /// Wrapper → client.
-    pub output: OwnedFd,
-}
-
-impl ClientIo {
-    /// Duplicates of this process's stdin and stdout (close-on-exec).
-    ///
-    /// # Errors
-    /// When the descriptors cannot be duplicated.
-    pub fn stdio() -> io::Result<Self> {
-        Ok(Self {
-            input: io::stdin().as_fd().try_clone_to_owned()?,
-            output: io::stdout().as_fd().try_clone_to_owned()?,
-        })
-    }
-
-    /// This process's stdin and stdout, taken for a session: a duplicate of each (close-on-exec)
-    /// is returned, and descriptor 1 is pointed at `/dev/null`, so the session's output is the
-    /// only reference this process keeps to the client's pipe. When the server's output ends and
-    /// the session closes its output, the client sees end of file at once (SPEC §3 item 7).
-    /// Meant for a process whose stdout carries nothing but the session (the `assay` CLI).
-    ///
-    /// # Errors
-    /// When the descriptors cannot be duplicated or `/dev/null` cannot be opened.
-    pub fn take_stdio() -> io::Result<Self> {
-        let io = Self::stdio()?;
-        io::stdout().flush()?;
-        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-        nix::unistd::dup2_stdout(&null)?;
-        Ok(io)
-    }
-}
 
 /// Why an I/O worker stopped early.
 #[derive(Debug)]
