@@ -12,18 +12,17 @@ mod respond;
 mod server_to_client;
 mod session_end;
 mod tools_list;
+mod workers;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::BufWriter;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread;
 
 use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
@@ -33,46 +32,17 @@ use crate::evidence::decision_log::{DecisionEntry, DecisionLog, Emitted, LogAcco
 use crate::evidence::event::{new_session_id, now_rfc3339};
 use crate::evidence::{context, coverage, file, protocol, stop};
 use crate::outcome::{
-    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
+    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
 };
 use crate::policy::{Policy, Verdict};
-use crate::signals::{Forwarding, ThreadMask, block_write_signals_in_this_thread};
+use crate::signals::{Forwarding, ThreadMask};
 
 pub(crate) use cancel::Cancel;
 pub use client_io::ClientIo;
-use line::{LineError, LineReader};
+use line::LineReader;
 use output::ClientOutput;
 use session_end::run_workers;
-
-/// Why an I/O worker stopped early.
-#[derive(Debug)]
-pub(crate) enum WorkerError {
-    TooLong(&'static str),
-    Cancelled,
-    Io(String),
-    Panicked,
-}
-
-impl WorkerError {
-    fn from_line(e: LineError, what: &'static str) -> Self {
-        match e {
-            LineError::TooLong => WorkerError::TooLong(what),
-            LineError::Cancelled => WorkerError::Cancelled,
-            LineError::Io(e) => WorkerError::Io(format!("reading {what}: {e}")),
-        }
-    }
-
-    fn describe(&self, max: usize) -> String {
-        match self {
-            WorkerError::TooLong(what) => {
-                format!("a line of {what} is longer than max_line_bytes ({max}); session ended")
-            }
-            WorkerError::Cancelled => "cancelled".to_string(),
-            WorkerError::Io(m) => m.clone(),
-            WorkerError::Panicked => "an I/O worker panicked".to_string(),
-        }
-    }
-}
+pub(crate) use workers::{Report, Worker, WorkerError};
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
 /// forwarded, and the session ends as `proxy_error`. Client bytes mean a session existed
@@ -145,32 +115,6 @@ pub(crate) struct Shared {
     /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
     pub tools_list: tools_list::ToolsListWatch,
     pub observed_tools: Mutex<BTreeSet<String>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Worker {
-    ClientToServer,
-    ServerToClient,
-}
-
-type Report = (Worker, std::result::Result<(), WorkerError>);
-
-fn start_worker<F>(name: &str, which: Worker, tx: mpsc::Sender<Report>, f: F) -> io::Result<()>
-where
-    F: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
-{
-    thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            // SIGPIPE (a vanished peer) and SIGXFSZ (a decision-log write past RLIMIT_FSIZE)
-            // become EPIPE / EFBIG errors in this thread instead of the death of the process
-            // (SPEC §4.1); pending ones are discarded when the thread ends. No handler.
-            block_write_signals_in_this_thread();
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .unwrap_or(Err(WorkerError::Panicked));
-            let _ = tx.send((which, r));
-        })
-        .map(|_| ())
 }
 
 /// Opened before spawn: the decision log writer.
@@ -364,7 +308,6 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         observed_tools: Mutex::new(BTreeSet::new()),
     });
 
-    let (tx, rx) = mpsc::channel::<Report>();
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(File::from(io.input), plan.max_line_bytes, cancel.clone()),
         to_child: BufWriter::with_capacity(64 * 1024, spawned.stdin),
@@ -374,27 +317,17 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         reader: LineReader::new(spawned.stdout, plan.max_line_bytes, cancel.clone()),
         shared: shared.clone(),
     };
-    let started = start_worker(
-        "assay-client-to-server",
-        Worker::ClientToServer,
-        tx.clone(),
-        move || c2s.run(),
-    )
-    .and_then(|()| {
-        start_worker(
-            "assay-server-to-client",
-            Worker::ServerToClient,
-            tx,
-            move || s2c.run(),
-        )
-    });
-    if let Err(e) = started {
-        cancel.cancel();
-        return Err(Error::new(
-            ErrorKind::Io,
-            format!("cannot start I/O worker: {e}"),
-        ));
-    }
+    let started = workers::start_both(move || c2s.run(), move || s2c.run());
+    let rx = match started {
+        Ok(rx) => rx,
+        Err(e) => {
+            cancel.cancel();
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot start I/O worker: {e}"),
+            ));
+        }
+    };
 
     let Some(child) = guard.0.as_mut() else {
         return Err(Error::new(ErrorKind::Internal, "child handle missing"));
@@ -426,8 +359,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         SessionEnd::ClientClosed
     };
     let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
-    let decision_log = decision_log_state(
-        plan.log_mode,
+    let decision_log = DecisionLogState::of(
+        plan.log_mode != LogMode::Absent,
         log_initialized,
         poisoned,
         session_end,
@@ -528,73 +461,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             }
         }
     }
-    outcome.exit_code = exit_status(&outcome, stop_error.is_some());
+    outcome.exit_code = outcome.exit_status_rule(stop_error.is_some());
     if let Some(e) = stop_error {
         let msg = format!("{e}; {}", outcome.stop.describe_status());
         outcome.evidence_errors.push(msg.clone());
         return Err(Error::stop_write(msg, outcome));
     }
     Ok(outcome)
-}
-
-/// The stop record's `decision_log` (SPEC §4.3), first match wins: no log and none temporary →
-/// `absent`; requested but never initialized → `unknown`; poisoned or `proxy_error` →
-/// `incomplete`; not retained → `temporary`; otherwise `complete`.
-fn decision_log_state(
-    mode: LogMode,
-    initialized: bool,
-    poisoned: bool,
-    session_end: SessionEnd,
-    temporary: bool,
-) -> DecisionLogState {
-    if mode == LogMode::Absent {
-        DecisionLogState::Absent
-    } else if !initialized {
-        DecisionLogState::Unknown
-    } else if poisoned || session_end == SessionEnd::ProxyError {
-        DecisionLogState::Incomplete
-    } else if temporary {
-        DecisionLogState::Temporary
-    } else {
-        DecisionLogState::Complete
-    }
-}
-
-/// The `assay mcp wrap` exit status rule of SPEC §10.
-fn exit_status(outcome: &WrapOutcome, stop_failed: bool) -> i32 {
-    let s = &outcome.stop;
-    if stop_failed
-        || s.session_end == SessionEnd::ProxyError
-        || s.termination == Termination::Unknown
-        || !outcome.evidence_errors.is_empty()
-    {
-        return 3;
-    }
-    match (s.termination, s.exit_code, s.signal) {
-        (Termination::Exited, Some(code), _) => code,
-        (Termination::Signaled, _, Some(sig)) => 128 + sig,
-        _ => 3,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decision_log_state_precedence() {
-        use DecisionLogState as S;
-        use SessionEnd::{ClientClosed as Ok_, ProxyError as Err_};
-        let f = decision_log_state;
-        assert_eq!(f(LogMode::Absent, false, false, Err_, false), S::Absent);
-        assert_eq!(f(LogMode::New, false, true, Err_, true), S::Unknown);
-        assert_eq!(f(LogMode::Temporary, true, true, Ok_, true), S::Incomplete);
-        assert_eq!(
-            f(LogMode::Temporary, true, false, Err_, true),
-            S::Incomplete
-        );
-        assert_eq!(f(LogMode::Temporary, true, false, Ok_, true), S::Temporary);
-        assert_eq!(f(LogMode::New, true, false, Ok_, false), S::Complete);
-        assert_eq!(f(LogMode::Append, true, false, Ok_, false), S::Complete);
-    }
 }
