@@ -166,6 +166,104 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
     }
 }
 
+/// SPEC §3 item 2: the capture directory (0700, when it does not exist yet) and its
+/// `protocol.json`, the first files a session creates.
+fn start_capture(plan: &Plan, session_id: &str, source: &str) -> Result<()> {
+    if let Some(dir) = &plan.capture_dir {
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
+        }
+    }
+    if let Some(p) = &plan.protocol_out {
+        protocol::write(p, session_id, source, &plan.server_id, &now_rfc3339())?;
+    }
+    Ok(())
+}
+
+/// The child's stderr sink, and the wrapper's diagnostics writing to the same file.
+fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>)> {
+    let stderr_file = open_stderr(plan)?;
+    let diag_file =
+        match &stderr_file {
+            Some(f) => Some(f.try_clone().map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
+            })?),
+            None => None,
+        };
+    Ok((stderr_file, Arc::new(Diag::new(diag_file, plan.verbose))))
+}
+
+/// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
+/// write failed (an evidence error, not the end of the session).
+fn write_context(
+    plan: &Plan,
+    source: &str,
+    session_id: &str,
+    pid: u32,
+    started_at: &str,
+    policy: &Policy,
+    hide_refused_tools: bool,
+) -> Option<String> {
+    let p = plan.context_out.as_ref()?;
+    let data = context::ContextData {
+        session_id,
+        server_id: &plan.server_id,
+        server_pid: pid,
+        started_at,
+        policy_sha256: policy.sha256(),
+        policy_name: policy.name(),
+        decision_log: plan.log_mode.as_str(),
+        session_stop_requested: plan.stop_out.is_some(),
+        dry_run: plan.dry_run,
+        hide_refused_tools,
+        command_sha256: &crate::evidence::event::command_sha256(&plan.command),
+        producer: crate::evidence::event::PRODUCER,
+        assertion_basis: "producer_observation",
+        non_claims: NON_CLAIMS,
+    };
+    context::write(p, source, data).err().map(|e| e.to_string())
+}
+
+/// The coverage report (SPEC §4.4), after the session; the error line when the write failed.
+fn write_coverage(
+    plan: &Plan,
+    session_id: &str,
+    shared: &Shared,
+    log_path: Option<&std::path::Path>,
+    log_start: u64,
+) -> Option<String> {
+    let out = plan.coverage_out.as_ref()?;
+    let observed = shared
+        .observed_tools
+        .lock()
+        .map(|o| o.clone())
+        .unwrap_or_default();
+    coverage::write(
+        out,
+        session_id,
+        log_path.map(|p| (p, log_start)),
+        &shared.policy.declared_tools(),
+        &observed,
+    )
+    .err()
+    .map(|e| e.to_string())
+}
+
+/// A coverage-only decision log is not retained (SPEC §4.3 `temporary`).
+fn remove_temporary_log(log_path: Option<&std::path::Path>, diag: &Diag) {
+    if let Some(p) = log_path {
+        if let Err(e) = std::fs::remove_file(p) {
+            diag.say(&format!(
+                "cannot remove temporary decision log {}: {e}",
+                p.display()
+            ));
+        }
+    }
+}
+
 /// Runs one wrapped MCP session to its end (SPEC §3).
 ///
 /// Validates the whole configuration before anything is spawned or created, then proxies between
@@ -203,26 +301,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 
     // From here on files are created.
     let plan = crate::capture_root::place_run(plan, &session_id)?;
-    if let Some(dir) = &plan.capture_dir {
-        if !dir.is_dir() {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
-        }
-    }
-    if let Some(p) = &plan.protocol_out {
-        protocol::write(p, &session_id, &source, &plan.server_id, &now_rfc3339())?;
-    }
-    let stderr_file = open_stderr(&plan)?;
-    let diag_file =
-        match &stderr_file {
-            Some(f) => Some(f.try_clone().map_err(|e| {
-                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
-            })?),
-            None => None,
-        };
-    let diag = Arc::new(Diag::new(diag_file, plan.verbose));
+    start_capture(&plan, &session_id, &source)?;
+    let (stderr_file, diag) = open_diagnostics(&plan)?;
     let log = open_log(&plan, &session_id)?;
     let log_path = log.as_ref().map(|l| l.path.clone());
     let log_temporary = log.as_ref().is_some_and(|l| l.temporary);
@@ -267,27 +347,17 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         .context_out
         .as_ref()
         .map(|_| context::context_id(&session_id));
-    if let Some(p) = &plan.context_out {
-        let data = context::ContextData {
-            session_id: &session_id,
-            server_id: &plan.server_id,
-            server_pid: pid,
-            started_at: &started_at,
-            policy_sha256: policy.sha256(),
-            policy_name: policy.name(),
-            decision_log: plan.log_mode.as_str(),
-            session_stop_requested: plan.stop_out.is_some(),
-            dry_run: plan.dry_run,
-            hide_refused_tools,
-            command_sha256: &crate::evidence::event::command_sha256(&plan.command),
-            producer: crate::evidence::event::PRODUCER,
-            assertion_basis: "producer_observation",
-            non_claims: NON_CLAIMS,
-        };
-        if let Err(e) = context::write(p, &source, data) {
-            diag.say(&e.to_string());
-            evidence_errors.push(e.to_string());
-        }
+    if let Some(e) = write_context(
+        &plan,
+        &source,
+        &session_id,
+        pid,
+        &started_at,
+        &policy,
+        hide_refused_tools,
+    ) {
+        diag.say(&e);
+        evidence_errors.push(e);
     }
 
     let shared = Arc::new(Shared {
@@ -388,32 +458,12 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
     };
 
-    if let Some(out) = &plan.coverage_out {
-        let observed = shared
-            .observed_tools
-            .lock()
-            .map(|o| o.clone())
-            .unwrap_or_default();
-        if let Err(e) = coverage::write(
-            out,
-            &session_id,
-            log_path.as_deref().map(|p| (p, log_start)),
-            &shared.policy.declared_tools(),
-            &observed,
-        ) {
-            diag.say(&e.to_string());
-            evidence_errors.push(e.to_string());
-        }
+    if let Some(e) = write_coverage(&plan, &session_id, &shared, log_path.as_deref(), log_start) {
+        diag.say(&e);
+        evidence_errors.push(e);
     }
     if log_temporary {
-        if let Some(p) = &log_path {
-            if let Err(e) = std::fs::remove_file(p) {
-                diag.say(&format!(
-                    "cannot remove temporary decision log {}: {e}",
-                    p.display()
-                ));
-            }
-        }
+        remove_temporary_log(log_path.as_deref(), &diag);
     }
 
     let discovery_only = !shared.session_message.load(Ordering::Relaxed);
