@@ -22,7 +22,7 @@ pub enum PolicyError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is larger than [`MAX_POLICY_BYTES`].
+    /// The file is larger than [`super::MAX_POLICY_BYTES`].
     #[error(
         "policy file {} is larger than {limit} bytes; point --policy at the policy file",
         shown(path)
