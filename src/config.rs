@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, option_name};
 use crate::event_source::is_event_source;
 
 /// Default `max_line_bytes`: 16 MiB.
@@ -235,7 +235,10 @@ fn plan_capture_root(config: &WrapConfig, root: &Path) -> Result<Plan> {
         if set {
             return Err(Error::config(
                 option,
-                "cannot be combined with --capture-root (each run gets its own capture directory)",
+                format!(
+                    "cannot be combined with {} (each run gets its own capture directory)",
+                    option_name(CAPTURE_ROOT)
+                ),
             ));
         }
     }
@@ -367,7 +370,10 @@ impl WrapConfig {
                 if set {
                     return Err(Error::config(
                         opt,
-                        "cannot be combined with --capture-dir (the capture sets it)",
+                        format!(
+                            "cannot be combined with {} (the capture sets it)",
+                            option_name("capture-dir")
+                        ),
                     ));
                 }
             }
@@ -419,7 +425,8 @@ impl WrapConfig {
                     return Err(Error::config(
                         "coverage-out",
                         format!(
-                            "with --capture-dir the coverage report is {}",
+                            "with {} the coverage report is {}",
+                            option_name("capture-dir"),
                             expected.display()
                         ),
                     ));
@@ -450,13 +457,17 @@ impl WrapConfig {
         if stop_out.is_some() && decision_log.is_some() && !decision_log_new {
             return Err(Error::config(
                 "decision-log-new",
-                "required with --session-stop-out and --decision-log (stop accounting needs a new log)",
+                format!(
+                    "required with {} and {} (stop accounting needs a new log)",
+                    option_name("session-stop-out"),
+                    option_name("decision-log")
+                ),
             ));
         }
         if self.decision_log_new && decision_log.is_none() {
             return Err(Error::config(
                 "decision-log-new",
-                "given without --decision-log",
+                format!("given without {}", option_name("decision-log")),
             ));
         }
 
@@ -508,7 +519,11 @@ impl WrapConfig {
             if let Some(other) = seen.insert(resolved.clone(), option) {
                 return Err(Error::config(
                     option,
-                    format!("{} is the same file as --{other}", path.display()),
+                    format!(
+                        "{} is the same file as {}",
+                        path.display(),
+                        option_name(other)
+                    ),
                 ));
             }
             match std::fs::symlink_metadata(path) {
@@ -542,7 +557,11 @@ impl WrapConfig {
                     if let Some(other) = seen_inodes.insert((m.dev(), m.ino()), option) {
                         return Err(Error::config(
                             option,
-                            format!("{} is the same file as --{other}", path.display()),
+                            format!(
+                                "{} is the same file as {}",
+                                path.display(),
+                                option_name(other)
+                            ),
                         ));
                     }
                 }

@@ -33,9 +33,39 @@ pub enum ErrorKind {
     Internal,
 }
 
+/// How a surface spells a configuration option in an error message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionSpelling {
+    /// The CLI flag: `--event-source` (what `Display` shows).
+    Flag,
+    /// The Python keyword and C `config_json` key: `event_source`.
+    Key,
+}
+
+impl OptionSpelling {
+    /// `option` (an option identifier such as `event-source`) in this spelling.
+    pub fn spell(self, option: &str) -> String {
+        match self {
+            OptionSpelling::Flag => format!("--{option}"),
+            OptionSpelling::Key => option.replace('-', "_"),
+        }
+    }
+}
+
+/// Brackets an option named inside a configuration message, so each surface can spell it.
+const OPTION_MARK: char = '\u{1}';
+
+/// Names `option` inside a configuration error's message; rendered per surface by
+/// [`Error::render`].
+pub(crate) fn option_name(option: &str) -> String {
+    format!("{OPTION_MARK}{option}{OPTION_MARK}")
+}
+
 /// An error from `wrap_session` or `package_capture`.
 ///
-/// `Display` is a single lowercase line naming the option or path involved.
+/// `Display` is a single lowercase line naming the option or path involved, options spelled as
+/// CLI flags; [`Error::render`] spells them for another surface.
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
@@ -47,11 +77,12 @@ pub struct Error {
 }
 
 impl Error {
-    /// A configuration error about `option` (the CLI flag name without dashes, e.g. `event-source`).
+    /// A configuration error about `option` (the option identifier, e.g. `event-source`); other
+    /// options named in `message` are written with [`option_name`].
     pub(crate) fn config(option: &'static str, message: impl Into<String>) -> Self {
         Self {
             kind: ErrorKind::Config,
-            message: format!("--{option}: {}", message.into()),
+            message: format!("{}: {}", option_name(option), message.into()),
             path: None,
             option: Some(option),
             errno: None,
@@ -122,6 +153,26 @@ impl Error {
         }
     }
 
+    /// The message with every option spelled for a surface: `--event-source` for the CLI
+    /// ([`OptionSpelling::Flag`], as `Display`), `event_source` for Python and C
+    /// ([`OptionSpelling::Key`]).
+    pub fn render(&self, spelling: OptionSpelling) -> String {
+        if !self.message.contains(OPTION_MARK) {
+            return self.message.clone();
+        }
+        // Marks come in pairs around an option name (`option_name`); text between pairs is verbatim.
+        // A mark inside a path shown in the message only changes how that path is spelled.
+        let mut out = String::with_capacity(self.message.len() + 8);
+        for (i, part) in self.message.split(OPTION_MARK).enumerate() {
+            if i % 2 == 1 {
+                out.push_str(&spelling.spell(part));
+            } else {
+                out.push_str(part);
+            }
+        }
+        out
+    }
+
     /// The kind of failure.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -168,7 +219,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.render(OptionSpelling::Flag))
     }
 }
 
@@ -176,3 +227,32 @@ impl std::error::Error for Error {}
 
 /// Convenience alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_surface_spells_the_options_its_own_way() {
+        let e = Error::config(
+            "decision-log-new",
+            format!(
+                "required with {} and {}",
+                option_name("session-stop-out"),
+                option_name("decision-log")
+            ),
+        );
+        assert_eq!(
+            e.to_string(),
+            "--decision-log-new: required with --session-stop-out and --decision-log"
+        );
+        assert_eq!(e.render(OptionSpelling::Flag), e.to_string());
+        assert_eq!(
+            e.render(OptionSpelling::Key),
+            "decision_log_new: required with session_stop_out and decision_log"
+        );
+        assert_eq!(e.option(), Some("decision-log-new"));
+        let plain = Error::invalid_argument("config_json: not JSON");
+        assert_eq!(plain.render(OptionSpelling::Key), "config_json: not JSON");
+    }
+}

@@ -24,7 +24,7 @@ pub use capture::{
     CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, package_capture,
     read_capture, read_captures,
 };
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, OptionSpelling, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };

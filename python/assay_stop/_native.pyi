@@ -293,7 +293,7 @@ class PackageManifest:
 class ConfigError(ValueError):
     """The configuration was refused before anything was spawned or created (SPEC §6).
 
-    ``option`` names the offending option (e.g. ``"event-source"``); ``kind`` is ``"config"``
+    ``option`` names the offending option as a keyword (e.g. ``"event_source"``); ``kind`` is ``"config"``
     (or ``"invalid_argument"``); ``exit_status`` is 2.
     """
 

@@ -33,12 +33,13 @@ const ABI_VERSION: u32 = 1;
 /// The crate version, NUL-terminated for C.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
-/// Maps a result to a status, storing the error's message as this thread's last error.
+/// Maps a result to a status, storing the error's message as this thread's last error, options
+/// spelled as `config_json` keys (`event_source`).
 fn finish(result: Result<(), Error>) -> AssayStatus {
     match result {
         Ok(()) => AssayStatus::ASSAY_OK,
         Err(e) => {
-            last_error::set(&e.to_string());
+            last_error::set(&e.render(crate::error::OptionSpelling::Key));
             e.kind().c_status()
         }
     }

@@ -6,7 +6,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use assay::{Error, ErrorKind};
+use assay::{Error, ErrorKind, OptionSpelling};
 
 use crate::convert::WrapOutcome;
 
@@ -49,9 +49,10 @@ fn kind_name(kind: ErrorKind) -> &'static str {
 /// (the `assay mcp wrap` exit status for it) and, per class, `option` or `outcome` set.
 pub(crate) fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     let kind = err.kind();
-    let message = err.to_string();
+    // Options are spelled as Python keywords (`event_source`), not as CLI flags.
+    let message = err.render(OptionSpelling::Key);
     let exit_status = err.exit_status();
-    let option = err.option();
+    let option = err.option().map(|o| OptionSpelling::Key.spell(o));
     let pyerr = match (kind, err.os_errno()) {
         // A borrowed descriptor that is not open is an invalid argument everywhere; Python
         // reports an OS error number as an `OSError` (as `os.fstat` does), so it is a
