@@ -3,11 +3,10 @@
 
 use std::fmt;
 
+use super::companions::{ContextView, ProtocolView, StopView};
+use super::fields::Reasons;
 use super::{CONTEXT, PROTOCOL, ReasonCode, STOP};
 use crate::outcome::{DecisionLogState, SessionEnd, StopData};
-
-use super::companions::*;
-use super::fields::*;
 
 /// Cross-file agreement (SPEC §7).
 pub(super) fn check_agreement(

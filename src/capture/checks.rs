@@ -16,18 +16,17 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::agreement::{check_agreement, loss_reason};
+use super::companions::{check_accounting, check_context, check_protocol, check_stop};
+use super::decision_line::Expect;
+use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
+use super::log::check_log_file;
 use super::no_session;
 use super::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, CONTEXT, Closure, ClosureKind, MAX_COMPANION_BYTES,
     PROTOCOL, ReasonCode, STOP,
 };
 use crate::outcome::DecisionLogState;
-
-use super::agreement::*;
-use super::companions::*;
-use super::decision_line::*;
-use super::fields::*;
-use super::log::*;
 
 /// The whole reader: files, checks, verdict.
 pub(super) fn judge(dir: &Path) -> Closure {
@@ -139,68 +138,5 @@ pub(super) fn judge(dir: &Path) -> Closure {
         stop: stop_fields,
         files,
         non_claims: CLOSURE_NON_CLAIMS.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn time_format() {
-        for ok in [
-            "2025-01-02T03:04:05Z",
-            "2025-12-31T23:59:60.123456789Z",
-            "2025-01-02T03:04:05.1Z",
-        ] {
-            assert!(is_utc_time(ok), "{ok}");
-        }
-        for bad in [
-            "2025-01-02T03:04:05",
-            "2025-01-02T03:04:05+00:00",
-            "2025-13-02T03:04:05Z",
-            "2025-01-02t03:04:05Z",
-            "2025-01-02T03:04:05.Z",
-            "2025-01-02T03:04:05.1234567890Z",
-            "",
-            "Z",
-        ] {
-            assert!(!is_utc_time(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn decision_ids() {
-        let sid = "0123456789abcdef0123456789abcdef";
-        assert!(decision_id_matches(
-            &format!("evt_decision_{sid}_0"),
-            sid,
-            0
-        ));
-        assert!(decision_id_matches(
-            &format!("evt_decision_{sid}_12"),
-            sid,
-            12
-        ));
-        assert!(!decision_id_matches(
-            &format!("evt_decision_{sid}_012"),
-            sid,
-            12
-        ));
-        assert!(!decision_id_matches(
-            &format!("evt_decision_{sid}_"),
-            sid,
-            0
-        ));
-        assert!(!decision_id_matches(
-            &format!("evt_decision_{sid}_+1"),
-            sid,
-            1
-        ));
-        assert!(!decision_id_matches(
-            &format!("evt_decision_{sid}x_1"),
-            sid,
-            1
-        ));
     }
 }

@@ -3,10 +3,10 @@
 
 use serde_json::{Map, Value};
 
+use super::fields::{Fields, Reasons};
 use super::{CONTEXT, LOG, PROTOCOL, ReasonCode, STOP};
+use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, SessionEnd, StopData, Termination};
-
-use super::fields::*;
 
 /// protocol.json, checked.
 pub(super) struct ProtocolView<'a> {

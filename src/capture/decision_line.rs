@@ -9,9 +9,8 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
+use super::fields::{MAX_LINE_REASONS, Reasons};
 use super::{LOG, Reason, ReasonCode};
-
-use super::fields::*;
 
 /// What every decision line must agree with, from the best available source.
 pub(super) struct Expect<'a> {
@@ -230,5 +229,45 @@ impl<'a> LineView<'a> {
             policy_sha256: &d.policy_sha256,
             arguments_sha256: d.arguments_sha256.as_deref(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decision_ids() {
+        let sid = "0123456789abcdef0123456789abcdef";
+        assert!(decision_id_matches(
+            &format!("evt_decision_{sid}_0"),
+            sid,
+            0
+        ));
+        assert!(decision_id_matches(
+            &format!("evt_decision_{sid}_12"),
+            sid,
+            12
+        ));
+        assert!(!decision_id_matches(
+            &format!("evt_decision_{sid}_012"),
+            sid,
+            12
+        ));
+        assert!(!decision_id_matches(
+            &format!("evt_decision_{sid}_"),
+            sid,
+            0
+        ));
+        assert!(!decision_id_matches(
+            &format!("evt_decision_{sid}_+1"),
+            sid,
+            1
+        ));
+        assert!(!decision_id_matches(
+            &format!("evt_decision_{sid}x_1"),
+            sid,
+            1
+        ));
     }
 }

@@ -9,7 +9,6 @@ use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::{FileDigest, MAX_DEPTH, Reason, ReasonCode};
-pub(super) use crate::event_source::is_event_source;
 use crate::evidence::event::hex;
 use crate::strict_json::{self, ScanErrorKind};
 
@@ -356,5 +355,33 @@ impl<'a, 'r> Fields<'a, 'r> {
             self.ok = false;
         }
         ok.then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_format() {
+        for ok in [
+            "2025-01-02T03:04:05Z",
+            "2025-12-31T23:59:60.123456789Z",
+            "2025-01-02T03:04:05.1Z",
+        ] {
+            assert!(is_utc_time(ok), "{ok}");
+        }
+        for bad in [
+            "2025-01-02T03:04:05",
+            "2025-01-02T03:04:05+00:00",
+            "2025-13-02T03:04:05Z",
+            "2025-01-02t03:04:05Z",
+            "2025-01-02T03:04:05.Z",
+            "2025-01-02T03:04:05.1234567890Z",
+            "",
+            "Z",
+        ] {
+            assert!(!is_utc_time(bad), "{bad}");
+        }
     }
 }

@@ -9,14 +9,16 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
+use super::decision_line::{
+    Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
+};
 use super::fastline;
+use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
 use super::{FileDigest, LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES, ReasonCode};
+use crate::event_source::is_event_source;
 use crate::evidence::event::hex;
 use crate::outcome::{DecisionLogState, StopData};
 use crate::strict_json;
-
-use super::decision_line::*;
-use super::fields::*;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
     let line = match std::str::from_utf8(line) {
