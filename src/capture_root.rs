@@ -3,7 +3,7 @@
 //! command again and again (reconnects, version probes, per-request bridges) never collides with
 //! an earlier run, and the names sort by start time.
 //!
-//! Planning ([`plan`]) only `stat`s: the configuration is validated as a whole first (SPEC §3
+//! Planning (`WrapConfig::plan` in the configuration module) only `stat`s: the configuration is validated as a whole first (SPEC §3
 //! item 1, a config error creates no file). Creating the root and the run directory
 //! ([`place_run`]) happens once the session id exists, right where the session starts creating
 //! files; from then on the run directory is used exactly as a `capture_dir`.
@@ -15,88 +15,9 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, open, openat};
 use nix::sys::stat::{Mode, fchmod, mkdirat};
 
-use crate::config::{LogMode, Plan, StderrSink, WrapConfig, capture_names};
+use crate::config::{LogMode, Plan, StderrSink, capture_names};
 use crate::diag::Diag;
 use crate::error::{Error, Result};
-
-const OPTION: &str = "capture-root";
-
-/// Validates a configuration with `capture_root`: the options it excludes, every other check of
-/// SPEC §6 (run on the configuration without evidence paths), an event source, and the root
-/// itself. Touches nothing on disk but `stat`s.
-pub(crate) fn plan(config: &WrapConfig, root: &Path) -> Result<Plan> {
-    for (set, option) in [
-        (config.capture_dir.is_some(), "capture-dir"),
-        (config.decision_log.is_some(), "decision-log"),
-        (config.session_context_out.is_some(), "session-context-out"),
-        (config.session_stop_out.is_some(), "session-stop-out"),
-        (config.coverage_out.is_some(), "coverage-out"),
-    ] {
-        if set {
-            return Err(Error::config(
-                option,
-                "cannot be combined with --capture-root (each run gets its own capture directory)",
-            ));
-        }
-    }
-    let mut base = config.clone();
-    base.capture_root = None;
-    base.decision_log_new = false;
-    let mut plan = base.plan()?;
-    if config.event_source.is_none() {
-        return Err(Error::config(
-            "event-source",
-            "required when any evidence output is requested",
-        ));
-    }
-    check_root(root)?;
-    plan.capture_root = Some(root.to_path_buf());
-    Ok(plan)
-}
-
-/// The root must be a directory (not a symlink to one) or not exist yet with an existing parent.
-fn check_root(root: &Path) -> Result<()> {
-    if root.as_os_str().is_empty() {
-        return Err(Error::config(OPTION, "the root path is empty"));
-    }
-    match std::fs::symlink_metadata(root) {
-        // A symlinked root is refused like a symlinked capture directory: evidence is never
-        // written through a link the wrapper did not make.
-        Ok(m) if m.file_type().is_symlink() => Err(Error::config(
-            OPTION,
-            format!(
-                "{} is a symbolic link (give the directory it points to)",
-                root.display()
-            ),
-        )),
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(Error::config(
-            OPTION,
-            format!("{} exists and is not a directory", root.display()),
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = match root.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if parent.is_dir() {
-                Ok(())
-            } else {
-                Err(Error::config(
-                    OPTION,
-                    format!(
-                        "parent directory of {} does not exist (the root is created, its parent is not)",
-                        root.display()
-                    ),
-                ))
-            }
-        }
-        Err(e) => Err(Error::config(
-            OPTION,
-            format!("cannot inspect {}: {e}", root.display()),
-        )),
-    }
-}
 
 /// The run directory's name: `YYYYMMDDTHHMMSS.ffffffZ-<session_id>` in UTC (SPEC §10). Fixed
 /// width, so names sort by start time.
@@ -187,6 +108,7 @@ pub(crate) fn place_run(mut plan: Plan, session_id: &str) -> Result<Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::check_root;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

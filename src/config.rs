@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, option_name};
+use crate::event_source::is_event_source;
 
 /// Default `max_line_bytes`: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
@@ -19,20 +20,9 @@ pub const DEFAULT_LABEL: &str = "default-mcp-server";
 
 /// Fixed names inside a capture directory (SPEC §7).
 pub mod capture_names {
-    /// The protocol companion.
-    pub const PROTOCOL: &str = "protocol.json";
-    /// The session context event.
-    pub const CONTEXT: &str = "session-context.json";
-    /// The session stop event.
-    pub const STOP: &str = "session-stop.json";
-    /// The decision log.
-    pub const DECISIONS: &str = "decisions.ndjson";
-    /// Child stderr and wrapper diagnostics.
-    pub const STDERR: &str = "proxy-stderr.log";
-    /// The coverage report.
-    pub const COVERAGE: &str = "coverage.json";
-    /// Written instead of a stop record by a discovery-only run (SPEC §3 item 8, §10).
-    pub const NO_SESSION: &str = "no-session.json";
+    pub use crate::capture_files::{
+        ALL, CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP,
+    };
 }
 
 /// Configuration of one wrapped session.
@@ -201,19 +191,6 @@ pub(crate) enum StderrSink {
     Append(PathBuf),
 }
 
-/// True when `s` is an absolute URI `scheme://…` (SPEC §2).
-pub(crate) fn valid_event_source(s: &str) -> bool {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    first_ok
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
 /// Resolves a capture directory that may not exist yet: its parent canonicalized, its name kept.
 fn resolve_dir(dir: &Path) -> Result<PathBuf> {
     if let Ok(c) = dir.canonicalize() {
@@ -241,11 +218,94 @@ fn resolve(option: &'static str, path: &Path) -> Result<PathBuf> {
     Ok(parent.join(name))
 }
 
+/// The option name of the capture root, for its errors.
+const CAPTURE_ROOT: &str = "capture-root";
+
+/// Validates a configuration with `capture_root` (SPEC §10): the options it excludes, every other check of
+/// SPEC §6 (run on the configuration without evidence paths), an event source, and the root
+/// itself. Touches nothing on disk but `stat`s.
+fn plan_capture_root(config: &WrapConfig, root: &Path) -> Result<Plan> {
+    for (set, option) in [
+        (config.capture_dir.is_some(), "capture-dir"),
+        (config.decision_log.is_some(), "decision-log"),
+        (config.session_context_out.is_some(), "session-context-out"),
+        (config.session_stop_out.is_some(), "session-stop-out"),
+        (config.coverage_out.is_some(), "coverage-out"),
+    ] {
+        if set {
+            return Err(Error::config(
+                option,
+                format!(
+                    "cannot be combined with {} (each run gets its own capture directory)",
+                    option_name(CAPTURE_ROOT)
+                ),
+            ));
+        }
+    }
+    let mut base = config.clone();
+    base.capture_root = None;
+    base.decision_log_new = false;
+    let mut plan = base.plan()?;
+    if config.event_source.is_none() {
+        return Err(Error::config(
+            "event-source",
+            "required when any evidence output is requested",
+        ));
+    }
+    check_root(root)?;
+    plan.capture_root = Some(root.to_path_buf());
+    Ok(plan)
+}
+
+/// The root must be a directory (not a symlink to one) or not exist yet with an existing parent.
+pub(crate) fn check_root(root: &Path) -> Result<()> {
+    if root.as_os_str().is_empty() {
+        return Err(Error::config(CAPTURE_ROOT, "the root path is empty"));
+    }
+    match std::fs::symlink_metadata(root) {
+        // A symlinked root is refused like a symlinked capture directory: evidence is never
+        // written through a link the wrapper did not make.
+        Ok(m) if m.file_type().is_symlink() => Err(Error::config(
+            CAPTURE_ROOT,
+            format!(
+                "{} is a symbolic link (give the directory it points to)",
+                root.display()
+            ),
+        )),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::config(
+            CAPTURE_ROOT,
+            format!("{} exists and is not a directory", root.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = match root.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(Error::config(
+                    CAPTURE_ROOT,
+                    format!(
+                        "parent directory of {} does not exist (the root is created, its parent is not)",
+                        root.display()
+                    ),
+                ))
+            }
+        }
+        Err(e) => Err(Error::config(
+            CAPTURE_ROOT,
+            format!("cannot inspect {}: {e}", root.display()),
+        )),
+    }
+}
+
 impl WrapConfig {
     /// Runs every check of SPEC §6 and resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<Plan> {
         if let Some(root) = &self.capture_root {
-            return crate::capture_root::plan(self, root);
+            return plan_capture_root(self, root);
         }
         if self.command.is_empty() || self.command[0].is_empty() {
             return Err(Error::config(
@@ -310,7 +370,10 @@ impl WrapConfig {
                 if set {
                     return Err(Error::config(
                         opt,
-                        "cannot be combined with --capture-dir (the capture sets it)",
+                        format!(
+                            "cannot be combined with {} (the capture sets it)",
+                            option_name("capture-dir")
+                        ),
                     ));
                 }
             }
@@ -362,7 +425,8 @@ impl WrapConfig {
                     return Err(Error::config(
                         "coverage-out",
                         format!(
-                            "with --capture-dir the coverage report is {}",
+                            "with {} the coverage report is {}",
+                            option_name("capture-dir"),
                             expected.display()
                         ),
                     ));
@@ -376,7 +440,7 @@ impl WrapConfig {
             || stop_out.is_some()
             || coverage_out.is_some();
         match &self.event_source {
-            Some(s) if !valid_event_source(s) => {
+            Some(s) if !is_event_source(s) => {
                 return Err(Error::config(
                     "event-source",
                     format!("{s:?} is not an absolute URI like assay://host/path"),
@@ -393,13 +457,17 @@ impl WrapConfig {
         if stop_out.is_some() && decision_log.is_some() && !decision_log_new {
             return Err(Error::config(
                 "decision-log-new",
-                "required with --session-stop-out and --decision-log (stop accounting needs a new log)",
+                format!(
+                    "required with {} and {} (stop accounting needs a new log)",
+                    option_name("session-stop-out"),
+                    option_name("decision-log")
+                ),
             ));
         }
         if self.decision_log_new && decision_log.is_none() {
             return Err(Error::config(
                 "decision-log-new",
-                "given without --decision-log",
+                format!("given without {}", option_name("decision-log")),
             ));
         }
 
@@ -451,7 +519,11 @@ impl WrapConfig {
             if let Some(other) = seen.insert(resolved.clone(), option) {
                 return Err(Error::config(
                     option,
-                    format!("{} is the same file as --{other}", path.display()),
+                    format!(
+                        "{} is the same file as {}",
+                        path.display(),
+                        option_name(other)
+                    ),
                 ));
             }
             match std::fs::symlink_metadata(path) {
@@ -485,7 +557,11 @@ impl WrapConfig {
                     if let Some(other) = seen_inodes.insert((m.dev(), m.ino()), option) {
                         return Err(Error::config(
                             option,
-                            format!("{} is the same file as --{other}", path.display()),
+                            format!(
+                                "{} is the same file as {}",
+                                path.display(),
+                                option_name(other)
+                            ),
                         ));
                     }
                 }
@@ -535,25 +611,6 @@ impl WrapConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn event_source_syntax() {
-        for ok in ["assay://example/session", "urn+x-1.a://h", "a://b"] {
-            assert!(valid_event_source(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "example/session",
-            "1x://h",
-            "a b://h",
-            "assay://",
-            "assay://has space",
-            "://x",
-            "as_say://x",
-        ] {
-            assert!(!valid_event_source(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn config_json_refuses_unknown_and_duplicate_keys() {

@@ -1,5 +1,7 @@
-//! The library's error type and the one table that maps an error to every surface:
-//! C `AssayStatus`, Python exception class and CLI exit status.
+//! The library's error type and the table of error kinds every surface maps from: the CLI exit
+//! status lives here ([`Error::exit_status`]), the C `AssayStatus` in the FFI layer
+//! (`ErrorKind::c_status`, written there so that this module stays a leaf that knows nothing of
+//! the C ABI), the Python exception class in the bindings.
 //!
 //! Data is not an error: policy decisions and capture verdicts are values. An [`Error`] means the
 //! requested operation could not be carried out (bad configuration, an I/O failure, a failed stop
@@ -8,7 +10,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::ffi::AssayStatus;
 use crate::outcome::WrapOutcome;
 
 /// What went wrong, without the message text. Surfaces choose their status from this, never from
@@ -32,43 +33,59 @@ pub enum ErrorKind {
     Internal,
 }
 
-impl ErrorKind {
-    /// The C ABI status for this kind (SPEC §8). A command that cannot be started and an internal
-    /// failure have no status of their own in C: they are `ASSAY_ERR_IO`. (`ASSAY_ERR_PANIC`
-    /// comes from the panic boundary, never from an error.)
-    pub fn c_status(self) -> AssayStatus {
+/// How a surface spells a configuration option in an error message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionSpelling {
+    /// The CLI flag: `--event-source` (what `Display` shows).
+    Flag,
+    /// The Python keyword and C `config_json` key: `event_source`.
+    Key,
+}
+
+impl OptionSpelling {
+    /// `option` (an option identifier such as `event-source`) in this spelling.
+    pub fn spell(self, option: &str) -> String {
         match self {
-            ErrorKind::InvalidArgument => AssayStatus::ASSAY_ERR_INVALID_ARGUMENT,
-            ErrorKind::Config => AssayStatus::ASSAY_ERR_CONFIG,
-            ErrorKind::CommandNotFound
-            | ErrorKind::CommandNotExecutable
-            | ErrorKind::Io
-            | ErrorKind::Internal => AssayStatus::ASSAY_ERR_IO,
-            ErrorKind::StopWrite => AssayStatus::ASSAY_ERR_STOP_WRITE,
+            OptionSpelling::Flag => format!("--{option}"),
+            OptionSpelling::Key => option.replace('-', "_"),
         }
     }
 }
 
+/// Brackets an option named inside a configuration message, so each surface can spell it.
+const OPTION_MARK: char = '\u{1}';
+
+/// Names `option` inside a configuration error's message; rendered per surface by
+/// [`Error::render`].
+pub(crate) fn option_name(option: &str) -> String {
+    format!("{OPTION_MARK}{option}{OPTION_MARK}")
+}
+
 /// An error from `wrap_session` or `package_capture`.
 ///
-/// `Display` is a single lowercase line naming the option or path involved.
+/// `Display` is a single lowercase line naming the option or path involved, options spelled as
+/// CLI flags; [`Error::render`] spells them for another surface.
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     path: Option<PathBuf>,
     option: Option<&'static str>,
+    errno: Option<i32>,
     outcome: Option<Box<WrapOutcome>>,
 }
 
 impl Error {
-    /// A configuration error about `option` (the CLI flag name without dashes, e.g. `event-source`).
+    /// A configuration error about `option` (the option identifier, e.g. `event-source`); other
+    /// options named in `message` are written with [`option_name`].
     pub(crate) fn config(option: &'static str, message: impl Into<String>) -> Self {
         Self {
             kind: ErrorKind::Config,
-            message: format!("--{option}: {}", message.into()),
+            message: format!("{}: {}", option_name(option), message.into()),
             path: None,
             option: Some(option),
+            errno: None,
             outcome: None,
         }
     }
@@ -76,6 +93,29 @@ impl Error {
     /// An argument that could not be understood (used by the C ABI and Python layers).
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// An argument about `option` that cannot be used (a bad borrowed descriptor), with the OS
+    /// error number when the OS reported one.
+    pub(crate) fn invalid_option(
+        option: &'static str,
+        message: impl Into<String>,
+        errno: Option<i32>,
+    ) -> Self {
+        Self {
+            kind: ErrorKind::InvalidArgument,
+            message: message.into(),
+            path: None,
+            option: Some(option),
+            errno,
+            outcome: None,
+        }
+    }
+
+    /// The same error with the OS error number that caused it.
+    pub(crate) fn with_errno(mut self, errno: Option<i32>) -> Self {
+        self.errno = errno;
+        self
     }
 
     /// An I/O failure on `path`.
@@ -86,6 +126,7 @@ impl Error {
             message: format!("{what} {}: {err}", path.display()),
             path: Some(path),
             option: None,
+            errno: None,
             outcome: None,
         }
     }
@@ -96,6 +137,7 @@ impl Error {
             message: message.into(),
             path: None,
             option: None,
+            errno: None,
             outcome: None,
         }
     }
@@ -106,8 +148,29 @@ impl Error {
             message: message.into(),
             path: outcome.paths.session_stop.clone(),
             option: None,
+            errno: None,
             outcome: Some(Box::new(outcome)),
         }
+    }
+
+    /// The message with every option spelled for a surface: `--event-source` for the CLI
+    /// ([`OptionSpelling::Flag`], as `Display`), `event_source` for Python and C
+    /// ([`OptionSpelling::Key`]).
+    pub fn render(&self, spelling: OptionSpelling) -> String {
+        if !self.message.contains(OPTION_MARK) {
+            return self.message.clone();
+        }
+        // Marks come in pairs around an option name (`option_name`); text between pairs is verbatim.
+        // A mark inside a path shown in the message only changes how that path is spelled.
+        let mut out = String::with_capacity(self.message.len() + 8);
+        for (i, part) in self.message.split(OPTION_MARK).enumerate() {
+            if i % 2 == 1 {
+                out.push_str(&spelling.spell(part));
+            } else {
+                out.push_str(part);
+            }
+        }
+        out
     }
 
     /// The kind of failure.
@@ -120,7 +183,14 @@ impl Error {
         self.path.as_deref()
     }
 
-    /// The configuration option involved, for [`ErrorKind::Config`].
+    /// The OS error number behind the error, when there is one (e.g. `EBADF` for a borrowed
+    /// descriptor that is not open).
+    pub fn os_errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    /// The configuration option involved, for [`ErrorKind::Config`] (and for an
+    /// [`ErrorKind::InvalidArgument`] about one option, such as `stdin`).
     pub fn option(&self) -> Option<&'static str> {
         self.option
     }
@@ -136,11 +206,6 @@ impl Error {
         self.outcome.map(|b| *b)
     }
 
-    /// The C ABI status for this error (SPEC §8); see [`ErrorKind::c_status`].
-    pub fn c_status(&self) -> AssayStatus {
-        self.kind.c_status()
-    }
-
     /// The `assay mcp wrap` exit status for this error (SPEC §10).
     pub fn exit_status(&self) -> i32 {
         match self.kind {
@@ -154,7 +219,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.render(OptionSpelling::Flag))
     }
 }
 
@@ -162,3 +227,32 @@ impl std::error::Error for Error {}
 
 /// Convenience alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_surface_spells_the_options_its_own_way() {
+        let e = Error::config(
+            "decision-log-new",
+            format!(
+                "required with {} and {}",
+                option_name("session-stop-out"),
+                option_name("decision-log")
+            ),
+        );
+        assert_eq!(
+            e.to_string(),
+            "--decision-log-new: required with --session-stop-out and --decision-log"
+        );
+        assert_eq!(e.render(OptionSpelling::Flag), e.to_string());
+        assert_eq!(
+            e.render(OptionSpelling::Key),
+            "decision_log_new: required with session_stop_out and decision_log"
+        );
+        assert_eq!(e.option(), Some("decision-log-new"));
+        let plain = Error::invalid_argument("config_json: not JSON");
+        assert_eq!(plain.render(OptionSpelling::Key), "config_json: not JSON");
+    }
+}

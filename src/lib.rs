@@ -24,15 +24,17 @@ pub use capture::{
     CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, PackageManifest,
     package_capture, read_capture, read_captures,
 };
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, OptionSpelling, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
+mod capture_files;
 mod capture_root;
 mod child;
 pub mod config;
 mod diag;
+mod event_source;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -43,6 +43,31 @@ pub enum DecisionLogState {
     Unknown,
 }
 
+impl DecisionLogState {
+    /// The stop record's `decision_log` (SPEC §4.3), first match wins: no log requested (and
+    /// none temporary) → `absent`; requested but never initialized → `unknown`; poisoned or
+    /// `proxy_error` → `incomplete`; not retained → `temporary`; otherwise `complete`.
+    pub(crate) fn of(
+        requested: bool,
+        initialized: bool,
+        poisoned: bool,
+        session_end: SessionEnd,
+        temporary: bool,
+    ) -> Self {
+        if !requested {
+            DecisionLogState::Absent
+        } else if !initialized {
+            DecisionLogState::Unknown
+        } else if poisoned || session_end == SessionEnd::ProxyError {
+            DecisionLogState::Incomplete
+        } else if temporary {
+            DecisionLogState::Temporary
+        } else {
+            DecisionLogState::Complete
+        }
+    }
+}
+
 /// The observed child status (SPEC §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildStatus {
@@ -172,6 +197,26 @@ pub struct WrapOutcome {
 }
 
 impl WrapOutcome {
+    /// The `assay mcp wrap` exit status rule of SPEC §10 for this outcome: 3 when the stop
+    /// record could not be written (`stop_failed`), the session ended with `proxy_error`, the
+    /// status is unknown or any evidence write failed; else the child's exit code, or 128 + the
+    /// signal.
+    pub(crate) fn exit_status_rule(&self, stop_failed: bool) -> i32 {
+        let s = &self.stop;
+        if stop_failed
+            || s.session_end == SessionEnd::ProxyError
+            || s.termination == Termination::Unknown
+            || !self.evidence_errors.is_empty()
+        {
+            return 3;
+        }
+        match (s.termination, s.exit_code, s.signal) {
+            (Termination::Exited, Some(code), _) => code,
+            (Termination::Signaled, _, Some(sig)) => 128 + sig,
+            _ => 3,
+        }
+    }
+
     /// The outcome as one JSON object: `session_id`, `exit_code` (the CLI status rule),
     /// `child_exit_code` (the stop record's `exit_code`), every other stop field at the top level,
     /// `stop` (the stop `data` exactly as written, or as it would have been), `paths`,
@@ -228,6 +273,19 @@ impl StopData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decision_log_state_precedence() {
+        use DecisionLogState as S;
+        use SessionEnd::{ClientClosed as Ok_, ProxyError as Err_};
+        let f = DecisionLogState::of;
+        assert_eq!(f(false, false, false, Err_, false), S::Absent);
+        assert_eq!(f(true, false, true, Err_, true), S::Unknown);
+        assert_eq!(f(true, true, true, Ok_, true), S::Incomplete);
+        assert_eq!(f(true, true, false, Err_, true), S::Incomplete);
+        assert_eq!(f(true, true, false, Ok_, true), S::Temporary);
+        assert_eq!(f(true, true, false, Ok_, false), S::Complete);
+    }
 
     #[test]
     fn outcome_json_has_no_duplicate_keys_and_separates_the_two_exit_codes() {

@@ -16,6 +16,7 @@ mod fidelity;
 mod header;
 mod hostile;
 mod interop;
+mod layering;
 mod lenient_fold;
 mod lifecycle;
 mod memory;

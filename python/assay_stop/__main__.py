@@ -10,7 +10,6 @@ from typing import List, Optional
 from assay_stop import read_capture
 
 USAGE = "usage: python -m assay_stop read DIR"
-_STATUS = {"closed": 0, "incomplete": 1, "unknown": 3}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -27,7 +26,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.flush()
     except OSError:
         return 3
-    return _STATUS.get(closure.closure, 3)
+    return closure.exit_status
 
 
 if __name__ == "__main__":

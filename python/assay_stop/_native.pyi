@@ -229,6 +229,10 @@ class Closure:
     def closure(self) -> Literal["closed", "incomplete", "unknown"]:
         """The verdict."""
     @property
+    def exit_status(self) -> int:
+        """The ``assay capture read`` exit status for the verdict: ``0`` closed, ``1``
+        incomplete, ``3`` unknown (the library's one map, also used by ``python -m assay_stop``)."""
+    @property
     def reasons(self) -> List[Reason]:
         """Why the verdict is not ``closed``; empty exactly when it is."""
     @property
@@ -289,7 +293,7 @@ class PackageManifest:
 class ConfigError(ValueError):
     """The configuration was refused before anything was spawned or created (SPEC §6).
 
-    ``option`` names the offending option (e.g. ``"event-source"``); ``kind`` is ``"config"``
+    ``option`` names the offending option as a keyword (e.g. ``"event_source"``); ``kind`` is ``"config"``
     (or ``"invalid_argument"``); ``exit_status`` is 2.
     """
 

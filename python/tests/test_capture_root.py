@@ -149,12 +149,12 @@ def test_read_captures_of_an_empty_root_and_a_bad_root(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "root_name, extra, option",
     [
-        ("no/such/root", {}, "capture-root"),
-        ("a-file", {}, "capture-root"),
-        ("root", {"capture_dir": "cap"}, "capture-dir"),
-        ("root", {"decision_log": "log", "decision_log_new": True}, "decision-log"),
-        ("root", {"session_stop_out": "stop.json"}, "session-stop-out"),
-        ("root", {"coverage_out": "cov.json"}, "coverage-out"),
+        ("no/such/root", {}, "capture_root"),
+        ("a-file", {}, "capture_root"),
+        ("root", {"capture_dir": "cap"}, "capture_dir"),
+        ("root", {"decision_log": "log", "decision_log_new": True}, "decision_log"),
+        ("root", {"session_stop_out": "stop.json"}, "session_stop_out"),
+        ("root", {"coverage_out": "cov.json"}, "coverage_out"),
     ],
 )
 def test_capture_root_config_errors_create_nothing(

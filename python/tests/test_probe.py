@@ -53,7 +53,7 @@ def test_nonzero_child_exit_is_passed_on_and_still_closed(
 def test_wrap_entry_config_error_exits_2(tmp_path: Path, probe_dir: Path, demo_server: Path) -> None:
     r = _wrap(probe_dir, ["--capture-dir", str(tmp_path / "cap"), "--policy", str(tmp_path / "none.yaml"),
                           "--", sys.executable, str(demo_server)], "")
-    assert r.returncode == 2 and "assay: --policy" in r.stderr
+    assert r.returncode == 2 and "assay: policy: " in r.stderr, r.stderr
     assert not (tmp_path / "cap").exists()
 
 

@@ -227,13 +227,13 @@ def test_discovery_only_run_writes_no_stop(tmp_path: Path, client: Client, demo_
     "kwargs, option",
     [
         (dict(policy="/nonexistent/policy.yaml"), "policy"),
-        (dict(decision_log="LOG"), "event-source"),
-        (dict(event_source="not a uri"), "event-source"),
-        (dict(event_source=SOURCE, decision_log="LOG", session_stop_out="STOP"), "decision-log-new"),
-        (dict(drain_timeout=-1.0), "drain-timeout"),
-        (dict(max_line_bytes=0), "max-line-bytes"),
+        (dict(decision_log="LOG"), "event_source"),
+        (dict(event_source="not a uri"), "event_source"),
+        (dict(event_source=SOURCE, decision_log="LOG", session_stop_out="STOP"), "decision_log_new"),
+        (dict(drain_timeout=-1.0), "drain_timeout"),
+        (dict(max_line_bytes=0), "max_line_bytes"),
         (dict(label=""), "label"),
-        (dict(event_source=SOURCE, capture_dir="CAP", decision_log="LOG"), "decision-log"),
+        (dict(event_source=SOURCE, capture_dir="CAP", decision_log="LOG"), "decision_log"),
     ],
 )
 def test_config_errors_are_value_errors_and_create_nothing(
@@ -247,7 +247,8 @@ def test_config_errors_are_value_errors_and_create_nothing(
     e = info.value
     assert isinstance(e, ValueError)
     assert e.option == option and e.kind == "config" and e.exit_status == 2
-    assert f"--{option}" in str(e)
+    # Options are spelled as Python keywords, never as CLI flags.
+    assert str(e).startswith(f"{option}: ") and "--" not in str(e), str(e)
     assert list(tmp_path.iterdir()) == []  # nothing spawned, nothing created
 
 

@@ -13,7 +13,7 @@
 //! JSON (UTF-8 checked by the caller, no control characters, only valid escapes, no duplicate
 //! keys, depth 2, no non-finite numbers) with every required key present once and of its type.
 
-use super::checks::{Decision, LineView, PolicyCode};
+use super::decision_line::{Decision, LineView, PolicyCode};
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -337,7 +337,7 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::super::MAX_DEPTH;
-    use super::super::checks::{DecisionEvent, LineView};
+    use super::super::decision_line::{DecisionEvent, LineView};
     use super::super::testutil::Builder;
     use super::parse;
     use crate::strict_json;

@@ -11,9 +11,14 @@
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
 
+mod agreement;
 mod bounded;
 mod checks;
+mod companions;
+mod decision_line;
 mod fastline;
+mod fields;
+mod log;
 mod no_session;
 mod package;
 mod summary;
@@ -33,13 +38,9 @@ pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKE
 pub const CLOSURE_SCHEMA: &str = "assay.capture.closure.v1";
 
 /// Capture file names (SPEC §7).
-pub(crate) const PROTOCOL: &str = "protocol.json";
-pub(crate) const CONTEXT: &str = "session-context.json";
-pub(crate) const STOP: &str = "session-stop.json";
-pub(crate) const LOG: &str = "decisions.ndjson";
-pub(crate) const STDERR_LOG: &str = "proxy-stderr.log";
-pub(crate) const COVERAGE: &str = "coverage.json";
-pub(crate) const NO_SESSION: &str = "no-session.json";
+pub(crate) use crate::capture_files::{
+    CONTEXT, COVERAGE, DECISIONS as LOG, NO_SESSION, PROTOCOL, STDERR as STDERR_LOG, STOP,
+};
 
 /// Bound for each JSON companion (protocol, context, stop), inclusive.
 pub const MAX_COMPANION_BYTES: u64 = 64 * 1024;
@@ -79,6 +80,17 @@ impl ClosureKind {
             ClosureKind::Closed => "closed",
             ClosureKind::Incomplete => "incomplete",
             ClosureKind::Unknown => "unknown",
+        }
+    }
+
+    /// The exit status for this verdict (SPEC §10 `capture read`): `0` closed, `1` incomplete,
+    /// `3` unknown. The one map used by the CLI, `python -m assay_stop` (through
+    /// `Closure.exit_status`) and the demo.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            ClosureKind::Closed => 0,
+            ClosureKind::Incomplete => 1,
+            ClosureKind::Unknown => 3,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::checks::{Reasons, digest_of, is_session_id, parse_object, read_file};
+use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
 use super::{FileDigest, LOG, MAX_COMPANION_BYTES, NO_SESSION, PROTOCOL, ReasonCode, STOP};
 
 /// The `schema` of `no-session.json`.

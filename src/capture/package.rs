@@ -6,9 +6,9 @@
 //! created. The verdict in the manifest is `read_capture` run on the *copied* files, so it
 //! describes exactly the bytes in the package.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -16,12 +16,12 @@ use sha2::{Digest, Sha256};
 
 use super::Closure;
 use super::bounded::{self, BoundedError};
-use super::checks::hex;
 use super::{
     CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, NO_SESSION, PROTOCOL, STDERR_LOG,
     STOP, read_capture,
 };
 use crate::error::{Error, ErrorKind};
+use crate::evidence::event::hex;
 
 /// The `schema` of `manifest.json`.
 pub const PACKAGE_SCHEMA: &str = "assay.capture.package.v1";
@@ -161,19 +161,10 @@ fn stream(
     Ok((total, hex(&hasher.finalize())))
 }
 
-/// A new evidence-style file: `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, mode exactly 0600.
+/// A new file through the one exclusive evidence opener (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,
+/// mode exactly 0600).
 fn create_new(path: &Path) -> crate::Result<File> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| Error::io(path, "cannot create", &e))?;
-    // fchmod: the umask may have removed bits from 0600.
-    f.set_permissions(Permissions::from_mode(0o600))
-        .map_err(|e| Error::io(path, "cannot set mode of", &e))?;
-    Ok(f)
+    crate::evidence::file::create_new(path).map_err(|e| Error::io(path, "cannot create", &e))
 }
 
 /// The file holding the code of this library: the mapping of `/proc/self/maps` that contains
@@ -317,4 +308,15 @@ pub fn package_capture(
         cleanup(dst, &created);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn packages_every_capture_file_in_the_one_list_order() {
+        assert_eq!(
+            super::PACKAGED.map(|(name, _)| name),
+            crate::capture_files::ALL
+        );
+    }
 }

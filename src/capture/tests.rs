@@ -922,7 +922,7 @@ fn verdict_json_shape() {
         assert_eq!(files[name]["bytes"], bytes.len());
         assert_eq!(
             files[name]["sha256"],
-            super::checks::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+            crate::evidence::event::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
         );
     }
 }
@@ -1353,4 +1353,12 @@ fn log_chunk_boundaries() {
     let d = b.build();
     let size = std::fs::metadata(d.path().join(LOG)).unwrap().len();
     assert_eq!(v.files[LOG].bytes, size);
+}
+
+#[test]
+fn closure_exit_status_is_the_capture_read_rule() {
+    // SPEC §10: `capture read` exits 0 closed, 1 incomplete, 3 unknown.
+    assert_eq!(ClosureKind::Closed.exit_status(), 0);
+    assert_eq!(ClosureKind::Incomplete.exit_status(), 1);
+    assert_eq!(ClosureKind::Unknown.exit_status(), 3);
 }

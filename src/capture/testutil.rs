@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::checks::hex;
 use super::{CONTEXT, LOG, PROTOCOL, STOP};
+use crate::evidence::event::hex;
 
 pub(super) const SID: &str = "0123456789abcdef0123456789abcdef";
 pub(super) const POLICY_SHA: &str =

@@ -5,18 +5,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use assay::{ClosureKind, package_capture, read_capture, read_captures};
+use assay::{package_capture, read_capture, read_captures};
 
 use crate::messages::{Failure, exit};
-
-/// The `capture read` exit status: 0 closed, 1 incomplete, 3 unknown (SPEC §10).
-pub(crate) fn closure_status(kind: ClosureKind) -> i32 {
-    match kind {
-        ClosureKind::Closed => 0,
-        ClosureKind::Incomplete => 1,
-        ClosureKind::Unknown => 3,
-    }
-}
 
 /// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10).
 pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
@@ -26,7 +17,7 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(Failure::output(3))?;
-    Ok(exit(closure_status(closure.closure)))
+    Ok(exit(closure.closure.exit_status()))
 }
 
 /// One line per capture as it is judged (stdout is line-buffered, so lines stream out in

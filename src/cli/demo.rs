@@ -219,12 +219,10 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     say!(
         out,
         "decisions: {}",
-        capture.join("decisions.ndjson").display()
+        capture
+            .join(assay::config::capture_names::DECISIONS)
+            .display()
     );
     out.flush().map_err(Failure::output(3))?;
-    Ok(exit(if verdict.closure == ClosureKind::Closed {
-        0
-    } else {
-        3
-    }))
+    Ok(exit(verdict.closure.exit_status()))
 }

@@ -18,7 +18,6 @@ mod status;
 mod strings;
 
 use std::ffi::c_char;
-use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
 
 pub use status::{AssayClosure, AssayStatus};
@@ -34,39 +33,16 @@ const ABI_VERSION: u32 = 1;
 /// The crate version, NUL-terminated for C.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
-/// Maps a result to a status, storing the error's message as this thread's last error.
+/// Maps a result to a status, storing the error's message as this thread's last error, options
+/// spelled as `config_json` keys (`event_source`).
 fn finish(result: Result<(), Error>) -> AssayStatus {
     match result {
         Ok(()) => AssayStatus::ASSAY_OK,
         Err(e) => {
-            last_error::set(&e.to_string());
+            last_error::set(&e.render(crate::error::OptionSpelling::Key));
             e.kind().c_status()
         }
     }
-}
-
-/// Duplicates a descriptor the caller lends through `config_json` (`stdin` / `stdout`): the
-/// session closes what it owns, and the caller's descriptor must stay open (SPEC §8).
-fn dup_borrowed(fd: i32, key: &str) -> Result<OwnedFd, Error> {
-    if fd < 0 {
-        return Err(Error::invalid_argument(format!(
-            "config_json: {key}: {fd} is not a file descriptor"
-        )));
-    }
-    // SAFETY: `fd` is not -1 (checked above), and the caller guarantees (see Parameters of
-    // assay_wrap_session) that it stays open for the whole call; the BorrowedFd lives only for
-    // this statement and the next, inside that call.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed.try_clone_to_owned().map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBADF) {
-            Error::invalid_argument(format!("config_json: {key}: descriptor {fd} is not open"))
-        } else {
-            Error::new(
-                ErrorKind::Io,
-                format!("cannot duplicate {key} descriptor {fd}: {e}"),
-            )
-        }
-    })
 }
 
 /// Returns the version of this C ABI: 1.
@@ -183,12 +159,8 @@ pub unsafe extern "C" fn assay_wrap_session(
             Ok(config) => config,
             Err(e) => return finish(Err(e)),
         };
-        let io = match dup_borrowed(config.stdin, "stdin").and_then(|input| {
-            Ok(ClientIo {
-                input,
-                output: dup_borrowed(config.stdout, "stdout")?,
-            })
-        }) {
+        // A negative or closed descriptor is ASSAY_ERR_INVALID_ARGUMENT (SPEC §8).
+        let io = match ClientIo::from_borrowed(config.stdin, config.stdout) {
             Ok(io) => io,
             Err(e) => return finish(Err(e)),
         };

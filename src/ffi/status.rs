@@ -7,6 +7,7 @@
 #![allow(non_camel_case_types)]
 
 use crate::capture::ClosureKind;
+use crate::error::{Error, ErrorKind};
 
 /// The status returned by every fallible `assay_*` function.
 ///
@@ -47,6 +48,32 @@ pub enum AssayClosure {
     ASSAY_CLOSURE_UNKNOWN = 2,
 }
 
+// The kind -> status map is written here, beside the C enum, so that the error module never
+// imports the C ABI (the FFI maps from the library's kinds, as the C layer should).
+impl ErrorKind {
+    /// The C ABI status for this kind (SPEC §8). A command that cannot be started and an internal
+    /// failure have no status of their own in C: they are `ASSAY_ERR_IO`. (`ASSAY_ERR_PANIC`
+    /// comes from the panic boundary, never from an error.)
+    pub fn c_status(self) -> AssayStatus {
+        match self {
+            ErrorKind::InvalidArgument => AssayStatus::ASSAY_ERR_INVALID_ARGUMENT,
+            ErrorKind::Config => AssayStatus::ASSAY_ERR_CONFIG,
+            ErrorKind::CommandNotFound
+            | ErrorKind::CommandNotExecutable
+            | ErrorKind::Io
+            | ErrorKind::Internal => AssayStatus::ASSAY_ERR_IO,
+            ErrorKind::StopWrite => AssayStatus::ASSAY_ERR_STOP_WRITE,
+        }
+    }
+}
+
+impl Error {
+    /// The C ABI status for this error (SPEC §8); see [`ErrorKind::c_status`].
+    pub fn c_status(&self) -> AssayStatus {
+        self.kind().c_status()
+    }
+}
+
 impl From<ClosureKind> for AssayClosure {
     fn from(kind: ClosureKind) -> Self {
         match kind {
@@ -60,7 +87,6 @@ impl From<ClosureKind> for AssayClosure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
 
     #[test]
     fn discriminants_are_the_spec_values() {

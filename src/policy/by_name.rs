@@ -1,7 +1,8 @@
 //! Whether a tool's name alone refuses every call of it: what `hide_refused_tools` hides from
 //! `tools/list` results (SPEC §5).
 
-use super::{Policy, ReasonCode};
+use super::Policy;
+use super::verdict::ReasonCode;
 
 impl Policy {
     /// Whether every call of `tool` is refused whatever its arguments: a `deny` pattern matches

@@ -26,9 +26,9 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::decide::Failure;
+use super::error::{Ctx, PolicyError};
 use super::glob::Glob;
-use super::{Ctx, PolicyError};
+use super::verdict::Failure;
 
 struct ParamRule {
     name: String,

@@ -1,4 +1,5 @@
-//! The decision itself: the verdict types and the evaluation order of SPEC §5.
+//! The decision itself: the evaluation order of SPEC §5 (the verdict types are in
+//! [`super::verdict`]).
 //!
 //! Order, first match wins: a `deny` pattern matches → [`ReasonCode::P_TOOL_DENIED`]; an
 //! `allow` list exists and nothing in it matches → [`ReasonCode::P_TOOL_NOT_ALLOWED`]; a
@@ -9,93 +10,12 @@
 //! locations), never from the client's argument values, because reasons are logged and raw
 //! arguments must never be (SPEC §4.1).
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::constraints::Constraints;
 use super::glob::GlobList;
 use super::schema::Schemas;
-
-/// What happens to a `tools/call`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Forward the call.
-    Allow,
-    /// Refuse the call (forward it anyway in dry-run).
-    Deny,
-    /// The call could not be evaluated (a malformed `tools/call`; produced by the proxy only).
-    Error,
-}
-
-impl Decision {
-    /// The SPEC string: `allow`, `deny` or `error`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Deny => "deny",
-            Decision::Error => "error",
-        }
-    }
-}
-
-/// Why a decision was made (SPEC §4.1 `reason_code`). Variants are spelled exactly as the SPEC
-/// strings, and serialize as those strings.
-#[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ReasonCode {
-    /// Every check passed.
-    P_POLICY_ALLOW,
-    /// A `deny` pattern matched the tool name.
-    P_TOOL_DENIED,
-    /// An `allow` list exists and no pattern in it matched the tool name.
-    P_TOOL_NOT_ALLOWED,
-    /// A constraint on an argument failed (missing, not a string, or no regex match).
-    P_ARG_CONSTRAINT,
-    /// The arguments do not validate against the tool's JSON Schema.
-    P_ARG_SCHEMA,
-    /// The `tools/call` was malformed (`params.name` missing or not a string). Proxy only.
-    P_MALFORMED,
-    /// An allowed call refused because its batch held a denied call. Proxy only.
-    P_BATCH_REFUSED,
-}
-
-impl ReasonCode {
-    /// The SPEC string, e.g. `"P_TOOL_DENIED"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ReasonCode::P_POLICY_ALLOW => "P_POLICY_ALLOW",
-            ReasonCode::P_TOOL_DENIED => "P_TOOL_DENIED",
-            ReasonCode::P_TOOL_NOT_ALLOWED => "P_TOOL_NOT_ALLOWED",
-            ReasonCode::P_ARG_CONSTRAINT => "P_ARG_CONSTRAINT",
-            ReasonCode::P_ARG_SCHEMA => "P_ARG_SCHEMA",
-            ReasonCode::P_MALFORMED => "P_MALFORMED",
-            ReasonCode::P_BATCH_REFUSED => "P_BATCH_REFUSED",
-        }
-    }
-}
-
-/// The result of evaluating one `tools/call` against a policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
-    /// Allow or deny (`evaluate` never returns [`Decision::Error`]).
-    pub decision: Decision,
-    /// Why.
-    pub reason_code: ReasonCode,
-    /// A short human sentence. Never contains argument values.
-    pub reason: String,
-    /// The rule that decided, e.g. `deny:shell*`, `allow:*`, `constraints:read_file.path`,
-    /// `schemas:write_file`; `None` when no single rule decided (no allow-list match, or an allow
-    /// with no allow list).
-    pub matched_rule: Option<String>,
-}
-
-/// A failed argument check: the rule label (`constraints:…`/`schemas:…`) and the reason.
-#[derive(Debug)]
-pub(crate) struct Failure<'a> {
-    pub(crate) rule: &'a str,
-    pub(crate) reason: String,
-}
+use super::verdict::{Decision, ReasonCode, Verdict};
 
 /// An ordered pattern list plus, for each pattern, its precomputed rule label and reason, so a
 /// verdict costs two small string copies.

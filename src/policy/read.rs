@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::{Ctx, PolicyError};
+use super::error::{Ctx, PolicyError};
 use crate::strict_json::{self, ScanErrorKind};
 
 /// Deepest nesting accepted in a policy file (the outermost mapping is level 1).

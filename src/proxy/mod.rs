@@ -3,6 +3,7 @@
 //! bounded cleanup, and write the stop record.
 
 mod cancel;
+mod client_io;
 mod client_to_server;
 mod line;
 pub(crate) mod message;
@@ -11,18 +12,17 @@ mod respond;
 mod server_to_client;
 mod session_end;
 mod tools_list;
+mod workers;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::BufWriter;
+
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread;
 
 use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
@@ -32,86 +32,17 @@ use crate::evidence::decision_log::{DecisionEntry, DecisionLog, Emitted, LogAcco
 use crate::evidence::event::{new_session_id, now_rfc3339};
 use crate::evidence::{context, coverage, file, protocol, stop};
 use crate::outcome::{
-    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
+    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
 };
 use crate::policy::{Policy, Verdict};
-use crate::signals::{Forwarding, ThreadMask, block_write_signals_in_this_thread};
+use crate::signals::{Forwarding, ThreadMask};
 
 pub(crate) use cancel::Cancel;
-use line::{LineError, LineReader};
+pub use client_io::ClientIo;
+use line::LineReader;
 use output::ClientOutput;
 use session_end::run_workers;
-
-/// The client's side of a session: the descriptor the proxy reads client messages from and the
-/// one it writes responses to. The session owns (and closes) these descriptors; surfaces that are
-/// handed borrowed descriptors duplicate them first, so the caller's own descriptors are never
-/// closed.
-#[derive(Debug)]
-pub struct ClientIo {
-    /// Client → wrapper.
-    pub input: OwnedFd,
-    /// Wrapper → client.
-    pub output: OwnedFd,
-}
-
-impl ClientIo {
-    /// Duplicates of this process's stdin and stdout (close-on-exec).
-    ///
-    /// # Errors
-    /// When the descriptors cannot be duplicated.
-    pub fn stdio() -> io::Result<Self> {
-        Ok(Self {
-            input: io::stdin().as_fd().try_clone_to_owned()?,
-            output: io::stdout().as_fd().try_clone_to_owned()?,
-        })
-    }
-
-    /// This process's stdin and stdout, taken for a session: a duplicate of each (close-on-exec)
-    /// is returned, and descriptor 1 is pointed at `/dev/null`, so the session's output is the
-    /// only reference this process keeps to the client's pipe. When the server's output ends and
-    /// the session closes its output, the client sees end of file at once (SPEC §3 item 7).
-    /// Meant for a process whose stdout carries nothing but the session (the `assay` CLI).
-    ///
-    /// # Errors
-    /// When the descriptors cannot be duplicated or `/dev/null` cannot be opened.
-    pub fn take_stdio() -> io::Result<Self> {
-        let io = Self::stdio()?;
-        io::stdout().flush()?;
-        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-        nix::unistd::dup2_stdout(&null)?;
-        Ok(io)
-    }
-}
-
-/// Why an I/O worker stopped early.
-#[derive(Debug)]
-pub(crate) enum WorkerError {
-    TooLong(&'static str),
-    Cancelled,
-    Io(String),
-    Panicked,
-}
-
-impl WorkerError {
-    fn from_line(e: LineError, what: &'static str) -> Self {
-        match e {
-            LineError::TooLong => WorkerError::TooLong(what),
-            LineError::Cancelled => WorkerError::Cancelled,
-            LineError::Io(e) => WorkerError::Io(format!("reading {what}: {e}")),
-        }
-    }
-
-    fn describe(&self, max: usize) -> String {
-        match self {
-            WorkerError::TooLong(what) => {
-                format!("a line of {what} is longer than max_line_bytes ({max}); session ended")
-            }
-            WorkerError::Cancelled => "cancelled".to_string(),
-            WorkerError::Io(m) => m.clone(),
-            WorkerError::Panicked => "an I/O worker panicked".to_string(),
-        }
-    }
-}
+pub(crate) use workers::{Report, Worker, WorkerError};
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
 /// forwarded, and the session ends as `proxy_error`. Client bytes mean a session existed
@@ -186,32 +117,6 @@ pub(crate) struct Shared {
     pub observed_tools: Mutex<BTreeSet<String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Worker {
-    ClientToServer,
-    ServerToClient,
-}
-
-type Report = (Worker, std::result::Result<(), WorkerError>);
-
-fn start_worker<F>(name: &str, which: Worker, tx: mpsc::Sender<Report>, f: F) -> io::Result<()>
-where
-    F: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
-{
-    thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            // SIGPIPE (a vanished peer) and SIGXFSZ (a decision-log write past RLIMIT_FSIZE)
-            // become EPIPE / EFBIG errors in this thread instead of the death of the process
-            // (SPEC §4.1); pending ones are discarded when the thread ends. No handler.
-            block_write_signals_in_this_thread();
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .unwrap_or(Err(WorkerError::Panicked));
-            let _ = tx.send((which, r));
-        })
-        .map(|_| ())
-}
-
 /// Opened before spawn: the decision log writer.
 struct OpenedLog {
     file: File,
@@ -261,6 +166,104 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
     }
 }
 
+/// SPEC §3 item 2: the capture directory (0700, when it does not exist yet) and its
+/// `protocol.json`, the first files a session creates.
+fn start_capture(plan: &Plan, session_id: &str, source: &str) -> Result<()> {
+    if let Some(dir) = &plan.capture_dir {
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
+        }
+    }
+    if let Some(p) = &plan.protocol_out {
+        protocol::write(p, session_id, source, &plan.server_id, &now_rfc3339())?;
+    }
+    Ok(())
+}
+
+/// The child's stderr sink, and the wrapper's diagnostics writing to the same file.
+fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>)> {
+    let stderr_file = open_stderr(plan)?;
+    let diag_file =
+        match &stderr_file {
+            Some(f) => Some(f.try_clone().map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
+            })?),
+            None => None,
+        };
+    Ok((stderr_file, Arc::new(Diag::new(diag_file, plan.verbose))))
+}
+
+/// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
+/// write failed (an evidence error, not the end of the session).
+fn write_context(
+    plan: &Plan,
+    source: &str,
+    session_id: &str,
+    pid: u32,
+    started_at: &str,
+    policy: &Policy,
+    hide_refused_tools: bool,
+) -> Option<String> {
+    let p = plan.context_out.as_ref()?;
+    let data = context::ContextData {
+        session_id,
+        server_id: &plan.server_id,
+        server_pid: pid,
+        started_at,
+        policy_sha256: policy.sha256(),
+        policy_name: policy.name(),
+        decision_log: plan.log_mode.as_str(),
+        session_stop_requested: plan.stop_out.is_some(),
+        dry_run: plan.dry_run,
+        hide_refused_tools,
+        command_sha256: &crate::evidence::event::command_sha256(&plan.command),
+        producer: crate::evidence::event::PRODUCER,
+        assertion_basis: "producer_observation",
+        non_claims: NON_CLAIMS,
+    };
+    context::write(p, source, data).err().map(|e| e.to_string())
+}
+
+/// The coverage report (SPEC §4.4), after the session; the error line when the write failed.
+fn write_coverage(
+    plan: &Plan,
+    session_id: &str,
+    shared: &Shared,
+    log_path: Option<&std::path::Path>,
+    log_start: u64,
+) -> Option<String> {
+    let out = plan.coverage_out.as_ref()?;
+    let observed = shared
+        .observed_tools
+        .lock()
+        .map(|o| o.clone())
+        .unwrap_or_default();
+    coverage::write(
+        out,
+        session_id,
+        log_path.map(|p| (p, log_start)),
+        &shared.policy.declared_tools(),
+        &observed,
+    )
+    .err()
+    .map(|e| e.to_string())
+}
+
+/// A coverage-only decision log is not retained (SPEC §4.3 `temporary`).
+fn remove_temporary_log(log_path: Option<&std::path::Path>, diag: &Diag) {
+    if let Some(p) = log_path {
+        if let Err(e) = std::fs::remove_file(p) {
+            diag.say(&format!(
+                "cannot remove temporary decision log {}: {e}",
+                p.display()
+            ));
+        }
+    }
+}
+
 /// Runs one wrapped MCP session to its end (SPEC §3).
 ///
 /// Validates the whole configuration before anything is spawned or created, then proxies between
@@ -298,26 +301,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 
     // From here on files are created.
     let plan = crate::capture_root::place_run(plan, &session_id)?;
-    if let Some(dir) = &plan.capture_dir {
-        if !dir.is_dir() {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
-        }
-    }
-    if let Some(p) = &plan.protocol_out {
-        protocol::write(p, &session_id, &source, &plan.server_id, &now_rfc3339())?;
-    }
-    let stderr_file = open_stderr(&plan)?;
-    let diag_file =
-        match &stderr_file {
-            Some(f) => Some(f.try_clone().map_err(|e| {
-                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
-            })?),
-            None => None,
-        };
-    let diag = Arc::new(Diag::new(diag_file, plan.verbose));
+    start_capture(&plan, &session_id, &source)?;
+    let (stderr_file, diag) = open_diagnostics(&plan)?;
     let log = open_log(&plan, &session_id)?;
     let log_path = log.as_ref().map(|l| l.path.clone());
     let log_temporary = log.as_ref().is_some_and(|l| l.temporary);
@@ -362,27 +347,17 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         .context_out
         .as_ref()
         .map(|_| context::context_id(&session_id));
-    if let Some(p) = &plan.context_out {
-        let data = context::ContextData {
-            session_id: &session_id,
-            server_id: &plan.server_id,
-            server_pid: pid,
-            started_at: &started_at,
-            policy_sha256: policy.sha256(),
-            policy_name: policy.name(),
-            decision_log: plan.log_mode.as_str(),
-            session_stop_requested: plan.stop_out.is_some(),
-            dry_run: plan.dry_run,
-            hide_refused_tools,
-            command_sha256: &crate::evidence::event::command_sha256(&plan.command),
-            producer: crate::evidence::event::PRODUCER,
-            assertion_basis: "producer_observation",
-            non_claims: NON_CLAIMS,
-        };
-        if let Err(e) = context::write(p, &source, data) {
-            diag.say(&e.to_string());
-            evidence_errors.push(e.to_string());
-        }
+    if let Some(e) = write_context(
+        &plan,
+        &source,
+        &session_id,
+        pid,
+        &started_at,
+        &policy,
+        hide_refused_tools,
+    ) {
+        diag.say(&e);
+        evidence_errors.push(e);
     }
 
     let shared = Arc::new(Shared {
@@ -403,7 +378,6 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         observed_tools: Mutex::new(BTreeSet::new()),
     });
 
-    let (tx, rx) = mpsc::channel::<Report>();
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(File::from(io.input), plan.max_line_bytes, cancel.clone()),
         to_child: BufWriter::with_capacity(64 * 1024, spawned.stdin),
@@ -413,27 +387,17 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         reader: LineReader::new(spawned.stdout, plan.max_line_bytes, cancel.clone()),
         shared: shared.clone(),
     };
-    let started = start_worker(
-        "assay-client-to-server",
-        Worker::ClientToServer,
-        tx.clone(),
-        move || c2s.run(),
-    )
-    .and_then(|()| {
-        start_worker(
-            "assay-server-to-client",
-            Worker::ServerToClient,
-            tx,
-            move || s2c.run(),
-        )
-    });
-    if let Err(e) = started {
-        cancel.cancel();
-        return Err(Error::new(
-            ErrorKind::Io,
-            format!("cannot start I/O worker: {e}"),
-        ));
-    }
+    let started = workers::start_both(move || c2s.run(), move || s2c.run());
+    let rx = match started {
+        Ok(rx) => rx,
+        Err(e) => {
+            cancel.cancel();
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot start I/O worker: {e}"),
+            ));
+        }
+    };
 
     let Some(child) = guard.0.as_mut() else {
         return Err(Error::new(ErrorKind::Internal, "child handle missing"));
@@ -465,8 +429,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         SessionEnd::ClientClosed
     };
     let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
-    let decision_log = decision_log_state(
-        plan.log_mode,
+    let decision_log = DecisionLogState::of(
+        plan.log_mode != LogMode::Absent,
         log_initialized,
         poisoned,
         session_end,
@@ -494,32 +458,12 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
     };
 
-    if let Some(out) = &plan.coverage_out {
-        let observed = shared
-            .observed_tools
-            .lock()
-            .map(|o| o.clone())
-            .unwrap_or_default();
-        if let Err(e) = coverage::write(
-            out,
-            &session_id,
-            log_path.as_deref().map(|p| (p, log_start)),
-            &shared.policy.declared_tools(),
-            &observed,
-        ) {
-            diag.say(&e.to_string());
-            evidence_errors.push(e.to_string());
-        }
+    if let Some(e) = write_coverage(&plan, &session_id, &shared, log_path.as_deref(), log_start) {
+        diag.say(&e);
+        evidence_errors.push(e);
     }
     if log_temporary {
-        if let Some(p) = &log_path {
-            if let Err(e) = std::fs::remove_file(p) {
-                diag.say(&format!(
-                    "cannot remove temporary decision log {}: {e}",
-                    p.display()
-                ));
-            }
-        }
+        remove_temporary_log(log_path.as_deref(), &diag);
     }
 
     let discovery_only = !shared.session_message.load(Ordering::Relaxed);
@@ -567,73 +511,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             }
         }
     }
-    outcome.exit_code = exit_status(&outcome, stop_error.is_some());
+    outcome.exit_code = outcome.exit_status_rule(stop_error.is_some());
     if let Some(e) = stop_error {
         let msg = format!("{e}; {}", outcome.stop.describe_status());
         outcome.evidence_errors.push(msg.clone());
         return Err(Error::stop_write(msg, outcome));
     }
     Ok(outcome)
-}
-
-/// The stop record's `decision_log` (SPEC §4.3), first match wins: no log and none temporary →
-/// `absent`; requested but never initialized → `unknown`; poisoned or `proxy_error` →
-/// `incomplete`; not retained → `temporary`; otherwise `complete`.
-fn decision_log_state(
-    mode: LogMode,
-    initialized: bool,
-    poisoned: bool,
-    session_end: SessionEnd,
-    temporary: bool,
-) -> DecisionLogState {
-    if mode == LogMode::Absent {
-        DecisionLogState::Absent
-    } else if !initialized {
-        DecisionLogState::Unknown
-    } else if poisoned || session_end == SessionEnd::ProxyError {
-        DecisionLogState::Incomplete
-    } else if temporary {
-        DecisionLogState::Temporary
-    } else {
-        DecisionLogState::Complete
-    }
-}
-
-/// The `assay mcp wrap` exit status rule of SPEC §10.
-fn exit_status(outcome: &WrapOutcome, stop_failed: bool) -> i32 {
-    let s = &outcome.stop;
-    if stop_failed
-        || s.session_end == SessionEnd::ProxyError
-        || s.termination == Termination::Unknown
-        || !outcome.evidence_errors.is_empty()
-    {
-        return 3;
-    }
-    match (s.termination, s.exit_code, s.signal) {
-        (Termination::Exited, Some(code), _) => code,
-        (Termination::Signaled, _, Some(sig)) => 128 + sig,
-        _ => 3,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decision_log_state_precedence() {
-        use DecisionLogState as S;
-        use SessionEnd::{ClientClosed as Ok_, ProxyError as Err_};
-        let f = decision_log_state;
-        assert_eq!(f(LogMode::Absent, false, false, Err_, false), S::Absent);
-        assert_eq!(f(LogMode::New, false, true, Err_, true), S::Unknown);
-        assert_eq!(f(LogMode::Temporary, true, true, Ok_, true), S::Incomplete);
-        assert_eq!(
-            f(LogMode::Temporary, true, false, Err_, true),
-            S::Incomplete
-        );
-        assert_eq!(f(LogMode::Temporary, true, false, Ok_, true), S::Temporary);
-        assert_eq!(f(LogMode::New, true, false, Ok_, false), S::Complete);
-        assert_eq!(f(LogMode::Append, true, false, Ok_, false), S::Complete);
-    }
 }

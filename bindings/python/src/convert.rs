@@ -266,6 +266,12 @@ impl Closure {
     fn closure(&self) -> &'static str {
         self.inner.closure.as_str()
     }
+    /// The `capture read` exit status for this verdict: 0 closed, 1 incomplete, 3 unknown
+    /// (SPEC §10; the library's one map).
+    #[getter]
+    fn exit_status(&self) -> i32 {
+        self.inner.closure.exit_status()
+    }
     #[getter]
     fn reasons(&self) -> Vec<Reason> {
         self.inner

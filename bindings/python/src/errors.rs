@@ -6,7 +6,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use assay::{Error, ErrorKind};
+use assay::{Error, ErrorKind, OptionSpelling};
 
 use crate::convert::WrapOutcome;
 
@@ -49,14 +49,19 @@ fn kind_name(kind: ErrorKind) -> &'static str {
 /// (the `assay mcp wrap` exit status for it) and, per class, `option` or `outcome` set.
 pub(crate) fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     let kind = err.kind();
-    let message = err.to_string();
+    // Options are spelled as Python keywords (`event_source`), not as CLI flags.
+    let message = err.render(OptionSpelling::Key);
     let exit_status = err.exit_status();
-    let option = err.option();
-    let pyerr = match kind {
-        ErrorKind::Config | ErrorKind::InvalidArgument => ConfigError::new_err(message),
-        ErrorKind::CommandNotFound => WrapError::new_err((libc::ENOENT, message)),
-        ErrorKind::CommandNotExecutable => WrapError::new_err((libc::EACCES, message)),
-        ErrorKind::StopWrite => {
+    let option = err.option().map(|o| OptionSpelling::Key.spell(o));
+    let pyerr = match (kind, err.os_errno()) {
+        // A borrowed descriptor that is not open is an invalid argument everywhere; Python
+        // reports an OS error number as an `OSError` (as `os.fstat` does), so it is a
+        // `WrapError` with `errno` EBADF (docs/decisions.md).
+        (ErrorKind::InvalidArgument, Some(errno)) => WrapError::new_err((errno, message)),
+        (ErrorKind::Config | ErrorKind::InvalidArgument, _) => ConfigError::new_err(message),
+        (ErrorKind::CommandNotFound, _) => WrapError::new_err((libc::ENOENT, message)),
+        (ErrorKind::CommandNotExecutable, _) => WrapError::new_err((libc::EACCES, message)),
+        (ErrorKind::StopWrite, _) => {
             let outcome = err.into_outcome();
             let pyerr = StopWriteError::new_err(message);
             let value = match outcome {
@@ -71,7 +76,8 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
             }
             pyerr
         }
-        _ => WrapError::new_err(message),
+        (_, Some(errno)) => WrapError::new_err((errno, message)),
+        (_, None) => WrapError::new_err(message),
     };
     let value = pyerr.value(py);
     let set = value
@@ -82,20 +88,6 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
             _ => Ok(()),
         });
     match set {
-        Ok(()) => pyerr,
-        Err(e) => e,
-    }
-}
-
-/// A `WrapError` for an OS failure in the binding itself (e.g. a descriptor that cannot be
-/// duplicated), with the same `kind`/`exit_status` attributes as a library I/O error.
-pub(crate) fn os_error(py: Python<'_>, err: &std::io::Error, message: String) -> PyErr {
-    let pyerr = WrapError::new_err((err.raw_os_error().unwrap_or(libc::EIO), message));
-    let value = pyerr.value(py);
-    match value
-        .setattr("kind", kind_name(ErrorKind::Io))
-        .and_then(|()| value.setattr("exit_status", 3))
-    {
         Ok(()) => pyerr,
         Err(e) => e,
     }

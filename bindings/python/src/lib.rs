@@ -7,42 +7,16 @@
 //! `os.PathLike` paths and `fileno()` objects before calling in here; the docstrings users see
 //! live in `python/assay_stop/_native.pyi`.
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 mod convert;
 mod errors;
 
 use convert::{Closure, PackageManifest, Reason, WrapOutcome};
-use errors::{ConfigError, StopWriteError, WrapError, os_error, to_pyerr};
-
-/// Duplicates the caller's descriptor `fd` (close-on-exec, numbered 3 or above). The session owns
-/// and closes what it is given (`assay::ClientIo`), so the caller's own descriptor stays open
-/// and stays the caller's to close.
-fn dup_fd(py: Python<'_>, name: &str, fd: RawFd) -> PyResult<OwnedFd> {
-    if fd < 0 {
-        return Err(PyValueError::new_err(format!(
-            "{name}: file descriptor must be non-negative, got {fd}"
-        )));
-    }
-    // SAFETY: F_DUPFD_CLOEXEC only reads `fd`; on a descriptor that is not open it fails with
-    // EBADF and touches nothing. No Rust object is asserted to own or borrow `fd`.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(os_error(
-            py,
-            &e,
-            format!("{name}: cannot duplicate file descriptor {fd}: {e}"),
-        ));
-    }
-    // SAFETY: `new` was just returned by fcntl(F_DUPFD_CLOEXEC): it is an open descriptor that
-    // nothing else refers to, so this OwnedFd is its only owner.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
-}
+use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
 
 /// Runs one wrapped session. See `_native.pyi` for the documentation.
 #[pyfunction]
@@ -96,10 +70,7 @@ fn wrap_session(
     config.stderr = stderr;
     config.verbose = verbose;
     config.forward_signals = forward_signals;
-    let io = assay::ClientIo {
-        input: dup_fd(py, "stdin", stdin)?,
-        output: dup_fd(py, "stdout", stdout)?,
-    };
+    let io = assay::ClientIo::from_borrowed(stdin, stdout).map_err(|e| to_pyerr(py, e))?;
     // The session blocks until the client closes its input: release the GIL for all of it so
     // other Python threads run. Ctrl-C is only seen once this returns (documented in the .pyi).
     let result = py.detach(move || assay::wrap_session(&config, io));

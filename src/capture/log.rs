@@ -1,0 +1,316 @@
+//! The decision-log reader (SPEC §7): the log is read in 64 KiB chunks through the bounded
+//! opener, each chunk hashed once while in cache and its complete lines checked, each line by
+//! `fastline` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::bounded::{self, BoundedError};
+use super::decision_line::{
+    Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
+};
+use super::fastline;
+use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
+use super::{FileDigest, LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES, ReasonCode};
+use crate::event_source::is_event_source;
+use crate::evidence::event::hex;
+use crate::outcome::{DecisionLogState, StopData};
+use crate::strict_json;
+
+pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
+    let line = match std::str::from_utf8(line) {
+        Ok(t) => t,
+        Err(e) => {
+            lr.push(
+                ReasonCode::InvalidJson,
+                i,
+                format_args!("invalid JSON at byte {}", e.valid_up_to()),
+            );
+            return;
+        }
+    };
+    // The common shape in one pass; anything else through the strict scan and serde, which
+    // also name the problem.
+    if let Some(v) = fastline::parse(line) {
+        check_fields(i, &v, exp, lr);
+        return;
+    }
+    if let Err(e) = strict_json::scan_str(line, MAX_DEPTH) {
+        lr.push(scan_reason(e.kind), i, e);
+        return;
+    }
+    let ev: DecisionEvent<'_> = match serde_json::from_str(line) {
+        Ok(ev) => ev,
+        Err(e) => {
+            lr.push(ReasonCode::SchemaMismatch, i, e);
+            return;
+        }
+    };
+    check_fields(i, &LineView::of(&ev), exp, lr);
+}
+
+/// The checks on a parsed decision line (line `i`, 0-based).
+pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mut LineReasons) {
+    let mut schema = |what: &str| lr.push(ReasonCode::SchemaMismatch, i, what);
+    if d.specversion != "1.0" {
+        schema("specversion is not \"1.0\"");
+    }
+    if d.ty != "assay.tool.decision" {
+        schema("type is not \"assay.tool.decision\"");
+    }
+    if d.datacontenttype != "application/json" {
+        schema("datacontenttype is not \"application/json\"");
+    }
+    if !is_utc_time(d.time) {
+        schema("time is not an RFC 3339 UTC time ending in Z");
+    }
+    if !is_session_id(d.session_id) {
+        schema("data.session_id is not 32 lowercase hex characters");
+    }
+    if !is_hex(d.policy_sha256, 64) {
+        schema("data.policy_sha256 is not 64 lowercase hex characters");
+    }
+    if d.arguments_sha256.is_some_and(|s| !is_hex(s, 64)) {
+        schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+    }
+    if (d.decision == Decision::Allow) != (d.reason_code == PolicyCode::PolicyAllow) {
+        schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
+    }
+    if d.seq != i as u64 {
+        lr.push(
+            ReasonCode::CountMismatch,
+            i,
+            format_args!("seq {} where {i} was expected", d.seq),
+        );
+    }
+    let sid = exp.session_id.unwrap_or(d.session_id);
+    if d.session_id != sid {
+        lr.push(
+            ReasonCode::IdMismatch,
+            i,
+            "data.session_id is not this session's",
+        );
+    }
+    if !decision_id_matches(d.id, sid, d.seq) {
+        lr.push(
+            ReasonCode::IdMismatch,
+            i,
+            "id is not evt_decision_<session_id>_<seq>",
+        );
+    }
+    match exp.source {
+        Some(src) if d.source != src => lr.push(
+            ReasonCode::ContextMismatch,
+            i,
+            "source differs from the session's",
+        ),
+        None if !is_event_source(d.source) => lr.push(
+            ReasonCode::SchemaMismatch,
+            i,
+            "source is not an absolute URI",
+        ),
+        _ => {}
+    }
+    if exp.policy_sha256.is_some_and(|p| d.policy_sha256 != p) {
+        lr.push(
+            ReasonCode::ContextMismatch,
+            i,
+            "data.policy_sha256 differs from the context's",
+        );
+    }
+    if exp.dry_run.is_some_and(|dry| d.enforced == dry) {
+        lr.push(
+            ReasonCode::ContextMismatch,
+            i,
+            format_args!(
+                "data.enforced {} contradicts the context's dry_run",
+                d.enforced
+            ),
+        );
+    }
+}
+
+/// The log is read in chunks of this size: no file-sized buffer (whose fresh pages would cost
+/// more to fault in than the bytes cost to copy), and each chunk is still in cache when its lines
+/// are checked and it is hashed.
+pub(super) const LOG_CHUNK: usize = 64 * 1024;
+
+/// SHA-256 of the log and of its complete-line prefix, in one pass: the running hash is
+/// snapshotted after the last `\n` of every chunk.
+pub(super) struct LogHash {
+    pub(super) all: Sha256,
+    pub(super) prefix: Sha256,
+}
+
+impl LogHash {
+    pub(super) fn new() -> Self {
+        Self {
+            all: Sha256::new(),
+            prefix: Sha256::new(),
+        }
+    }
+
+    pub(super) fn update(&mut self, chunk: &[u8]) {
+        match memchr::memrchr(b'\n', chunk) {
+            Some(p) => {
+                let (head, rest) = chunk.split_at(p + 1);
+                self.all.update(head);
+                self.prefix = self.all.clone();
+                self.all.update(rest);
+            }
+            None => self.all.update(chunk),
+        }
+    }
+
+    /// (SHA-256 of the whole file, SHA-256 of the bytes up to and including the last `\n`).
+    pub(super) fn finish(self) -> (String, String) {
+        (hex(&self.all.finalize()), hex(&self.prefix.finalize()))
+    }
+}
+
+/// Counts complete lines and checks the first [`MAX_DECISIONS`] of them.
+pub(super) struct Lines<'e> {
+    pub(super) exp: &'e Expect<'e>,
+    pub(super) count: usize,
+    pub(super) lr: LineReasons,
+}
+
+impl Lines<'_> {
+    pub(super) fn line(&mut self, bytes: &[u8]) {
+        if self.count < MAX_DECISIONS {
+            check_line(self.count, bytes, self.exp, &mut self.lr);
+        }
+        self.count += 1;
+    }
+}
+
+/// Reads the decision log in chunks through the bounded opener, hashing each chunk once and
+/// checking lines as they complete; records its digest in `files` when the whole file was read within the
+/// bound. Same reasons, in the same order, as reading the whole file first: an over-bound or
+/// unreadable log yields only its `too_large` / `missing_file` reason, and more than
+/// [`MAX_DECISIONS`] lines yield only `too_many_decisions` (the line reasons gathered are dropped).
+pub(super) fn check_log_file(
+    dir: &Path,
+    exp: &Expect<'_>,
+    stop: Option<&StopData>,
+    r: &mut Reasons,
+    files: &mut BTreeMap<String, FileDigest>,
+) {
+    let refused = |e: BoundedError, r: &mut Reasons| {
+        let code = match e {
+            BoundedError::Missing | BoundedError::Io(_) => ReasonCode::MissingFile,
+            BoundedError::NotRegular(_) => ReasonCode::NotRegularFile,
+            BoundedError::TooLarge { .. } => ReasonCode::TooLarge,
+        };
+        r.push(code, format!("{LOG} {}", e.describe(MAX_LOG_BYTES)));
+    };
+    let file = match bounded::open_regular(&dir.join(LOG), MAX_LOG_BYTES) {
+        Ok((file, _)) => file,
+        Err(e) => return refused(e, r),
+    };
+    let mut reader = file.take(MAX_LOG_BYTES + 1);
+    let mut lines = Lines {
+        exp,
+        count: 0,
+        lr: LineReasons {
+            list: Vec::new(),
+            suppressed: 0,
+            first_suppressed: None,
+        },
+    };
+    // A line split across chunks is assembled here; at the end it holds the partial tail.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut total: u64 = 0;
+
+    let mut hash = LogHash::new();
+    let mut buf = vec![0u8; LOG_CHUNK];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return refused(BoundedError::Io(e), r),
+        };
+        total += n as u64;
+        if total > MAX_LOG_BYTES {
+            return refused(BoundedError::TooLarge { seen: total }, r);
+        }
+        let chunk = buf.get(..n).unwrap_or_default();
+        hash.update(chunk);
+        let mut rest = chunk;
+        if !carry.is_empty() {
+            let Some(p) = memchr::memchr(b'\n', rest) else {
+                carry.extend_from_slice(rest);
+                continue;
+            };
+            carry.extend_from_slice(&rest[..p]);
+            lines.line(&carry);
+            carry.clear();
+            rest = &rest[p + 1..];
+        }
+        let mut start = 0;
+        for p in memchr::memchr_iter(b'\n', rest) {
+            lines.line(&rest[start..p]);
+            start = p + 1;
+        }
+        carry.extend_from_slice(&rest[start..]);
+    }
+    let (file_sha, prefix_sha) = hash.finish();
+    files.insert(
+        LOG.to_string(),
+        FileDigest {
+            bytes: total,
+            sha256: file_sha.clone(),
+        },
+    );
+    let tail = carry;
+    let count = lines.count;
+    if count > MAX_DECISIONS {
+        r.push(
+            ReasonCode::TooManyDecisions,
+            format!("{LOG} holds {count} decision lines, over the {MAX_DECISIONS}-line bound"),
+        );
+    } else {
+        lines.lr.finish(r);
+    }
+
+    let Some(stop) = stop else { return };
+    let full = match stop.decision_log {
+        DecisionLogState::Complete => true,
+        DecisionLogState::Incomplete => false,
+        _ => return,
+    };
+    if full && !tail.is_empty() {
+        r.push(
+            ReasonCode::PartialLine,
+            format!(
+                "{LOG} ends with {} bytes without a newline but decision_log is complete",
+                tail.len()
+            ),
+        );
+    }
+    if let Some(written) = stop.decision_events_written {
+        if written != count as u64 {
+            r.push(
+                ReasonCode::CountMismatch,
+                format!("{LOG} holds {count} complete lines, decision_events_written is {written}"),
+            );
+        }
+    }
+    if let Some(want) = &stop.decision_prefix_sha256 {
+        let (got, what) = if full {
+            (&file_sha, "the file")
+        } else {
+            (&prefix_sha, "the complete-line prefix")
+        };
+        if got != want {
+            r.push(
+                ReasonCode::DigestMismatch,
+                format!("{LOG}: SHA-256 of {what} is {got}, decision_prefix_sha256 is {want}"),
+            );
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Layering of the library's source files: no two files import each other, directly or around a
+//! loop. The test reads `src/` (the library; `src/cli/` is the binary's own crate), collects every
+//! `crate::…`, `super::…` and `self::…` path outside `#[cfg(test)]` modules, resolves each to the
+//! file that defines it, and looks for a cycle in that graph.
+//!
+//! `cargo test --test tests layering -- --nocapture` prints the module map (file → files it uses).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// Every library source file, relative to `src/`, with its text.
+fn sources(src: &Path) -> BTreeMap<String, String> {
+    fn walk(dir: &Path, src: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, src, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(src)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(src, src, &mut out);
+    out.retain(|rel, _| {
+        // The binary is its own crate; test-only files are not part of the layering.
+        !rel.starts_with("cli/") && !rel.ends_with("tests.rs") && !rel.ends_with("testutil.rs")
+    });
+    out
+}
+
+/// The module path of a file: `policy/mod.rs` → `[policy]`, `policy/glob.rs` → `[policy, glob]`.
+fn module_of(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file defining the longest prefix of `path` that is a module.
+fn resolve(files: &BTreeMap<String, String>, path: &[String]) -> Option<String> {
+    (0..=path.len()).rev().find_map(|n| {
+        let prefix = path[..n].join("/");
+        let candidates = if n == 0 {
+            vec!["lib.rs".to_string()]
+        } else {
+            vec![format!("{prefix}.rs"), format!("{prefix}/mod.rs")]
+        };
+        candidates.into_iter().find(|c| files.contains_key(c))
+    })
+}
+
+/// The code of a file without its `#[cfg(test)]` modules (they sit at the end) and comments.
+fn library_code(text: &str) -> String {
+    let test_mod = Regex::new(r"#\[cfg\(test\)\]\s*(pub(\(crate\))?\s+)?mod\s").unwrap();
+    let text = match test_mod.find(text) {
+        Some(m) => &text[..m.start()],
+        None => text,
+    };
+    // Comments go (doc links name modules without importing them). A `//` inside a string
+    // literal cuts the rest of that line only, which never holds an import.
+    text.lines()
+        .map(|l| l.find("//").map_or(l, |i| &l[..i]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// File → files it names through `crate::`, `super::` or `self::` paths.
+fn import_graph(files: &BTreeMap<String, String>) -> Graph {
+    let path_re = Regex::new(
+        r"(?:^|[^:\w])(crate|super|self)((?:::(?:super|[A-Za-z_][A-Za-z0-9_]*))*)(?:::\{([^;]*?)\})?",
+    )
+    .unwrap();
+    let mut graph = Graph::new();
+    for (rel, text) in files {
+        let me = module_of(rel);
+        let edges = graph.entry(rel.clone()).or_default();
+        let code = library_code(text);
+        for cap in path_re.captures_iter(&code) {
+            let rest: Vec<&str> = cap[2].split("::").filter(|s| !s.is_empty()).collect();
+            let group = cap.get(3).map(|g| g.as_str());
+            if rest.is_empty() && group.is_none() {
+                continue; // `pub(crate)`, `&self`, …
+            }
+            let mut base: Vec<String> = match &cap[1] {
+                "crate" => Vec::new(),
+                // `super` of `a/b.rs` is `a`; of `a/b/mod.rs` it is `a` as well.
+                "super" => me[..me.len().saturating_sub(1)].to_vec(),
+                _ => me.clone(),
+            };
+            for seg in rest {
+                if seg == "super" {
+                    base.pop();
+                } else {
+                    base.push(seg.to_string());
+                }
+            }
+            let mut targets = Vec::new();
+            match group {
+                Some(g) => {
+                    for item in g.split(',') {
+                        let first = item.trim().trim_start_matches('{').split("::").next();
+                        match first.map(str::trim) {
+                            Some("self") | Some("") | None => targets.push(base.clone()),
+                            Some(name) => {
+                                let mut p = base.clone();
+                                p.push(name.to_string());
+                                targets.push(p);
+                            }
+                        }
+                    }
+                }
+                None => targets.push(base),
+            }
+            for t in targets {
+                if let Some(file) = resolve(files, &t) {
+                    if &file != rel {
+                        edges.insert(file);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// One cycle in `graph`, if there is any (depth-first search with an explicit stack).
+fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done,
+    }
+    let mut marks: BTreeMap<&str, Mark> = BTreeMap::new();
+    for start in graph.keys() {
+        if marks.contains_key(start.as_str()) {
+            continue;
+        }
+        let mut path: Vec<&str> = vec![start];
+        let mut iters = vec![graph[start].iter()];
+        marks.insert(start, Mark::Open);
+        while let Some(it) = iters.last_mut() {
+            match it.next() {
+                Some(next) => match marks.get(next.as_str()) {
+                    Some(Mark::Open) => {
+                        let from = path.iter().position(|p| *p == next).unwrap();
+                        let mut cycle: Vec<String> =
+                            path[from..].iter().map(|s| s.to_string()).collect();
+                        cycle.push(next.clone());
+                        return Some(cycle);
+                    }
+                    Some(Mark::Done) => {}
+                    None => {
+                        marks.insert(next, Mark::Open);
+                        path.push(next);
+                        iters.push(graph.get(next).map(|s| s.iter()).unwrap_or_default());
+                    }
+                },
+                None => {
+                    let done = path.pop().unwrap();
+                    marks.insert(done, Mark::Done);
+                    iters.pop();
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_import_cycle_between_source_files() {
+    // ASSAY_LAYERING_SRC points the check at another tree (e.g. an older checkout's src/).
+    let src = std::env::var_os("ASSAY_LAYERING_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let files = sources(&src);
+    assert!(
+        files.len() > 40,
+        "read {} files from {}",
+        files.len(),
+        src.display()
+    );
+    let graph = import_graph(&files);
+    println!("module map (file -> files it uses):");
+    for (file, uses) in &graph {
+        let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
+        println!("  {file} -> {}", uses.join(", "));
+    }
+    // A file that is known to import others must show them, or the parser has gone blind.
+    assert!(
+        graph["proxy/mod.rs"].contains("child.rs"),
+        "{:?}",
+        graph["proxy/mod.rs"]
+    );
+    assert!(graph["policy/decide.rs"].contains("policy/glob.rs"));
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("import cycle between source files: {}", cycle.join(" -> "));
+    }
+    println!("no import cycle among {} files", graph.len());
+}
+
+#[test]
+fn the_cycle_check_finds_cycles() {
+    // The checker itself, on files written the way the library's are.
+    let files: BTreeMap<String, String> = [
+        ("lib.rs", "pub mod a;\npub mod b;\nmod c;\n"),
+        ("a.rs", "use crate::b::Thing;\n"),
+        ("b.rs", "use super::c::{self, Other};\n"),
+        (
+            "c.rs",
+            "pub(crate) fn f(x: &crate::a::A) {}\n#[cfg(test)]\nmod tests { use crate::lib; }\n",
+        ),
+        ("d/mod.rs", "mod e;\nuse self::e::E;\n"),
+        ("d/e.rs", "use super::{D, F};\n"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let graph = import_graph(&files);
+    assert_eq!(graph["a.rs"], BTreeSet::from(["b.rs".to_string()]));
+    assert_eq!(graph["b.rs"], BTreeSet::from(["c.rs".to_string()]));
+    assert_eq!(graph["c.rs"], BTreeSet::from(["a.rs".to_string()]));
+    assert_eq!(graph["d/e.rs"], BTreeSet::from(["d/mod.rs".to_string()]));
+    let cycle = find_cycle(&graph).expect("a -> b -> c -> a and d <-> d/e are cycles");
+    assert!(cycle.len() >= 3, "{cycle:?}");
+    // Without the back edges there is none.
+    let mut acyclic = graph.clone();
+    acyclic.get_mut("c.rs").unwrap().clear();
+    acyclic.get_mut("d/e.rs").unwrap().clear();
+    assert_eq!(find_cycle(&acyclic), None);
+}
