@@ -11,11 +11,12 @@ use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
+use super::canonical;
 use super::line::LineReader;
-use super::message::{self, ClientLine, Message, as_str, classify, for_each_message};
+use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::respond;
 use super::{Shared, WorkerError};
-use crate::evidence::event::sha256_hex;
+use crate::evidence::event::HexDigest;
 use crate::policy::{Decision, ReasonCode, Verdict};
 use crate::strict_json::ScanErrorKind;
 
@@ -26,7 +27,7 @@ struct Evaluated<'a> {
     /// Borrowed from the line unless it holds escapes.
     tool: Option<Cow<'a, str>>,
     tool_call_id: Option<Cow<'a, str>>,
-    arguments_sha256: Option<String>,
+    arguments_sha256: Option<HexDigest>,
     verdict: Verdict,
 }
 
@@ -212,27 +213,13 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
         thread_local! {
             static CANON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        let simple = CANON.with(|c| {
-            let mut canon = c.borrow_mut();
-            let ok = message::canonicalize_simple(raw.as_bytes(), &mut canon);
-            if ok {
-                ev.arguments_sha256 = Some(sha256_hex(&canon));
-            }
-            if canon.capacity() > 64 * 1024 {
-                // Do not keep a huge line's buffer for the rest of the session.
-                *canon = Vec::new();
-            }
-            ok
-        });
-        if !simple {
-            let Ok(v) = crate::strict_json::parse_value(raw) else {
-                return ev;
-            };
-            if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
-                ev.arguments_sha256 = Some(sha256_hex(&canon));
-            }
-            arguments = Some(v);
-        }
+        let Ok((digest, value)) =
+            CANON.with(|c| canonical::arguments_digest(raw, &mut c.borrow_mut()))
+        else {
+            return ev;
+        };
+        ev.arguments_sha256 = digest;
+        arguments = value;
     }
     let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
@@ -267,7 +254,7 @@ fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool)
         ev.tool.as_deref(),
         ev.tool_call_id.as_deref(),
         verdict,
-        ev.arguments_sha256.as_deref(),
+        ev.arguments_sha256.as_ref().map(HexDigest::as_str),
     );
     let id = if want_id || shared.diag.verbose {
         rec.decision_id(seq)
