@@ -72,7 +72,14 @@ impl ClientWorker {
             let to_child = &mut self.to_child;
             let mut idle = || {
                 to_child.flush()?;
-                shared.output.flush()
+                shared.output.flush()?;
+                // The forwarded calls are on their way: now hash their decision lines.
+                shared
+                    .recorder
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .settle();
+                Ok(())
             };
             let line = match self.reader.next_line(&mut idle) {
                 Ok(Some(line)) => line,

@@ -22,6 +22,13 @@ impl Recorder {
         }
     }
 
+    /// Hashes the decision lines written since the last call (see [`DecisionLog::settle`]).
+    pub(crate) fn settle(&mut self) {
+        if let Some(log) = self.log.as_mut() {
+            log.settle();
+        }
+    }
+
     /// The accounting of the decision log writer, if there is one (SPEC §4.1).
     pub(crate) fn accounting(&self) -> Option<LogAccounting> {
         self.log.as_ref().map(DecisionLog::accounting)
