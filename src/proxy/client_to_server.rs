@@ -200,15 +200,24 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
     }
 }
 
+const PARAMS_MALFORMED: &str = "tools/call params is missing or not an object";
+
 fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
     let mut ev = Evaluated {
         id: head.id,
         tool: None,
         tool_call_id: tool_call_id(head.id),
         arguments_sha256: None,
-        verdict: malformed("tools/call params is missing or not an object"),
+        // Every path below sets the verdict; this placeholder allocates nothing.
+        verdict: Verdict {
+            decision: Decision::Error,
+            reason_code: ReasonCode::P_MALFORMED,
+            reason: String::new(),
+            matched_rule: None,
+        },
     };
     if !head.params_object {
+        ev.verdict = malformed(PARAMS_MALFORMED);
         return ev;
     }
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
@@ -223,6 +232,7 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
         let Ok((digest, value)) =
             CANON.with(|c| canonical::arguments_digest(raw, &mut c.borrow_mut()))
         else {
+            ev.verdict = malformed(PARAMS_MALFORMED);
             return ev;
         };
         ev.arguments_sha256 = digest;
@@ -238,7 +248,7 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
                 // As if the parse had failed up front (it cannot after the fast path accepted
                 // the text, but the outcome must not depend on which path ran).
                 ev.arguments_sha256 = None;
-                ev.verdict = malformed("tools/call params is missing or not an object");
+                ev.verdict = malformed(PARAMS_MALFORMED);
                 return ev;
             };
             arguments = Some(v);
