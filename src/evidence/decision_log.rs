@@ -64,8 +64,13 @@ pub(crate) struct DecisionLog {
     poisoned: bool,
     hasher: Sha256,
     clock: Clock,
-    /// The line being built (reused).
+    /// Lines written but not yet hashed, then the line being built. Reused: no per-line allocation.
     line: Vec<u8>,
+    /// Where the line being built starts: `line[..pending]` are completed writes awaiting the
+    /// digest, hashed when the writer idles ([`DecisionLog::settle`]) or the batch is full, so
+    /// the SHA-256 of a decision line is off the path between its write and the forwarding of
+    /// the call (SPEC §4.1 orders only those two).
+    pending: usize,
     /// `{"specversion":"1.0","id":"evt_decision_<session>_`
     head: String,
     /// `","type":…,"source":…,"time":"`
@@ -75,6 +80,10 @@ pub(crate) struct DecisionLog {
     /// `,"enforced":…,"policy_sha256":…,"arguments_sha256":`
     tail: String,
 }
+
+/// Written lines are hashed in batches of at least this many bytes (or sooner, when the writer
+/// idles), so the buffer holding them stays small.
+const HASH_BATCH: usize = 32 * 1024;
 
 /// Appends the decimal text of `n` (no `fmt` machinery on the per-line path).
 fn push_u64(out: &mut Vec<u8>, mut n: u64) {
@@ -117,6 +126,7 @@ impl DecisionLog {
             hasher: Sha256::new(),
             clock: Clock::new(),
             line: Vec::with_capacity(1024),
+            pending: 0,
             head: format!("{{\"specversion\":\"1.0\",\"id\":\"evt_decision_{sid_inner}_"),
             mid: format!(
                 "\",\"type\":{},\"source\":{},\"time\":\"",
@@ -146,13 +156,18 @@ impl DecisionLog {
         }
         self.serialize(seq, entry);
         // SPEC §4.1: one write_all of the whole line; only a completed write enters the digest.
-        match self.sink.write_line(&self.line) {
+        match self.sink.write_line(&self.line[self.pending..]) {
             Ok(()) => {
                 self.written += 1;
-                self.hasher.update(&self.line);
+                self.pending = self.line.len();
+                if self.pending >= HASH_BATCH {
+                    self.settle();
+                }
                 (Emitted::Written, None)
             }
             Err(e) => {
+                // A partial tail never enters the digest.
+                self.line.truncate(self.pending);
                 self.poisoned = true;
                 self.dropped += 1;
                 (Emitted::Failed, Some(e))
@@ -171,7 +186,7 @@ impl DecisionLog {
             }
         }
         let out = &mut self.line;
-        out.clear();
+        out.truncate(self.pending);
         out.extend_from_slice(self.head.as_bytes());
         push_u64(out, seq);
         out.extend_from_slice(self.mid.as_bytes());
@@ -195,11 +210,28 @@ impl DecisionLog {
         out.extend_from_slice(b"}}\n");
     }
 
+    /// Feeds the written lines not yet hashed to the prefix digest. Called when the client input
+    /// runs dry (after the forwarded calls were flushed) and whenever [`HASH_BATCH`] bytes are
+    /// pending; the digest is the same whenever it runs.
+    pub(crate) fn settle(&mut self) {
+        if self.pending > 0 {
+            self.hasher.update(&self.line[..self.pending]);
+        }
+        self.line.clear();
+        self.pending = 0;
+        if self.line.capacity() > 4 * HASH_BATCH {
+            // Do not keep a huge line's buffer for the rest of the session.
+            self.line = Vec::with_capacity(1024);
+        }
+    }
+
     pub(crate) fn accounting(&self) -> LogAccounting {
+        let mut hasher = self.hasher.clone();
+        hasher.update(&self.line[..self.pending]);
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
-            prefix_sha256: hex(&self.hasher.clone().finalize()),
+            prefix_sha256: hex(&hasher.finalize()),
             poisoned: self.poisoned,
         }
     }
@@ -337,6 +369,43 @@ mod tests {
             log.accounting().prefix_sha256,
             super::super::event::sha256_hex(&bytes)
         );
+    }
+
+    /// The prefix digest covers exactly the lines written so far, whenever (and whether) the
+    /// pending lines were hashed: at idle, at a full batch, or only at the accounting.
+    #[test]
+    fn digest_is_the_same_whenever_pending_lines_are_hashed() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut log = DecisionLog::new(
+            Box::new(VecSink(out.clone())),
+            "0123456789abcdef0123456789abcdef",
+            "assay://test",
+            "00",
+            true,
+        );
+        // Enough lines for several full batches; settle at irregular points.
+        for seq in 0..400u64 {
+            assert_eq!(log.emit(seq, &entry()).0, Emitted::Written);
+            if seq % 7 == 3 || seq % 53 == 0 {
+                log.settle();
+            }
+            if seq % 41 == 0 {
+                let bytes = out.lock().unwrap().clone();
+                assert_eq!(
+                    log.accounting().prefix_sha256,
+                    super::super::event::sha256_hex(&bytes),
+                    "after line {seq}"
+                );
+            }
+        }
+        let bytes = out.lock().unwrap().clone();
+        assert!(bytes.len() > 2 * HASH_BATCH);
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 400);
+        let acc = log.accounting();
+        assert_eq!(acc.written, 400);
+        assert_eq!(acc.prefix_sha256, super::super::event::sha256_hex(&bytes));
+        log.settle();
+        assert_eq!(log.accounting(), acc);
     }
 
     #[test]

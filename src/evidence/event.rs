@@ -67,8 +67,33 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
+#[cfg(test)]
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
+}
+
+/// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
+#[derive(Clone, Copy)]
+pub(crate) struct HexDigest([u8; 64]);
+
+impl HexDigest {
+    /// The lowercase hex SHA-256 of `bytes`.
+    pub(crate) fn of(bytes: &[u8]) -> Self {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let digest = Sha256::digest(bytes);
+        let mut out = [0u8; 64];
+        for (pair, b) in out.chunks_exact_mut(2).zip(digest.iter()) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0xf)];
+        }
+        Self(out)
+    }
+
+    /// The 64 hex digits.
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever stored.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
 }
 
 /// A new session id: 32 lowercase hex characters from the OS random source (SPEC §2).
@@ -169,7 +194,10 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
     // Most strings (tool names, reasons, ids) need no escape: one vectorizable pass, one copy.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    // (A fold without early exit, so the check is vectorized.)
+    if !bytes.iter().fold(false, |acc, &b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    }) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;
@@ -244,6 +272,9 @@ mod tests {
             sha256_hex(b""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+        for input in [&b""[..], b"a\0b", &[0xff; 200]] {
+            assert_eq!(HexDigest::of(input).as_str(), sha256_hex(input));
+        }
         assert_eq!(
             command_sha256(&["a".into(), "b".into()]),
             sha256_hex(b"a\0b")

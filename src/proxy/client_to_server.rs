@@ -11,11 +11,12 @@ use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
+use super::canonical;
 use super::line::LineReader;
-use super::message::{self, ClientLine, Message, as_str, classify, for_each_message};
+use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::respond;
 use super::{Shared, WorkerError};
-use crate::evidence::event::sha256_hex;
+use crate::evidence::event::HexDigest;
 use crate::policy::{Decision, ReasonCode, Verdict};
 use crate::strict_json::ScanErrorKind;
 
@@ -26,7 +27,7 @@ struct Evaluated<'a> {
     /// Borrowed from the line unless it holds escapes.
     tool: Option<Cow<'a, str>>,
     tool_call_id: Option<Cow<'a, str>>,
-    arguments_sha256: Option<String>,
+    arguments_sha256: Option<HexDigest>,
     verdict: Verdict,
 }
 
@@ -71,7 +72,14 @@ impl ClientWorker {
             let to_child = &mut self.to_child;
             let mut idle = || {
                 to_child.flush()?;
-                shared.output.flush()
+                shared.output.flush()?;
+                // The forwarded calls are on their way: now hash their decision lines.
+                shared
+                    .recorder
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .settle();
+                Ok(())
             };
             let line = match self.reader.next_line(&mut idle) {
                 Ok(Some(line)) => line,
@@ -192,15 +200,24 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
     }
 }
 
+const PARAMS_MALFORMED: &str = "tools/call params is missing or not an object";
+
 fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
     let mut ev = Evaluated {
         id: head.id,
         tool: None,
         tool_call_id: tool_call_id(head.id),
         arguments_sha256: None,
-        verdict: malformed("tools/call params is missing or not an object"),
+        // Every path below sets the verdict; this placeholder allocates nothing.
+        verdict: Verdict {
+            decision: Decision::Error,
+            reason_code: ReasonCode::P_MALFORMED,
+            reason: String::new(),
+            matched_rule: None,
+        },
     };
     if !head.params_object {
+        ev.verdict = malformed(PARAMS_MALFORMED);
         return ev;
     }
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
@@ -212,27 +229,14 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
         thread_local! {
             static CANON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        let simple = CANON.with(|c| {
-            let mut canon = c.borrow_mut();
-            let ok = message::canonicalize_simple(raw.as_bytes(), &mut canon);
-            if ok {
-                ev.arguments_sha256 = Some(sha256_hex(&canon));
-            }
-            if canon.capacity() > 64 * 1024 {
-                // Do not keep a huge line's buffer for the rest of the session.
-                *canon = Vec::new();
-            }
-            ok
-        });
-        if !simple {
-            let Ok(v) = crate::strict_json::parse_value(raw) else {
-                return ev;
-            };
-            if let Ok(canon) = serde_json_canonicalizer::to_vec(&v) {
-                ev.arguments_sha256 = Some(sha256_hex(&canon));
-            }
-            arguments = Some(v);
-        }
+        let Ok((digest, value)) =
+            CANON.with(|c| canonical::arguments_digest(raw, &mut c.borrow_mut()))
+        else {
+            ev.verdict = malformed(PARAMS_MALFORMED);
+            return ev;
+        };
+        ev.arguments_sha256 = digest;
+        arguments = value;
     }
     let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
@@ -244,7 +248,7 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
                 // As if the parse had failed up front (it cannot after the fast path accepted
                 // the text, but the outcome must not depend on which path ran).
                 ev.arguments_sha256 = None;
-                ev.verdict = malformed("tools/call params is missing or not an object");
+                ev.verdict = malformed(PARAMS_MALFORMED);
                 return ev;
             };
             arguments = Some(v);
@@ -267,7 +271,7 @@ fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool)
         ev.tool.as_deref(),
         ev.tool_call_id.as_deref(),
         verdict,
-        ev.arguments_sha256.as_deref(),
+        ev.arguments_sha256.as_ref().map(HexDigest::as_str),
     );
     let id = if want_id || shared.diag.verbose {
         rec.decision_id(seq)

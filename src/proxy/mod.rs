@@ -3,11 +3,13 @@
 //! bounded cleanup, and write the stop record.
 
 mod cancel;
+mod canonical;
 mod client_io;
 mod client_to_server;
 mod line;
 pub(crate) mod message;
 mod output;
+mod recorder;
 mod respond;
 mod server_to_client;
 mod session_end;
@@ -28,19 +30,20 @@ use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
 use crate::diag::Diag;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::decision_log::{DecisionEntry, DecisionLog, Emitted, LogAccounting};
+use crate::evidence::decision_log::{DecisionLog, LogAccounting};
 use crate::evidence::event::{new_session_id, now_rfc3339};
 use crate::evidence::{context, coverage, file, protocol, stop};
 use crate::outcome::{
     DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
 };
-use crate::policy::{Policy, Verdict};
+use crate::policy::Policy;
 use crate::signals::{Forwarding, ThreadMask};
 
 pub(crate) use cancel::Cancel;
 pub use client_io::ClientIo;
 use line::LineReader;
 use output::ClientOutput;
+use recorder::Recorder;
 use session_end::run_workers;
 pub(crate) use workers::{Report, Worker, WorkerError};
 
@@ -53,54 +56,6 @@ pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
         "a client line arrived after the server closed its output; it cannot be forwarded"
             .to_string(),
     )
-}
-
-/// Records decisions: assigns `seq` and writes to the decision log when there is one.
-pub(crate) struct Recorder {
-    log: Option<DecisionLog>,
-    session_id: String,
-    seq: u64,
-}
-
-impl Recorder {
-    /// Records one decision and returns its `seq`.
-    pub(crate) fn record(
-        &mut self,
-        diag: &Diag,
-        tool: Option<&str>,
-        tool_call_id: Option<&str>,
-        verdict: &Verdict,
-        arguments_sha256: Option<&str>,
-    ) -> u64 {
-        let seq = self.seq;
-        self.seq += 1;
-        if let Some(log) = self.log.as_mut() {
-            let (emitted, err) = log.emit(
-                seq,
-                &DecisionEntry {
-                    tool,
-                    tool_call_id,
-                    decision: verdict.decision,
-                    reason_code: verdict.reason_code,
-                    reason: &verdict.reason,
-                    matched_rule: verdict.matched_rule.as_deref(),
-                    arguments_sha256,
-                },
-            );
-            if emitted == Emitted::Failed {
-                diag.say(&format!(
-                    "decision log write failed ({}); later decisions are still enforced but not logged",
-                    err.map(|e| e.to_string()).unwrap_or_default()
-                ));
-            }
-        }
-        seq
-    }
-
-    /// The event id of decision `seq` (built only when a response or a message needs it).
-    pub(crate) fn decision_id(&self, seq: u64) -> String {
-        format!("evt_decision_{}_{seq}", self.session_id)
-    }
 }
 
 /// State shared by the session and its two workers.
@@ -363,11 +318,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let shared = Arc::new(Shared {
         output: ClientOutput::new(File::from(io.output)),
         policy,
-        recorder: Mutex::new(Recorder {
-            log: log_writer,
-            session_id: session_id.clone(),
-            seq: 0,
-        }),
+        recorder: Mutex::new(Recorder::new(log_writer, &session_id)),
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
@@ -418,11 +369,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     }
 
     // The accounting this writer observed.
-    let accounting: Option<LogAccounting> = shared
-        .recorder
-        .lock()
-        .ok()
-        .and_then(|r| r.log.as_ref().map(DecisionLog::accounting));
+    let accounting: Option<LogAccounting> =
+        shared.recorder.lock().ok().and_then(|r| r.accounting());
     let session_end = if run.proxy_error {
         SessionEnd::ProxyError
     } else {

@@ -1,0 +1,331 @@
+//! RFC 8785 (JCS) canonical form of simple `params.arguments` straight from the line's text, so
+//! the common `arguments_sha256` (SPEC §4.1) needs no `serde_json::Value`. Anything outside the
+//! simple subset is declined and canonicalized by `serde_json_canonicalizer` on a parsed value.
+
+use crate::evidence::event::HexDigest;
+
+/// The `arguments_sha256` of `raw` (SPEC §4.1): SHA-256 of its RFC 8785 canonical form. Simple
+/// arguments are transcribed into `scratch` (reused line after line); anything else is parsed
+/// and canonicalized in general, and the parsed value is returned so that the policy does not
+/// parse it again. `Err(())` when `raw` does not parse (it cannot after the strict scan accepted
+/// the line, but the caller treats it as malformed params rather than assume so).
+pub(crate) fn arguments_digest(
+    raw: &str,
+    scratch: &mut Vec<u8>,
+) -> Result<(Option<HexDigest>, Option<serde_json::Value>), ()> {
+    let simple = canonicalize_simple(raw.as_bytes(), scratch);
+    let digest = simple.then(|| HexDigest::of(scratch));
+    if scratch.capacity() > 64 * 1024 {
+        // Do not keep a huge line's buffer for the rest of the session.
+        *scratch = Vec::new();
+    }
+    if simple {
+        return Ok((digest, None));
+    }
+    let v = crate::strict_json::parse_value(raw).map_err(|_| ())?;
+    let digest = serde_json_canonicalizer::to_vec(&v)
+        .ok()
+        .map(|canon| HexDigest::of(&canon));
+    Ok((digest, Some(v)))
+}
+
+/// Writes the RFC 8785 (JCS) canonical form of `raw` into `out`, straight from the text, when
+/// `raw` is in a simple subset where that form is a plain transcription: object keys that are
+/// ASCII without escapes (so UTF-16 order is byte order), strings without escapes (JCS writes
+/// them as they are), integers of at most 15 digits other than `-0` (their ES6 number text is the
+/// literal). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
+/// then canonicalizes a parsed `Value` instead. `raw` must have passed the strict pre-scan (valid,
+/// no duplicate keys), which is what makes sorting by raw key bytes a total order.
+pub(crate) fn canonicalize_simple(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let mut c = Canon { s: raw, i: 0 };
+    c.ws();
+    if !c.value(out, 0) {
+        return false;
+    }
+    c.ws();
+    c.i == raw.len()
+}
+
+struct Canon<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+/// Deeper input falls back to the general path (client lines are bounded far below this anyway).
+const CANON_MAX_DEPTH: usize = 128;
+
+impl Canon<'_> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn lit(&mut self, word: &[u8], out: &mut Vec<u8>) -> bool {
+        if self.s[self.i..].starts_with(word) {
+            out.extend_from_slice(word);
+            self.i += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A string without escapes; returns its contents' range.
+    fn string(&mut self, ascii_only: bool) -> Option<(usize, usize)> {
+        let start = self.i + 1;
+        let rest = self.s.get(start..)?;
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[len] != b'"' || (ascii_only && !rest[..len].is_ascii()) {
+            return None;
+        }
+        self.i = start + len + 1;
+        Some((start, start + len))
+    }
+
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+        let Some(&b) = self.s.get(self.i) else {
+            return false;
+        };
+        match b {
+            b'{' => self.object(out, depth + 1),
+            b'[' => self.array(out, depth + 1),
+            b'"' => match self.string(false) {
+                Some((a, z)) => {
+                    out.extend_from_slice(&self.s[a - 1..z + 1]);
+                    true
+                }
+                None => false,
+            },
+            b't' => self.lit(b"true", out),
+            b'f' => self.lit(b"false", out),
+            b'n' => self.lit(b"null", out),
+            b'-' | b'0'..=b'9' => {
+                let start = self.i;
+                let neg = b == b'-';
+                let digits_at = start + usize::from(neg);
+                let mut j = digits_at;
+                while let Some(b'0'..=b'9') = self.s.get(j) {
+                    j += 1;
+                }
+                let digits = j - digits_at;
+                if digits == 0
+                    || digits > 15
+                    || matches!(self.s.get(j), Some(b'.' | b'e' | b'E'))
+                    || (neg && self.s[digits_at] == b'0')
+                {
+                    return false;
+                }
+                out.extend_from_slice(&self.s[start..j]);
+                self.i = j;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn array(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+        if depth > CANON_MAX_DEPTH {
+            return false;
+        }
+        self.i += 1;
+        out.push(b'[');
+        self.ws();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            out.push(b']');
+            return true;
+        }
+        loop {
+            if !self.value(out, depth) {
+                return false;
+            }
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    out.push(b',');
+                    self.ws();
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    out.push(b']');
+                    return true;
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    fn object(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+        if depth > CANON_MAX_DEPTH {
+            return false;
+        }
+        self.i += 1;
+        self.ws();
+        let obj_start = out.len();
+        out.push(b'{');
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            out.push(b'}');
+            return true;
+        }
+        // Each member's key (range in `s`) and the range of `"key":value` in `out`.
+        let mut members: Vec<((usize, usize), (usize, usize))> = Vec::new();
+        let mut sorted = true;
+        loop {
+            if self.s.get(self.i) != Some(&b'"') {
+                return false;
+            }
+            let Some(key) = self.string(true) else {
+                return false;
+            };
+            self.ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return false;
+            }
+            self.i += 1;
+            self.ws();
+            let m_start = out.len();
+            out.extend_from_slice(&self.s[key.0 - 1..key.1 + 1]);
+            out.push(b':');
+            if !self.value(out, depth) {
+                return false;
+            }
+            if let Some(&(prev, _)) = members.last() {
+                if self.s[prev.0..prev.1] >= self.s[key.0..key.1] {
+                    sorted = false;
+                }
+            }
+            members.push((key, (m_start, out.len())));
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    out.push(b',');
+                    self.ws();
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return false,
+            }
+        }
+        if !sorted {
+            let body = out[obj_start + 1..].to_vec();
+            let base = obj_start + 1;
+            members.sort_by(|a, b| self.s[a.0.0..a.0.1].cmp(&self.s[b.0.0..b.0.1]));
+            out.truncate(base);
+            for (n, (_, (a, z))) in members.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&body[a - base..z - base]);
+            }
+        }
+        out.push(b'}');
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path either declines or writes exactly what serde_json_canonicalizer writes.
+    fn check_canon(text: &str) -> bool {
+        let mut out = Vec::new();
+        let took = canonicalize_simple(text.as_bytes(), &mut out);
+        if took {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let want = serde_json_canonicalizer::to_vec(&v).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&want),
+                "input {text}"
+            );
+        }
+        took
+    }
+
+    #[test]
+    fn canonical_fast_path_matches_the_canonicalizer() {
+        for text in [
+            r#"{}"#,
+            r#"[]"#,
+            r#" { "b" : 1 , "a" : [ true, false, null, "x" ], "c": {"z": {}, "y": []} } "#,
+            r#"{"n":123456789012345,"m":-42,"z":0,"text":"héllo wörld 日本 😀 /"}"#,
+            r#"{"b":{"d":1,"c":2},"a":"","ab":1,"a0":2,"A":3}"#,
+            r#"[1,[2,[3,{"k":"v"}]]]"#,
+            "\"just a string\"",
+            "7",
+        ] {
+            assert!(check_canon(text), "fast path declined {text}");
+        }
+        // Declined: the general path handles these.
+        for text in [
+            r#"{"a":1.0}"#,
+            r#"{"a":1e3}"#,
+            r#"{"a":-0}"#,
+            r#"{"a":1234567890123456}"#,
+            r#"{"a":"esc\"aped"}"#,
+            r#"{"a\u0062":1}"#,
+            r#"{"é":1}"#,
+        ] {
+            assert!(!check_canon(text), "fast path took {text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_fast_path_agrees_on_generated_json(v in json_value()) {
+            let compact = serde_json::to_string(&v).unwrap();
+            let pretty = serde_json::to_string_pretty(&v).unwrap();
+            check_canon(&compact);
+            check_canon(&pretty);
+            check_canon(&reversed(&v));
+        }
+    }
+
+    /// JSON text with every object's members in reverse order (exercises the key sort).
+    fn reversed(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::Object(m) => {
+                let parts: Vec<String> = m
+                    .iter()
+                    .rev()
+                    .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), reversed(v)))
+                    .collect();
+                format!("{{{}}}", parts.join(","))
+            }
+            serde_json::Value::Array(a) => {
+                let parts: Vec<String> = a.iter().map(reversed).collect();
+                format!("[{}]", parts.join(", "))
+            }
+            other => serde_json::to_string(other).unwrap(),
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            (-1_000_000i64..1_000_000).prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            "[a-zA-Z0-9 /é😀\\u{7f}\"\\\\\n]{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map("[a-zA-Z0-9_é]{0,6}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+}
