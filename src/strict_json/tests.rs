@@ -1,0 +1,158 @@
+//! Unit tests of the strict scanner.
+use super::*;
+
+fn kind(s: &str) -> Option<ScanErrorKind> {
+    scan(s.as_bytes(), 32).err().map(|e| e.kind)
+}
+
+#[test]
+fn accepts_valid_json() {
+    for ok in [
+        "{}",
+        "[]",
+        " {\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":\"x\\u00e9\\ud83d\\ude00\"} \n",
+        "0",
+        "-0.5e-3",
+        "\"\"",
+        "true",
+        "[false,null]",
+        "1e308",
+        "123456789012345678901234567890",
+    ] {
+        assert_eq!(kind(ok), None, "{ok}");
+    }
+}
+
+#[test]
+fn refuses_invalid_json() {
+    for bad in [
+        "",
+        "{",
+        "{\"a\"}",
+        "{\"a\":}",
+        "[1,]",
+        "{\"a\":1,}",
+        "01",
+        "1.",
+        "1e",
+        "\"\\x\"",
+        "\"\u{1}\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "{} {}",
+        "tru",
+        "[1 2]",
+        "{1:2}",
+    ] {
+        assert_eq!(kind(bad), Some(ScanErrorKind::Invalid), "{bad:?}");
+    }
+    assert_eq!(
+        scan(b"{\"a\":\"\xff\"}", 32).err().map(|e| e.kind),
+        Some(ScanErrorKind::Invalid)
+    );
+}
+
+#[test]
+fn refuses_duplicate_keys_after_unescaping() {
+    assert_eq!(
+        kind("{\"method\":\"ping\",\"method\":\"tools/call\"}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(
+        kind("{\"a\":1,\"\\u0061\":2}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(
+        kind("[{\"x\":{\"y\":1,\"y\":2}}]"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    // Same key in sibling objects is fine.
+    assert_eq!(kind("[{\"a\":1},{\"a\":2}]"), None);
+    // Many keys switch to the hash set and still catch the duplicate.
+    let mut s = String::from("{");
+    for i in 0..100 {
+        s.push_str(&format!("\"k{i}\":{i},"));
+    }
+    s.push_str("\"k7\":0}");
+    assert_eq!(kind(&s), Some(ScanErrorKind::DuplicateKey));
+}
+
+#[test]
+fn refuses_non_finite() {
+    for bad in ["NaN", "[Infinity]", "{\"a\":-Infinity}", "1e400", "-1e309"] {
+        assert_eq!(kind(bad), Some(ScanErrorKind::NonFinite), "{bad}");
+    }
+    let huge = format!("1{}", "0".repeat(400));
+    assert_eq!(kind(&huge), Some(ScanErrorKind::NonFinite));
+}
+
+#[test]
+fn long_strings_are_checked_at_every_offset() {
+    // The word-at-a-time skip must stop at a quote, backslash or control byte wherever it
+    // falls in an 8-byte word, in keys and in values.
+    for at in 0..24 {
+        let pad = "x".repeat(at);
+        let long = "y".repeat(20);
+        assert_eq!(
+            kind(&format!("{{\"{pad}\\\"{long}\":\"{pad}\\\\{long}\"}}")),
+            None
+        );
+        assert_eq!(
+            kind(&format!("[\"{pad}\u{1}{long}\"]")),
+            Some(ScanErrorKind::Invalid),
+            "control byte at {at}"
+        );
+        assert_eq!(
+            kind(&format!("[\"{pad}\\q{long}\"]")),
+            Some(ScanErrorKind::Invalid),
+            "bad escape at {at}"
+        );
+        assert_eq!(
+            kind(&format!("[\"{pad}é{long}\"]")),
+            None,
+            "non-ASCII at {at}"
+        );
+        assert_eq!(
+            kind(&format!("[\"{pad}{long}")),
+            Some(ScanErrorKind::Invalid)
+        );
+        assert_eq!(
+            kind(&format!("{{\"{pad}\\u0061{long}\":1,\"{pad}a{long}\":2}}")),
+            Some(ScanErrorKind::DuplicateKey),
+            "escaped key at {at}"
+        );
+    }
+    assert_eq!(scan_str("{\"a\":[1,2]}", 32), Ok(()));
+}
+
+#[test]
+fn parse_value_takes_every_key_literally() {
+    let text = r#"{"path":{"$serde_json::private::RawValue":"\"/workspace/a\""}}"#;
+    // serde_json's own Value substitutes the string's content (the raw_value feature)...
+    let sj: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(sj["path"], "/workspace/a");
+    // ...parse_value keeps what every other parser sees.
+    let v = parse_value(text).unwrap();
+    assert_eq!(
+        v["path"]["$serde_json::private::RawValue"],
+        "\"/workspace/a\""
+    );
+    let round = parse_value(r#"[1,-2,2.5,"\u00e9",null,true,{"a":{}}]"#).unwrap();
+    assert_eq!(
+        round,
+        serde_json::json!([1, -2, 2.5, "é", null, true, {"a": {}}])
+    );
+    assert!(parse_value("[1,]").is_err());
+    assert!(parse_value("{} x").is_err());
+}
+
+#[test]
+fn depth_bound_is_inclusive() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert_eq!(kind(&deep(32)), None);
+    assert_eq!(kind(&deep(33)), Some(ScanErrorKind::TooDeep));
+    let obj = format!("{}1{}", "{\"a\":".repeat(33), "}".repeat(33));
+    assert_eq!(kind(&obj), Some(ScanErrorKind::TooDeep));
+    // A hostile depth far beyond the limit is refused without recursion.
+    assert_eq!(kind(&"[".repeat(1_000_000)), Some(ScanErrorKind::TooDeep));
+}
