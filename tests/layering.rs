@@ -1,7 +1,9 @@
 //! Layering of the library's source files: no two files import each other, directly or around a
 //! loop. The test reads `src/` (the library; `src/cli/` is the binary's own crate), collects every
 //! `crate::…`, `super::…` and `self::…` path outside `#[cfg(test)]` modules, resolves each to the
-//! file that defines it, and looks for a cycle in that graph.
+//! file that defines it, and looks for a cycle in that graph. A parent module naming one of its
+//! own child modules by bare name (`child::Item`, `use child::{…}`) uses that child too; the
+//! `mod child;` declaration alone does not.
 //!
 //! `cargo test --test tests layering -- --nocapture` prints the module map (file → files it uses).
 
@@ -79,7 +81,15 @@ fn library_code(text: &str) -> String {
         .join("\n")
 }
 
-/// File → files it names through `crate::`, `super::` or `self::` paths.
+/// The child modules a file declares with `mod name;` (outside its `#[cfg(test)]` modules).
+fn child_modules(code: &str) -> Vec<String> {
+    let decl = Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
+        .unwrap();
+    decl.captures_iter(code).map(|c| c[1].to_string()).collect()
+}
+
+/// File → files it names through `crate::`, `super::` or `self::` paths, or through a child
+/// module's bare name.
 fn import_graph(files: &BTreeMap<String, String>) -> Graph {
     let path_re = Regex::new(
         r"(?:^|[^:\w])(crate|super|self)((?:::(?:super|[A-Za-z_][A-Za-z0-9_]*))*)(?:::\{([^;]*?)\})?",
@@ -134,8 +144,54 @@ fn import_graph(files: &BTreeMap<String, String>) -> Graph {
                 }
             }
         }
+        // A child module named by its bare name: `child::Item`, `use child::{…}`.
+        for child in child_modules(&code) {
+            let bare = Regex::new(&format!(r"(?:^|[^:\w]){child}::")).unwrap();
+            if bare.is_match(&code) {
+                let mut t = me.clone();
+                t.push(child);
+                if let Some(file) = resolve(files, &t) {
+                    if &file != rel {
+                        edges.insert(file);
+                    }
+                }
+            }
+        }
     }
     graph
+}
+
+/// Every group of files that import each other around a loop (the strongly connected
+/// components with more than one file), each sorted, in a stable order.
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    // Files that reach each other: `a` reaches `b` and `b` reaches `a`.
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(f) = todo.pop() {
+            for next in graph.get(&f).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|k| (k, reach(k))).collect();
+    let mut groups: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (file, from_file) in &reached {
+        if !from_file.contains(*file) {
+            continue;
+        }
+        let group: Vec<String> = from_file
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|r| r.contains(*file)))
+            .cloned()
+            .collect();
+        groups.insert(group);
+    }
+    groups.into_iter().collect()
 }
 
 /// One cycle in `graph`, if there is any (depth-first search with an explicit stack).
@@ -207,8 +263,22 @@ fn no_import_cycle_between_source_files() {
         graph["proxy/mod.rs"]
     );
     assert!(graph["policy/decide.rs"].contains("policy/glob.rs"));
+    // A parent's bare-name use of its child is an edge as well.
+    assert!(
+        graph["proxy/mod.rs"].contains("proxy/workers.rs"),
+        "{:?}",
+        graph["proxy/mod.rs"]
+    );
+    let groups = cycles(&graph);
+    for group in &groups {
+        println!("files importing each other: {}", group.join(", "));
+    }
     if let Some(cycle) = find_cycle(&graph) {
-        panic!("import cycle between source files: {}", cycle.join(" -> "));
+        panic!(
+            "import cycle between source files: {} ({} group(s) in all, listed above)",
+            cycle.join(" -> "),
+            groups.len()
+        );
     }
     println!("no import cycle among {} files", graph.len());
 }
@@ -226,6 +296,16 @@ fn the_cycle_check_finds_cycles() {
         ),
         ("d/mod.rs", "mod e;\nuse self::e::E;\n"),
         ("d/e.rs", "use super::{D, F};\n"),
+        // A parent naming its child by bare name, and the child using the parent.
+        (
+            "f/mod.rs",
+            "mod g;\nmod h;\npub use g::G;\nfn k() { h::run(); }\n",
+        ),
+        ("f/g.rs", "pub struct G;\n"),
+        ("f/h.rs", "use super::G;\n"),
+        // The declaration alone is no use.
+        ("i/mod.rs", "pub(crate) mod j;\n"),
+        ("i/j.rs", "use super::I;\n"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -235,11 +315,27 @@ fn the_cycle_check_finds_cycles() {
     assert_eq!(graph["b.rs"], BTreeSet::from(["c.rs".to_string()]));
     assert_eq!(graph["c.rs"], BTreeSet::from(["a.rs".to_string()]));
     assert_eq!(graph["d/e.rs"], BTreeSet::from(["d/mod.rs".to_string()]));
+    assert_eq!(
+        graph["f/mod.rs"],
+        BTreeSet::from(["f/g.rs".to_string(), "f/h.rs".to_string()])
+    );
+    assert_eq!(graph["f/h.rs"], BTreeSet::from(["f/mod.rs".to_string()]));
+    assert!(graph["i/mod.rs"].is_empty(), "{:?}", graph["i/mod.rs"]);
+    assert_eq!(
+        cycles(&graph),
+        vec![
+            vec!["a.rs".to_string(), "b.rs".to_string(), "c.rs".to_string()],
+            vec!["d/e.rs".to_string(), "d/mod.rs".to_string()],
+            vec!["f/h.rs".to_string(), "f/mod.rs".to_string()],
+        ]
+    );
     let cycle = find_cycle(&graph).expect("a -> b -> c -> a and d <-> d/e are cycles");
     assert!(cycle.len() >= 3, "{cycle:?}");
     // Without the back edges there is none.
     let mut acyclic = graph.clone();
     acyclic.get_mut("c.rs").unwrap().clear();
     acyclic.get_mut("d/e.rs").unwrap().clear();
+    acyclic.get_mut("f/h.rs").unwrap().clear();
     assert_eq!(find_cycle(&acyclic), None);
+    assert!(cycles(&acyclic).is_empty());
 }

@@ -5,7 +5,8 @@ use std::fmt;
 
 use super::companions::{ContextView, ProtocolView, StopView};
 use super::fields::Reasons;
-use super::{CONTEXT, PROTOCOL, ReasonCode, STOP};
+use super::limits::{CONTEXT, PROTOCOL, STOP};
+use super::verdict::ReasonCode;
 use crate::outcome::{DecisionLogState, SessionEnd, StopData};
 
 /// Cross-file agreement (SPEC §7).

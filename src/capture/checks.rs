@@ -20,12 +20,10 @@ use super::agreement::{check_agreement, loss_reason};
 use super::companions::{check_accounting, check_context, check_protocol, check_stop};
 use super::decision_line::Expect;
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
+use super::limits::{CONTEXT, MAX_COMPANION_BYTES, PROTOCOL, STOP};
 use super::log::check_log_file;
 use super::no_session;
-use super::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, CONTEXT, Closure, ClosureKind, MAX_COMPANION_BYTES,
-    PROTOCOL, ReasonCode, STOP,
-};
+use super::verdict::{CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ReasonCode};
 use crate::outcome::DecisionLogState;
 
 /// The whole reader: files, checks, verdict.

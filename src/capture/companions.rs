@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::fields::{Fields, Reasons};
-use super::{CONTEXT, LOG, PROTOCOL, ReasonCode, STOP};
+use super::limits::{CONTEXT, LOG, PROTOCOL, STOP};
+use super::verdict::ReasonCode;
 use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, SessionEnd, StopData, Termination};
 

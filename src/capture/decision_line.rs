@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
-use super::{LOG, Reason, ReasonCode};
+use super::limits::LOG;
+use super::verdict::{Reason, ReasonCode};
 
 /// What every decision line must agree with, from the best available source.
 pub(super) struct Expect<'a> {

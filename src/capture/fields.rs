@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
-use super::{FileDigest, MAX_DEPTH, Reason, ReasonCode};
+use super::limits::MAX_DEPTH;
+use super::verdict::{FileDigest, Reason, ReasonCode};
 use crate::evidence::event::hex;
 use crate::strict_json::{self, ScanErrorKind};
 

@@ -14,7 +14,8 @@ use super::decision_line::{
 };
 use super::fastline;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
-use super::{FileDigest, LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES, ReasonCode};
+use super::limits::{LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
+use super::verdict::{FileDigest, ReasonCode};
 use crate::event_source::is_event_source;
 use crate::evidence::event::hex;
 use crate::outcome::{DecisionLogState, StopData};

@@ -10,7 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
-use super::{FileDigest, LOG, MAX_COMPANION_BYTES, NO_SESSION, PROTOCOL, ReasonCode, STOP};
+use super::limits::{LOG, MAX_COMPANION_BYTES, NO_SESSION, PROTOCOL, STOP};
+use super::verdict::{FileDigest, ReasonCode};
 
 /// The `schema` of `no-session.json`.
 const SCHEMA: &str = "assay.capture.no_session.v1";

@@ -14,13 +14,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::Closure;
 use super::bounded::{self, BoundedError};
-use super::{
+use super::checks::judge;
+use super::limits::{
     CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, NO_SESSION, PROTOCOL, STDERR_LOG,
-    STOP, read_capture,
+    STOP,
 };
-use crate::error::{Error, ErrorKind};
+use super::verdict::Closure;
+use crate::error::{Error, ErrorKind, Result};
 use crate::evidence::event::hex;
 
 /// The `schema` of `manifest.json`.
@@ -132,7 +133,7 @@ fn stream(
     src_path: &Path,
     bound: u64,
     mut out: Option<(&mut File, &Path)>,
-) -> crate::Result<(u64, String)> {
+) -> Result<(u64, String)> {
     let mut hasher = Sha256::new();
     let mut limited = (&mut src).take(bound.saturating_add(1));
     let mut buf = vec![0u8; 64 * 1024];
@@ -163,7 +164,7 @@ fn stream(
 
 /// A new file through the one exclusive evidence opener (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,
 /// mode exactly 0600).
-fn create_new(path: &Path) -> crate::Result<File> {
+fn create_new(path: &Path) -> Result<File> {
     crate::evidence::file::create_new(path).map_err(|e| Error::io(path, "cannot create", &e))
 }
 
@@ -190,7 +191,7 @@ fn producer_binary() -> Option<PathBuf> {
     })
 }
 
-fn hash_path(path: &Path, follow: bool) -> crate::Result<(u64, String)> {
+fn hash_path(path: &Path, follow: bool) -> Result<(u64, String)> {
     let file = if follow {
         File::open(path).map_err(|e| Error::io(path, "cannot open", &e))?
     } else {
@@ -227,11 +228,7 @@ fn cleanup(dst: &Path, created: &[PathBuf]) {
 /// [`ErrorKind::Io`] naming the path when `dst` exists or cannot be created, a source cannot
 /// be read or is refused, or a copy cannot be written. After a failure nothing is left in `dst`
 /// that this call created.
-pub fn package_capture(
-    src: &Path,
-    dst: &Path,
-    extra_files: &[PathBuf],
-) -> crate::Result<PackageManifest> {
+pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> Result<PackageManifest> {
     // 1. Open every source first, so a refused file fails before anything is created.
     let mut sources = Vec::new();
     for (name, bound) in PACKAGED {
@@ -291,7 +288,7 @@ pub fn package_capture(
                 binary_sha256,
             },
             extra_files: extras,
-            closure: read_capture(dst),
+            closure: judge(dst),
             non_claims: PACKAGE_NON_CLAIMS,
         };
         let mut text = serde_json::to_vec_pretty(&manifest)

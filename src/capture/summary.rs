@@ -25,9 +25,10 @@ use nix::fcntl::{AtFlags, OFlag, open, openat};
 use nix::sys::stat::{Mode, fstatat};
 use serde::Serialize;
 
-use super::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, PROTOCOL, Reason, ReasonCode,
-    read_capture,
+use super::checks;
+use super::limits::PROTOCOL;
+use super::verdict::{
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, Reason, ReasonCode,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -273,7 +274,7 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 } else {
                     root.path.join(&entry.name)
                 };
-                read_capture(&path)
+                checks::judge(&path)
             }
         }
     };

@@ -39,7 +39,7 @@ impl ClientIo {
     /// descriptor is negative or not open (the latter carries `EBADF` as
     /// [`crate::Error::os_errno`]); [`crate::ErrorKind::Io`] when an open descriptor cannot be
     /// duplicated (e.g. `EMFILE`).
-    pub fn from_borrowed(stdin: RawFd, stdout: RawFd) -> crate::Result<Self> {
+    pub fn from_borrowed(stdin: RawFd, stdout: RawFd) -> crate::error::Result<Self> {
         Ok(Self {
             input: dup_borrowed(stdin, "stdin")?,
             output: dup_borrowed(stdout, "stdout")?,
@@ -65,7 +65,7 @@ impl ClientIo {
 
 /// Duplicates a borrowed descriptor (close-on-exec, numbered 3 or above): `option` names it in
 /// the error. A bad descriptor is an invalid argument (SPEC §8 `ASSAY_ERR_INVALID_ARGUMENT`).
-fn dup_borrowed(fd: RawFd, option: &'static str) -> crate::Result<OwnedFd> {
+fn dup_borrowed(fd: RawFd, option: &'static str) -> crate::error::Result<OwnedFd> {
     if fd < 0 {
         return Err(Error::invalid_option(
             option,

@@ -15,7 +15,8 @@ use super::canonical;
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::respond;
-use super::{Shared, WorkerError};
+use super::shared::{Shared, line_after_server_eof};
+use super::workers::WorkerError;
 use crate::evidence::event::HexDigest;
 use crate::policy::{Decision, ReasonCode, Verdict};
 use crate::strict_json::ScanErrorKind;
@@ -92,7 +93,7 @@ impl ClientWorker {
                 }
             };
             if shared.output.is_closed() {
-                return Err(super::line_after_server_eof(&shared));
+                return Err(line_after_server_eof(&shared));
             }
             match handle_line(&shared, line) {
                 Action::Forward => self

@@ -13,6 +13,7 @@ mod recorder;
 mod respond;
 mod server_to_client;
 mod session_end;
+mod shared;
 mod tools_list;
 mod workers;
 
@@ -39,38 +40,13 @@ use crate::outcome::{
 use crate::policy::Policy;
 use crate::signals::{Forwarding, ThreadMask};
 
-pub(crate) use cancel::Cancel;
+use cancel::Cancel;
 pub use client_io::ClientIo;
 use line::LineReader;
 use output::ClientOutput;
 use recorder::Recorder;
 use session_end::run_workers;
-pub(crate) use workers::{Report, Worker, WorkerError};
-
-/// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
-/// forwarded, and the session ends as `proxy_error`. Client bytes mean a session existed
-/// (SPEC §3 item 8), so the stop record is written.
-pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
-    shared.session_message.store(true, Ordering::Relaxed);
-    WorkerError::Io(
-        "a client line arrived after the server closed its output; it cannot be forwarded"
-            .to_string(),
-    )
-}
-
-/// State shared by the session and its two workers.
-pub(crate) struct Shared {
-    pub output: ClientOutput,
-    pub policy: Policy,
-    pub recorder: Mutex<Recorder>,
-    pub diag: Arc<Diag>,
-    pub dry_run: bool,
-    /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
-    pub session_message: AtomicBool,
-    /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
-    pub tools_list: tools_list::ToolsListWatch,
-    pub observed_tools: Mutex<BTreeSet<String>>,
-}
+use shared::Shared;
 
 /// Opened before spawn: the decision log writer.
 struct OpenedLog {

@@ -7,7 +7,9 @@ use std::process::ChildStdout;
 use std::sync::Arc;
 
 use super::line::LineReader;
-use super::{Shared, WorkerError, tools_list};
+use super::shared::Shared;
+use super::tools_list;
+use super::workers::WorkerError;
 
 pub(crate) struct ServerWorker {
     pub reader: LineReader<ChildStdout>,
@@ -25,7 +27,12 @@ impl ServerWorker {
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
-            let edited = tools_list::on_server_line(&shared, line);
+            let edited = tools_list::on_server_line(
+                &shared.tools_list,
+                &shared.observed_tools,
+                &shared.policy,
+                line,
+            );
             let out = edited.as_deref().unwrap_or(line);
             // Only the server's last bytes lack a `\n`: they go out together with the close.
             if !line.ends_with(b"\n") {

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::{Cancel, Report, Worker, WorkerError};
+use super::cancel::Cancel;
+use super::workers::{Report, Worker, WorkerError};
 use crate::child::{self, KILL_POLL_BOUND};
 use crate::config::Plan;
 

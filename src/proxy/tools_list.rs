@@ -16,14 +16,14 @@
 //! strict JSON, not a single response object, no `tools` array, a tool without a string name):
 //! hiding is a view for the model, the policy still refuses every call to a hidden tool.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::Shared;
 use super::message::CLIENT_MAX_DEPTH;
+use crate::policy::Policy;
 
 /// Unanswered `tools/list` request ids remembered at most.
 pub(crate) const MAX_PENDING: usize = 1024;
@@ -159,8 +159,13 @@ struct ToolName {
 
 /// Looks at one server line. Returns the rewritten line when tools were hidden from it; `None`
 /// means: forward `line` unchanged.
-pub(crate) fn on_server_line(shared: &Shared, line: &[u8]) -> Option<Vec<u8>> {
-    let watch = &shared.tools_list;
+/// Tool names it reads go to `observed_tools` when coverage is on; `policy` says which to hide.
+pub(crate) fn on_server_line(
+    watch: &ToolsListWatch,
+    observed_tools: &Mutex<BTreeSet<String>>,
+    policy: &Policy,
+    line: &[u8],
+) -> Option<Vec<u8>> {
     if !watch.active() || watch.none_pending() || memchr::memmem::find(line, b"\"id\"").is_none() {
         return None;
     }
@@ -195,7 +200,7 @@ pub(crate) fn on_server_line(shared: &Shared, line: &[u8]) -> Option<Vec<u8>> {
         names.push(name);
     }
     if watch.coverage {
-        if let Ok(mut observed) = shared.observed_tools.lock() {
+        if let Ok(mut observed) = observed_tools.lock() {
             observed.extend(names.iter().flatten().cloned());
         }
     }
@@ -205,7 +210,7 @@ pub(crate) fn on_server_line(shared: &Shared, line: &[u8]) -> Option<Vec<u8>> {
     let keep: Vec<bool> = names
         .iter()
         .flatten()
-        .map(|n| !shared.policy.refuses_by_name(n))
+        .map(|n| !policy.refuses_by_name(n))
         .collect();
     if keep.iter().all(|k| *k) {
         return None;

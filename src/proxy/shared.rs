@@ -1,0 +1,38 @@
+//! The state the session shares with its two I/O workers, and the one error a client line read
+//! after the server's output ended turns into.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::output::ClientOutput;
+use super::recorder::Recorder;
+use super::tools_list::ToolsListWatch;
+use super::workers::WorkerError;
+use crate::diag::Diag;
+use crate::policy::Policy;
+
+/// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
+/// forwarded, and the session ends as `proxy_error`. Client bytes mean a session existed
+/// (SPEC §3 item 8), so the stop record is written.
+pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
+    shared.session_message.store(true, Ordering::Relaxed);
+    WorkerError::Io(
+        "a client line arrived after the server closed its output; it cannot be forwarded"
+            .to_string(),
+    )
+}
+
+/// State shared by the session and its two workers.
+pub(crate) struct Shared {
+    pub output: ClientOutput,
+    pub policy: Policy,
+    pub recorder: Mutex<Recorder>,
+    pub diag: Arc<Diag>,
+    pub dry_run: bool,
+    /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
+    pub session_message: AtomicBool,
+    /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
+    pub tools_list: ToolsListWatch,
+    pub observed_tools: Mutex<BTreeSet<String>>,
+}
