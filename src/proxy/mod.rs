@@ -23,7 +23,7 @@ use std::io::BufWriter;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ChildStdin, ChildStdout, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -222,55 +222,33 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     // This thread writes evidence files and diagnostics: a write past RLIMIT_FSIZE or to a
     // closed stderr pipe must fail, not kill the host (SPEC §4.1). Restored on return.
     let mask = ThreadMask::block_write_signals();
-    let plan = config.plan()?;
-    let policy =
-        Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
-    let session_id = new_session_id()?;
-    let source = plan.event_source.clone().unwrap_or_default();
-    let cancel = Cancel::new()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
-
-    // From here on files are created.
-    let plan = crate::capture_root::place_run(plan, &session_id)?;
-    start_capture(&plan, &session_id, &source)?;
-    let (stderr_file, diag) = open_diagnostics(&plan)?;
-    let log = open_log(&plan, &session_id)?;
-    let log_path = log.as_ref().map(|l| l.path.clone());
-    let log_temporary = log.as_ref().is_some_and(|l| l.temporary);
-    let log_start = log.as_ref().map_or(0, |l| l.start);
-    let log_writer = log.map(|l| {
-        DecisionLog::new(
-            Box::new(l.file),
-            &session_id,
-            &source,
-            policy.sha256(),
-            !plan.dry_run,
-        )
-    });
-    let log_initialized = log_writer.is_some();
-
-    let child_stderr = match stderr_file {
-        Some(f) => Stdio::from(f),
-        None => Stdio::inherit(),
-    };
+    // Prepare: configuration, policy, session id.
+    let Prepared {
+        plan,
+        policy,
+        session_id,
+        source,
+        cancel,
+    } = prepare(config)?;
+    // Open the evidence. From here on files are created.
+    let Evidence {
+        plan,
+        stderr_file,
+        diag,
+        log_writer,
+        log,
+    } = open_evidence(plan, &session_id, &source, &policy)?;
     // Installed before spawn so that a signal arriving while the server starts is forwarded too;
     // kept until this function returns, so a signal during cleanup or the stop write cannot
     // kill the wrapper before the record is written.
-    let mut forwarding = if plan.forward_signals {
-        Some(Forwarding::install().map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?)
-    } else {
-        None
-    };
-    // This thread spawns the server and lives until the session ends: PR_SET_PDEATHSIG (set in
-    // the child) fires on the death of the spawning thread (SPEC §3 item 9).
-    let spawned = child::spawn(&plan.command, child_stderr, &mask.original())?;
+    let mut forwarding = install_forwarding(&plan)?;
+    // Spawn the server.
+    let spawned = spawn_server(&plan, stderr_file, &mask, forwarding.as_mut())?;
     let pid = spawned.pid;
-    if let Some(f) = forwarding.as_mut() {
-        f.target(pid);
-    }
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
 
+    // Write the context.
     let mut evidence_errors: Vec<String> = Vec::new();
     // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
@@ -291,6 +269,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         evidence_errors.push(e);
     }
 
+    // Run the workers to the end of the session and the server's cleanup.
     let shared = Arc::new(Shared {
         output: ClientOutput::new(File::from(io.output)),
         policy,
@@ -304,33 +283,12 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         ),
         observed_tools: Mutex::new(BTreeSet::new()),
     });
-
-    let c2s = client_to_server::ClientWorker {
-        reader: LineReader::new(File::from(io.input), plan.max_line_bytes, cancel.clone()),
-        to_child: BufWriter::with_capacity(64 * 1024, spawned.stdin),
-        shared: shared.clone(),
+    let streams = Streams {
+        client_input: File::from(io.input),
+        server_stdin: spawned.stdin,
+        server_stdout: spawned.stdout,
     };
-    let s2c = server_to_client::ServerWorker {
-        reader: LineReader::new(spawned.stdout, plan.max_line_bytes, cancel.clone()),
-        shared: shared.clone(),
-    };
-    let started = workers::start_both(move || c2s.run(), move || s2c.run());
-    let rx = match started {
-        Ok(rx) => rx,
-        Err(e) => {
-            cancel.cancel();
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("cannot start I/O worker: {e}"),
-            ));
-        }
-    };
-
-    let Some(child) = guard.0.as_mut() else {
-        return Err(Error::new(ErrorKind::Internal, "child handle missing"));
-    };
-    let run = run_workers(&rx, child, &cancel, &plan);
-    drop(guard.0.take());
+    let run = run_session(streams, &shared, &mut guard, &cancel, &plan)?;
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
@@ -344,6 +302,209 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         shared.session_message.store(true, Ordering::Relaxed);
     }
 
+    // Settle the stop data; then coverage and the temporary log.
+    let stop = settle_stop_data(&plan, &session_id, pid, context_id, &shared, &log, &run);
+    if stop.poisoned {
+        evidence_errors.push("decision log write failed; the log is incomplete".to_string());
+    }
+    if let Some(e) = write_coverage(&plan, &session_id, &shared, log.path.as_deref(), log.start) {
+        diag.say(&e);
+        evidence_errors.push(e);
+    }
+    if log.temporary {
+        remove_temporary_log(log.path.as_deref(), &diag);
+    }
+
+    // Write the stop record.
+    let discovery_only = !shared.session_message.load(Ordering::Relaxed);
+    let outcome = outcome_of(
+        &plan,
+        &session_id,
+        &log,
+        stop.data,
+        discovery_only,
+        evidence_errors,
+        &run,
+    );
+    if run.proxy_error {
+        if let Some(msg) = &run.message {
+            diag.say(msg);
+        }
+    }
+    write_stop(&plan, &source, &diag, outcome)
+}
+
+/// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the
+/// session id, the event source and the workers' cancel pipe.
+struct Prepared {
+    plan: Plan,
+    policy: Policy,
+    session_id: String,
+    source: String,
+    cancel: Cancel,
+}
+
+fn prepare(config: &WrapConfig) -> Result<Prepared> {
+    let plan = config.plan()?;
+    let policy =
+        Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
+    let session_id = new_session_id()?;
+    let source = plan.event_source.clone().unwrap_or_default();
+    let cancel = Cancel::new()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a pipe: {e}")))?;
+    Ok(Prepared {
+        plan,
+        policy,
+        session_id,
+        source,
+        cancel,
+    })
+}
+
+/// SPEC §3 item 3: the evidence opened before the server is spawned (capture directory,
+/// `protocol.json`, stderr sink, decision log).
+struct Evidence {
+    /// The plan, with this run's capture directory placed under a capture root.
+    plan: Plan,
+    /// The child's stderr sink.
+    stderr_file: Option<File>,
+    diag: Arc<Diag>,
+    /// The decision-log writer, when a log is kept.
+    log_writer: Option<DecisionLog>,
+    log: SessionLog,
+}
+
+/// Where the decision log of this session is, as opened before spawn.
+struct SessionLog {
+    path: Option<PathBuf>,
+    temporary: bool,
+    start: u64,
+    initialized: bool,
+}
+
+fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) -> Result<Evidence> {
+    let plan = crate::capture_root::place_run(plan, session_id)?;
+    start_capture(&plan, session_id, source)?;
+    let (stderr_file, diag) = open_diagnostics(&plan)?;
+    let log = open_log(&plan, session_id)?;
+    let path = log.as_ref().map(|l| l.path.clone());
+    let temporary = log.as_ref().is_some_and(|l| l.temporary);
+    let start = log.as_ref().map_or(0, |l| l.start);
+    let log_writer = log.map(|l| {
+        DecisionLog::new(
+            Box::new(l.file),
+            session_id,
+            source,
+            policy.sha256(),
+            !plan.dry_run,
+        )
+    });
+    let initialized = log_writer.is_some();
+    Ok(Evidence {
+        plan,
+        stderr_file,
+        diag,
+        log_writer,
+        log: SessionLog {
+            path,
+            temporary,
+            start,
+            initialized,
+        },
+    })
+}
+
+/// SIGTERM, SIGINT and SIGHUP forwarding, when requested.
+fn install_forwarding(plan: &Plan) -> Result<Option<Forwarding>> {
+    if plan.forward_signals {
+        Forwarding::install()
+            .map(Some)
+            .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))
+    } else {
+        Ok(None)
+    }
+}
+
+/// SPEC §3 item 3: spawns the server, its stderr to the sink (or inherited), and points the
+/// signal forwarding at it.
+fn spawn_server(
+    plan: &Plan,
+    stderr_file: Option<File>,
+    mask: &ThreadMask,
+    forwarding: Option<&mut Forwarding>,
+) -> Result<child::Spawned> {
+    let child_stderr = match stderr_file {
+        Some(f) => Stdio::from(f),
+        None => Stdio::inherit(),
+    };
+    // This thread spawns the server and lives until the session ends: PR_SET_PDEATHSIG (set in
+    // the child) fires on the death of the spawning thread (SPEC §3 item 9).
+    let spawned = child::spawn(&plan.command, child_stderr, &mask.original())?;
+    if let Some(f) = forwarding {
+        f.target(spawned.pid);
+    }
+    Ok(spawned)
+}
+
+/// The byte streams the two I/O workers move.
+struct Streams {
+    client_input: File,
+    server_stdin: ChildStdin,
+    server_stdout: ChildStdout,
+}
+
+/// SPEC §3 items 5 and 7: runs the two I/O workers until the session ends, then the bounded
+/// cleanup of the server (§3.1) (which is reaped when this returns).
+fn run_session(
+    streams: Streams,
+    shared: &Arc<Shared>,
+    guard: &mut ChildGuard,
+    cancel: &Cancel,
+    plan: &Plan,
+) -> Result<session_end::RunResult> {
+    let c2s = client_to_server::ClientWorker {
+        reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
+        to_child: BufWriter::with_capacity(64 * 1024, streams.server_stdin),
+        shared: shared.clone(),
+    };
+    let s2c = server_to_client::ServerWorker {
+        reader: LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone()),
+        shared: shared.clone(),
+    };
+    let started = workers::start_both(move || c2s.run(), move || s2c.run());
+    let rx = match started {
+        Ok(rx) => rx,
+        Err(e) => {
+            cancel.cancel();
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot start I/O worker: {e}"),
+            ));
+        }
+    };
+    let Some(child) = guard.0.as_mut() else {
+        return Err(Error::new(ErrorKind::Internal, "child handle missing"));
+    };
+    let run = run_workers(&rx, child, cancel, plan);
+    drop(guard.0.take());
+    Ok(run)
+}
+
+/// The stop record's data (SPEC §4.3), and whether the decision-log writer was poisoned.
+struct SettledStop {
+    data: StopData,
+    poisoned: bool,
+}
+
+fn settle_stop_data(
+    plan: &Plan,
+    session_id: &str,
+    pid: u32,
+    context_id: Option<String>,
+    shared: &Shared,
+    log: &SessionLog,
+    run: &session_end::RunResult,
+) -> SettledStop {
     // The accounting this writer observed.
     let accounting: Option<LogAccounting> =
         shared.recorder.lock().ok().and_then(|r| r.accounting());
@@ -355,16 +516,13 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
     let decision_log = DecisionLogState::of(
         plan.log_mode != LogMode::Absent,
-        log_initialized,
+        log.initialized,
         poisoned,
         session_end,
-        log_temporary,
+        log.temporary,
     );
-    if poisoned {
-        evidence_errors.push("decision log write failed; the log is incomplete".to_string());
-    }
-    let stop_data = StopData {
-        session_id: session_id.clone(),
+    let data = StopData {
+        session_id: session_id.to_string(),
         server_id: plan.server_id.clone(),
         server_pid: pid,
         session_context_id: context_id,
@@ -381,21 +539,28 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         assertion_basis: "producer_observation".to_string(),
         non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
     };
+    SettledStop { data, poisoned }
+}
 
-    if let Some(e) = write_coverage(&plan, &session_id, &shared, log_path.as_deref(), log_start) {
-        diag.say(&e);
-        evidence_errors.push(e);
-    }
-    if log_temporary {
-        remove_temporary_log(log_path.as_deref(), &diag);
-    }
-
-    let discovery_only = !shared.session_message.load(Ordering::Relaxed);
-    let mut outcome = WrapOutcome {
-        session_id: session_id.clone(),
+/// The session's outcome before the stop record is written.
+fn outcome_of(
+    plan: &Plan,
+    session_id: &str,
+    log: &SessionLog,
+    stop: StopData,
+    discovery_only: bool,
+    evidence_errors: Vec<String>,
+    run: &session_end::RunResult,
+) -> WrapOutcome {
+    WrapOutcome {
+        session_id: session_id.to_string(),
         exit_code: 0,
         paths: OutputPaths {
-            decision_log: if log_temporary { None } else { log_path },
+            decision_log: if log.temporary {
+                None
+            } else {
+                log.path.clone()
+            },
             session_context: plan.context_out.clone(),
             session_stop: plan.stop_out.clone(),
             coverage: plan.coverage_out.clone(),
@@ -403,7 +568,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             capture_dir: plan.capture_dir.clone(),
             no_session: None,
         },
-        stop: stop_data,
+        stop,
         stop_written: false,
         discovery_only,
         evidence_errors,
@@ -416,20 +581,25 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         } else {
             None
         },
-    };
-    if run.proxy_error {
-        if let Some(msg) = &run.message {
-            diag.say(msg);
-        }
     }
+}
 
+/// The stop record (SPEC §4.3) or, for a discovery-only run, the no-session marker (SPEC §3
+/// item 8), and the exit status.
+fn write_stop(
+    plan: &Plan,
+    source: &str,
+    diag: &Diag,
+    mut outcome: WrapOutcome,
+) -> Result<WrapOutcome> {
     let mut stop_error = None;
     if let Some(p) = &plan.stop_out {
-        if discovery_only {
+        if outcome.discovery_only {
             diag.say("discovery-only run: no session existed, no stop record written");
-            crate::evidence::no_session::record(&plan, &session_id, &diag, &mut outcome);
+            let session_id = outcome.session_id.clone();
+            crate::evidence::no_session::record(plan, &session_id, diag, &mut outcome);
         } else {
-            match stop::write(p, &source, &outcome.stop) {
+            match stop::write(p, source, &outcome.stop) {
                 Ok(()) => outcome.stop_written = true,
                 Err(e) => stop_error = Some(e),
             }
