@@ -497,6 +497,28 @@ fn bench_startup(env: &Env, rows: &mut Vec<Row>, rounds: usize) -> Res<()> {
     Ok(())
 }
 
+/// Runs one wrapped session of the echo server that writes its capture with `capture_flag`
+/// (`--capture-dir` or `--capture-root`) at `path`, feeding `data` as the client and discarding
+/// the responses; fails unless the wrapper exits 0.
+fn record_capture(env: &Env, capture_flag: &str, path: &Path, data: Vec<u8>) -> Res<()> {
+    let mut c = Command::new(&env.assay);
+    c.args(["mcp", "wrap", "--policy"]).arg(&env.policy);
+    c.arg(capture_flag).arg(path);
+    c.args(["--event-source", EVENT_SOURCE, "--"])
+        .arg(&env.echo);
+    let mut child = spawn(c, Stdio::piped())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let w = std::thread::spawn(move || stdin.write_all(&data));
+    io::copy(&mut stdout, &mut io::sink())?;
+    w.join().map_err(|_| "writer panicked")??;
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("capture generation ({capture_flag}): {status}").into());
+    }
+    Ok(())
+}
+
 /// Generates a maximal capture: 10,000 decisions, the log close to the 8 MiB bound.
 fn make_max_capture(env: &Env) -> Res<(PathBuf, u64)> {
     let dir = env.tmp.join("max-capture");
@@ -511,22 +533,7 @@ fn make_max_capture(env: &Env) -> Res<(PathBuf, u64)> {
             "{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{\"n\":{i}}}}}}}"
         );
     }
-    let mut c = Command::new(&env.assay);
-    c.args(["mcp", "wrap", "--policy"]).arg(&env.policy);
-    c.arg("--capture-dir").arg(&dir);
-    c.args(["--event-source", EVENT_SOURCE, "--"])
-        .arg(&env.echo);
-    let mut child = spawn(c, Stdio::piped())?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
-    let d = data.clone();
-    let w = std::thread::spawn(move || stdin.write_all(&d));
-    io::copy(&mut stdout, &mut io::sink())?;
-    w.join().map_err(|_| "writer panicked")??;
-    let status = child.wait()?;
-    if !status.success() {
-        return Err(format!("capture generation: {status}").into());
-    }
+    record_capture(env, "--capture-dir", &dir, data)?;
     let bytes = fs::metadata(dir.join("decisions.ndjson"))?.len();
     Ok((dir, bytes))
 }

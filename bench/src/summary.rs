@@ -5,12 +5,11 @@
 //! — interleaved round by round in rotating order.
 
 use std::fs;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::{EVENT_SOURCE, Env, Res, Row, call_line, median, peak_rss, row, spawn, verdict};
+use super::{Env, Res, Row, call_line, median, peak_rss, record_capture, row, verdict};
 
 const DECISIONS: u64 = 100;
 /// SPEC-side goal for 1,000 captures on the 2-core machine.
@@ -26,22 +25,7 @@ fn make_root(env: &Env, n: usize) -> Res<PathBuf> {
         call_line(&mut data, i);
     }
     for _ in 0..n {
-        let mut c = Command::new(&env.assay);
-        c.args(["mcp", "wrap", "--policy"]).arg(&env.policy);
-        c.arg("--capture-root").arg(&root);
-        c.args(["--event-source", EVENT_SOURCE, "--"])
-            .arg(&env.echo);
-        let mut child = spawn(c, Stdio::piped())?;
-        let mut stdin = child.stdin.take().ok_or("no stdin")?;
-        let mut stdout = child.stdout.take().ok_or("no stdout")?;
-        let d = data.clone();
-        let w = std::thread::spawn(move || stdin.write_all(&d));
-        io::copy(&mut stdout, &mut io::sink())?;
-        w.join().map_err(|_| "writer panicked")??;
-        let status = child.wait()?;
-        if !status.success() {
-            return Err(format!("capture-root generation: {status}").into());
-        }
+        record_capture(env, "--capture-root", &root, data.clone())?;
     }
     Ok(root)
 }
