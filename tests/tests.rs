@@ -20,6 +20,7 @@ mod layering;
 mod lenient_fold;
 mod lifecycle;
 mod memory;
+mod pipelined;
 mod properties;
 mod proxy;
 mod regression;

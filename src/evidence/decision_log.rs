@@ -56,21 +56,10 @@ pub(crate) enum Emitted {
     Refused,
 }
 
-/// The decision log writer.
-pub(crate) struct DecisionLog {
-    sink: Box<dyn DecisionSink>,
-    written: u64,
-    dropped: u64,
-    poisoned: bool,
-    hasher: Sha256,
+/// Formats decision lines (SPEC §4.1). The constant parts of the event are escaped once, in
+/// [`DecisionFormat::new`]; each line is appended to a caller's buffer with no allocation.
+pub(crate) struct DecisionFormat {
     clock: Clock,
-    /// Lines written but not yet hashed, then the line being built. Reused: no per-line allocation.
-    line: Vec<u8>,
-    /// Where the line being built starts: `line[..pending]` are completed writes awaiting the
-    /// digest, hashed when the writer idles ([`DecisionLog::settle`]) or the batch is full, so
-    /// the SHA-256 of a decision line is off the path between its write and the forwarding of
-    /// the call (SPEC §4.1 orders only those two).
-    pending: usize,
     /// `{"specversion":"1.0","id":"evt_decision_<session>_`
     head: String,
     /// `","type":…,"source":…,"time":"`
@@ -79,6 +68,20 @@ pub(crate) struct DecisionLog {
     data_head: String,
     /// `,"enforced":…,"policy_sha256":…,"arguments_sha256":`
     tail: String,
+}
+
+/// The decision log writer and its accounting: one `write_all` per line, counted and hashed.
+pub(crate) struct DecisionLog {
+    sink: Box<dyn DecisionSink>,
+    written: u64,
+    dropped: u64,
+    poisoned: bool,
+    hasher: Sha256,
+    /// Completed writes awaiting the digest, hashed when the writer idles
+    /// ([`DecisionLog::settle`]) or [`HASH_BATCH`] bytes are pending, so the SHA-256 of a
+    /// decision line is off the path between its write and the forwarding of the call (SPEC §4.1
+    /// orders only those two).
+    unhashed: Vec<u8>,
 }
 
 /// Written lines are hashed in batches of at least this many bytes (or sooner, when the writer
@@ -106,27 +109,14 @@ fn json_str(s: &str) -> String {
     String::from_utf8(v).unwrap_or_default()
 }
 
-impl DecisionLog {
-    pub(crate) fn new(
-        sink: Box<dyn DecisionSink>,
-        session_id: &str,
-        source: &str,
-        policy_sha256: &str,
-        enforced: bool,
-    ) -> Self {
+impl DecisionFormat {
+    pub(crate) fn new(session_id: &str, source: &str, policy_sha256: &str, enforced: bool) -> Self {
         let sid = json_str(session_id);
         // The id is a JSON string built from the escaped session id; session ids are hex, so
         // only the quotes need care.
         let sid_inner = &sid[1..sid.len() - 1];
         Self {
-            sink,
-            written: 0,
-            dropped: 0,
-            poisoned: false,
-            hasher: Sha256::new(),
             clock: Clock::new(),
-            line: Vec::with_capacity(1024),
-            pending: 0,
             head: format!("{{\"specversion\":\"1.0\",\"id\":\"evt_decision_{sid_inner}_"),
             mid: format!(
                 "\",\"type\":{},\"source\":{},\"time\":\"",
@@ -143,50 +133,15 @@ impl DecisionLog {
         }
     }
 
-    /// Serializes and writes one decision event; updates the accounting.
-    /// Emits decision `seq` (the caller numbers every emission, written or not).
-    pub(crate) fn emit(
-        &mut self,
-        seq: u64,
-        entry: &DecisionEntry<'_>,
-    ) -> (Emitted, Option<io::Error>) {
-        if self.poisoned {
-            self.dropped += 1;
-            return (Emitted::Refused, None);
-        }
-        self.serialize(seq, entry);
-        // SPEC §4.1: one write_all of the whole line; only a completed write enters the digest.
-        match self.sink.write_line(&self.line[self.pending..]) {
-            Ok(()) => {
-                self.written += 1;
-                self.pending = self.line.len();
-                if self.pending >= HASH_BATCH {
-                    self.settle();
-                }
-                (Emitted::Written, None)
-            }
-            Err(e) => {
-                // A partial tail never enters the digest.
-                self.line.truncate(self.pending);
-                self.poisoned = true;
-                self.dropped += 1;
-                (Emitted::Failed, Some(e))
-            }
-        }
-    }
-
-    /// Builds the event line in the reused buffer: the same bytes `serde_json` writes for
-    /// `Envelope<DecisionData>` plus `\n` (the test below holds the two together), without a
-    /// per-line allocation. The constant parts are escaped once, in `new`.
-    fn serialize(&mut self, seq: u64, e: &DecisionEntry<'_>) {
+    /// Appends decision `seq` as one event line to `out`: the same bytes `serde_json` writes for
+    /// `Envelope<DecisionData>` plus `\n` (the test below holds the two together).
+    pub(crate) fn push_line(&mut self, out: &mut Vec<u8>, seq: u64, e: &DecisionEntry<'_>) {
         fn opt(out: &mut Vec<u8>, v: Option<&str>) {
             match v {
                 Some(s) => push_json_str(out, s),
                 None => out.extend_from_slice(b"null"),
             }
         }
-        let out = &mut self.line;
-        out.truncate(self.pending);
         out.extend_from_slice(self.head.as_bytes());
         push_u64(out, seq);
         out.extend_from_slice(self.mid.as_bytes());
@@ -209,25 +164,63 @@ impl DecisionLog {
         opt(out, e.arguments_sha256);
         out.extend_from_slice(b"}}\n");
     }
+}
 
-    /// Feeds the written lines not yet hashed to the prefix digest. Called when the client input
-    /// runs dry (after the forwarded calls were flushed) and whenever [`HASH_BATCH`] bytes are
-    /// pending; the digest is the same whenever it runs.
-    pub(crate) fn settle(&mut self) {
-        if self.pending > 0 {
-            self.hasher.update(&self.line[..self.pending]);
+impl DecisionLog {
+    pub(crate) fn new(sink: Box<dyn DecisionSink>) -> Self {
+        Self {
+            sink,
+            written: 0,
+            dropped: 0,
+            poisoned: false,
+            hasher: Sha256::new(),
+            unhashed: Vec::with_capacity(HASH_BATCH + 1024),
         }
-        self.line.clear();
-        self.pending = 0;
-        if self.line.capacity() > 4 * HASH_BATCH {
-            // Do not keep a huge line's buffer for the rest of the session.
-            self.line = Vec::with_capacity(1024);
+    }
+
+    /// Writes one formatted decision line with one `write_all` and updates the accounting; once
+    /// poisoned, refuses (and counts) the emission without writing.
+    pub(crate) fn write(&mut self, line: &[u8]) -> (Emitted, Option<io::Error>) {
+        if self.poisoned {
+            self.dropped += 1;
+            return (Emitted::Refused, None);
+        }
+        // SPEC §4.1: one write_all of the whole line; only a completed write enters the digest.
+        match self.sink.write_line(line) {
+            Ok(()) => {
+                self.written += 1;
+                if self.unhashed.is_empty() && line.len() >= HASH_BATCH {
+                    self.hasher.update(line);
+                } else {
+                    self.unhashed.extend_from_slice(line);
+                    if self.unhashed.len() >= HASH_BATCH {
+                        self.settle();
+                    }
+                }
+                (Emitted::Written, None)
+            }
+            Err(e) => {
+                // A partial tail never enters the digest.
+                self.poisoned = true;
+                self.dropped += 1;
+                (Emitted::Failed, Some(e))
+            }
+        }
+    }
+
+    /// Feeds the written lines not yet hashed to the prefix digest. Called when the writer idles
+    /// (after the forwarded calls were flushed) and whenever [`HASH_BATCH`] bytes are pending;
+    /// the digest is the same whenever it runs.
+    pub(crate) fn settle(&mut self) {
+        if !self.unhashed.is_empty() {
+            self.hasher.update(&self.unhashed);
+            self.unhashed.clear();
         }
     }
 
     pub(crate) fn accounting(&self) -> LogAccounting {
         let mut hasher = self.hasher.clone();
-        hasher.update(&self.line[..self.pending]);
+        hasher.update(&self.unhashed);
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
@@ -241,6 +234,41 @@ impl DecisionLog {
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+
+    /// The formatter and the writer together, the way the proxy uses them.
+    struct Writer {
+        format: DecisionFormat,
+        log: DecisionLog,
+        line: Vec<u8>,
+    }
+
+    fn writer(
+        sink: Box<dyn DecisionSink>,
+        session_id: &str,
+        source: &str,
+        policy_sha256: &str,
+        enforced: bool,
+    ) -> Writer {
+        Writer {
+            format: DecisionFormat::new(session_id, source, policy_sha256, enforced),
+            log: DecisionLog::new(sink),
+            line: Vec::new(),
+        }
+    }
+
+    impl Writer {
+        fn emit(&mut self, seq: u64, e: &DecisionEntry<'_>) -> (Emitted, Option<io::Error>) {
+            self.line.clear();
+            self.format.push_line(&mut self.line, seq, e);
+            self.log.write(&self.line)
+        }
+        fn settle(&mut self) {
+            self.log.settle();
+        }
+        fn accounting(&self) -> LogAccounting {
+            self.log.accounting()
+        }
+    }
 
     /// A sink that keeps what it was given and fails its Nth write after writing half the line,
     /// the way a full disk leaves a partial tail.
@@ -306,7 +334,7 @@ mod tests {
         let sid = "0123456789abcdef0123456789abcdef";
         let source = "assay://te\"st/\u{e9}\\x";
         let policy = "ab\ncd";
-        let mut log = DecisionLog::new(Box::new(VecSink(out.clone())), sid, source, policy, false);
+        let mut log = writer(Box::new(VecSink(out.clone())), sid, source, policy, false);
         let entries = [
             entry(),
             DecisionEntry {
@@ -376,7 +404,7 @@ mod tests {
     #[test]
     fn digest_is_the_same_whenever_pending_lines_are_hashed() {
         let out = Arc::new(Mutex::new(Vec::new()));
-        let mut log = DecisionLog::new(
+        let mut log = writer(
             Box::new(VecSink(out.clone())),
             "0123456789abcdef0123456789abcdef",
             "assay://test",
@@ -416,7 +444,7 @@ mod tests {
             calls: 0,
             fail_on: 3,
         };
-        let mut log = DecisionLog::new(
+        let mut log = writer(
             Box::new(sink),
             "0123456789abcdef0123456789abcdef",
             "assay://test",
@@ -504,7 +532,7 @@ mod tests {
         ) {
             let out = Arc::new(Mutex::new(Vec::new()));
             let sink = PartialSink { out: out.clone(), calls: 0, fail_at, partial };
-            let mut log = DecisionLog::new(
+            let mut log = writer(
                 Box::new(sink),
                 "0123456789abcdef0123456789abcdef",
                 "assay://test",

@@ -10,15 +10,17 @@
 //! locations), never from the client's argument values, because reasons are logged and raw
 //! arguments must never be (SPEC §4.1).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::constraints::Constraints;
 use super::glob::GlobList;
 use super::schema::Schemas;
-use super::verdict::{Decision, ReasonCode, Verdict};
+use super::verdict::{Decision, ReasonCode, Verdict, VerdictRef};
 
 /// An ordered pattern list plus, for each pattern, its precomputed rule label and reason, so a
-/// verdict costs two small string copies.
+/// verdict borrows them.
 pub(crate) struct RuleList {
     globs: GlobList,
     labels: Vec<String>,
@@ -59,12 +61,12 @@ pub(crate) struct Rules {
     pub(crate) schemas: Schemas,
 }
 
-fn deny(code: ReasonCode, reason: String, rule: Option<&str>) -> Verdict {
-    Verdict {
+fn deny<'p>(code: ReasonCode, reason: Cow<'p, str>, rule: Option<&'p str>) -> VerdictRef<'p> {
+    VerdictRef {
         decision: Decision::Deny,
         reason_code: code,
         reason,
-        matched_rule: rule.map(str::to_owned),
+        matched_rule: rule.map(Cow::Borrowed),
     }
 }
 
@@ -77,8 +79,17 @@ impl Rules {
 
     /// Evaluates a call in the order of SPEC §5.
     pub(crate) fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
+        self.decide(tool, arguments).into_owned()
+    }
+
+    /// [`Rules::evaluate`] with the texts borrowed from the policy where they can be.
+    pub(crate) fn decide(&self, tool: &str, arguments: Option<&Value>) -> VerdictRef<'_> {
         if let Some((label, reason)) = self.deny.first_match(tool) {
-            return deny(ReasonCode::P_TOOL_DENIED, reason.to_owned(), Some(label));
+            return deny(
+                ReasonCode::P_TOOL_DENIED,
+                Cow::Borrowed(reason),
+                Some(label),
+            );
         }
         let allowed_by = match &self.allow {
             None => None,
@@ -87,29 +98,33 @@ impl Rules {
                 None => {
                     return deny(
                         ReasonCode::P_TOOL_NOT_ALLOWED,
-                        "tool matches no allow rule".to_owned(),
+                        Cow::Borrowed("tool matches no allow rule"),
                         None,
                     );
                 }
             },
         };
         if let Err(f) = self.constraints.check(tool, arguments) {
-            return deny(ReasonCode::P_ARG_CONSTRAINT, f.reason, Some(f.rule));
+            return deny(
+                ReasonCode::P_ARG_CONSTRAINT,
+                Cow::Owned(f.reason),
+                Some(f.rule),
+            );
         }
         if let Err(f) = self.schemas.check(tool, arguments) {
-            return deny(ReasonCode::P_ARG_SCHEMA, f.reason, Some(f.rule));
+            return deny(ReasonCode::P_ARG_SCHEMA, Cow::Owned(f.reason), Some(f.rule));
         }
         let (rule, reason) = match allowed_by {
-            Some((label, reason)) => (Some(label.to_owned()), reason.to_owned()),
+            Some((label, reason)) => (Some(Cow::Borrowed(label)), reason),
             None => (
                 None,
-                "no deny rule matched and the policy has no allow list".to_owned(),
+                "no deny rule matched and the policy has no allow list",
             ),
         };
-        Verdict {
+        VerdictRef {
             decision: Decision::Allow,
             reason_code: ReasonCode::P_POLICY_ALLOW,
-            reason,
+            reason: Cow::Borrowed(reason),
             matched_rule: rule,
         }
     }

@@ -55,6 +55,7 @@ use self::read::Format;
 use self::schema::Schemas;
 
 pub use self::error::PolicyError;
+pub(crate) use self::verdict::VerdictRef;
 pub use self::verdict::{Decision, ReasonCode, Verdict};
 
 use self::error::Ctx;
@@ -161,6 +162,12 @@ impl Policy {
     /// [`ReasonCode::P_BATCH_REFUSED`]; those are the proxy's.
     pub fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
         self.rules.evaluate(tool, arguments)
+    }
+
+    /// [`Policy::evaluate`] with the texts borrowed from the policy where they can be (no
+    /// allocation for a call judged by name alone).
+    pub(crate) fn decide(&self, tool: &str, arguments: Option<&Value>) -> VerdictRef<'_> {
+        self.rules.decide(tool, arguments)
     }
 
     /// Whether [`Policy::evaluate`] for `tool` depends on the arguments at all (a constraint or

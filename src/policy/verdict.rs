@@ -78,6 +78,29 @@ pub struct Verdict {
     pub matched_rule: Option<String>,
 }
 
+/// A [`Verdict`] whose texts borrow the policy where they can: the proxy judges an allowed call
+/// without allocating (the `reason` and `matched_rule` of a name rule are the policy's own
+/// precomputed strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VerdictRef<'p> {
+    pub(crate) decision: Decision,
+    pub(crate) reason_code: ReasonCode,
+    pub(crate) reason: std::borrow::Cow<'p, str>,
+    pub(crate) matched_rule: Option<std::borrow::Cow<'p, str>>,
+}
+
+impl VerdictRef<'_> {
+    /// The owned [`Verdict`] with the same content.
+    pub(crate) fn into_owned(self) -> Verdict {
+        Verdict {
+            decision: self.decision,
+            reason_code: self.reason_code,
+            reason: self.reason.into_owned(),
+            matched_rule: self.matched_rule.map(std::borrow::Cow::into_owned),
+        }
+    }
+}
+
 /// A failed argument check: the rule label (`constraints:…`/`schemas:…`) and the reason.
 #[derive(Debug)]
 pub(crate) struct Failure<'a> {

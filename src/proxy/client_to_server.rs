@@ -1,38 +1,40 @@
 //! The client→server worker: reads client lines, applies the fail-closed rules of SPEC §3 item 6,
-//! evaluates every `tools/call` against the policy with exactly one decision event each, and
-//! forwards what may pass byte-exact.
+//! evaluates every `tools/call` against the policy with exactly one decision event each, and has
+//! what may pass forwarded byte-exact — after its decision is written ([`super::emitter`]).
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::process::ChildStdin;
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
 use super::canonical;
+use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
+use super::recorder::Recorder;
 use super::respond;
 use super::shared::{Shared, line_after_server_eof};
 use super::workers::WorkerError;
+use crate::evidence::decision_log::DecisionEntry;
 use crate::evidence::event::HexDigest;
-use crate::policy::{Decision, ReasonCode, Verdict};
+use crate::policy::{Decision, ReasonCode, VerdictRef};
 use crate::strict_json::ScanErrorKind;
 
-/// One evaluated `tools/call`.
-struct Evaluated<'a> {
+/// One evaluated `tools/call`: `'a` borrows the line, `'p` the policy.
+struct Evaluated<'a, 'p> {
     /// The raw `id` text.
     id: Option<&'a str>,
     /// Borrowed from the line unless it holds escapes.
     tool: Option<Cow<'a, str>>,
     tool_call_id: Option<Cow<'a, str>>,
     arguments_sha256: Option<HexDigest>,
-    verdict: Verdict,
+    verdict: VerdictRef<'p>,
 }
 
-impl Evaluated<'_> {
+impl Evaluated<'_, '_> {
     fn allowed(&self) -> bool {
         self.verdict.decision == Decision::Allow
     }
@@ -40,15 +42,22 @@ impl Evaluated<'_> {
 
 pub(crate) struct ClientWorker {
     pub reader: LineReader<File>,
-    pub to_child: BufWriter<ChildStdin>,
+    pub emitter: Emitter,
+    pub recorder: Recorder,
     pub shared: Arc<Shared>,
 }
 
-fn malformed(reason: &str) -> Verdict {
-    Verdict {
+/// What handling one line needs besides the line and where its ops go.
+struct Ctx<'s> {
+    shared: &'s Shared,
+    recorder: &'s mut Recorder,
+}
+
+fn malformed(reason: &'static str) -> VerdictRef<'static> {
+    VerdictRef {
         decision: Decision::Error,
         reason_code: ReasonCode::P_MALFORMED,
-        reason: reason.to_string(),
+        reason: Cow::Borrowed(reason),
         matched_rule: None,
     }
 }
@@ -67,126 +76,167 @@ fn raw_id(id: &str) -> Option<&RawValue> {
 }
 
 impl ClientWorker {
-    pub(crate) fn run(mut self) -> Result<(), WorkerError> {
-        let shared = self.shared.clone();
+    pub(crate) fn run(self) -> Result<(), WorkerError> {
+        let ClientWorker {
+            mut reader,
+            mut emitter,
+            mut recorder,
+            shared,
+        } = self;
+        // Ops of a line that is not queued, and a JSON-RPC batch's decision lines.
+        let mut scratch = Batch::default();
+        let mut decision_line: Vec<u8> = Vec::new();
         loop {
-            let to_child = &mut self.to_child;
-            let mut idle = || {
-                to_child.flush()?;
-                shared.output.flush()?;
-                // The forwarded calls are on their way: now hash their decision lines.
-                shared
-                    .recorder
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .settle();
-                Ok(())
+            let mut failed: Option<WorkerError> = None;
+            let next = {
+                let (emitter, failed) = (&mut emitter, &mut failed);
+                // Before the reader waits for more input, everything collected runs.
+                let mut idle = || {
+                    emitter.input_dry().map_err(|e| {
+                        *failed = Some(e);
+                        io::Error::other("the client→server path failed")
+                    })
+                };
+                reader.next_line(&mut idle)
             };
-            let line = match self.reader.next_line(&mut idle) {
+            let line = match next {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
                 Err(e) => {
                     // Lines accepted before the failure still go out (best effort).
-                    let _ = self.to_child.flush();
-                    let _ = shared.output.flush();
-                    return Err(WorkerError::from_line(e, "client input"));
+                    emitter.abandon();
+                    return Err(failed.unwrap_or_else(|| WorkerError::from_line(e, "client input")));
                 }
             };
             if shared.output.is_closed() {
+                emitter.abandon();
                 return Err(line_after_server_eof(&shared));
             }
-            match handle_line(&shared, line) {
-                Action::Forward => self
-                    .to_child
-                    .write_all(line)
-                    .map_err(|e| WorkerError::Io(format!("writing to the server: {e}")))?,
-                Action::Respond(mut bytes) => {
-                    bytes.push(b'\n');
-                    shared
-                        .output
-                        .write_line(&bytes)
-                        .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
-                }
-                Action::Drop => {}
-                Action::Failed(e) => {
-                    return Err(WorkerError::Io(format!("writing to the client: {e}")));
-                }
+            let mut ctx = Ctx {
+                shared: &shared,
+                recorder: &mut recorder,
+            };
+            if let Err(e) = handle_line(
+                &mut ctx,
+                &mut emitter,
+                &mut scratch,
+                &mut decision_line,
+                line,
+            ) {
+                emitter.abandon();
+                return Err(e);
             }
         }
-        // Client EOF: flush and close the child's stdin (dropping it closes the pipe).
-        self.to_child
-            .flush()
-            .map_err(|e| WorkerError::Io(format!("writing to the server: {e}")))?;
-        drop(self.to_child);
-        shared
-            .output
-            .flush()
-            .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
-        Ok(())
+        // Client EOF: every op done, the child's stdin flushed and closed.
+        emitter.finish()
     }
 }
 
-enum Action {
-    Forward,
-    Respond(Vec<u8>),
-    Drop,
-    /// Writing a streamed response to the client failed.
-    Failed(std::io::Error),
+/// Appends a response line (the bytes and a newline) to the arena.
+fn response(batch: &mut Batch, bytes: &[u8]) -> Then {
+    let mark = batch.mark();
+    batch.arena().extend_from_slice(bytes);
+    batch.arena().push(b'\n');
+    Then::Respond(batch.span_from(mark))
 }
 
-fn handle_line(shared: &Shared, line: &[u8]) -> Action {
-    match classify(line) {
-        ClientLine::Blank => Action::Forward,
+/// Forwarding `line`: from a copy in the arena when queued, else in place.
+fn forward(batch: &mut Batch, line: &[u8], queued: bool) -> Then {
+    if queued {
+        Then::Forward(Source::Arena(batch.put(line)))
+    } else {
+        Then::Forward(Source::Current)
+    }
+}
+
+/// Handles one client line: a JSON-RPC batch at once with the stage; anything else as an op,
+/// queued when it is short, else run at once reading the line in place.
+fn handle_line(
+    ctx: &mut Ctx<'_>,
+    emitter: &mut Emitter,
+    scratch: &mut Batch,
+    decision_line: &mut Vec<u8>,
+    line: &[u8],
+) -> Result<(), WorkerError> {
+    let class = classify(line);
+    if let ClientLine::Batch(text) = class {
+        return emitter.with_stage(|stage| handle_batch(ctx, stage, decision_line, text, line))?;
+    }
+    let queued = line.len() <= QUEUED_LINE_MAX;
+    let batch = if queued {
+        emitter.local()
+    } else {
+        scratch.clear();
+        &mut *scratch
+    };
+    let op = match class {
+        ClientLine::Single(msg) => handle_single(ctx, batch, &msg, line, queued),
+        other => Op {
+            decision: None,
+            then: handle_other(ctx.shared, batch, other, line, queued),
+        },
+    };
+    batch.push(op);
+    if queued {
+        emitter.line_done()
+    } else {
+        emitter.with_stage(|stage| stage.run(scratch, line))?
+    }
+}
+
+/// A line that is not a message: forwarded when blank, else answered with an error.
+fn handle_other(
+    shared: &Shared,
+    batch: &mut Batch,
+    class: ClientLine<'_>,
+    line: &[u8],
+    queued: bool,
+) -> Then {
+    let (code, msg) = match class {
+        ClientLine::Blank | ClientLine::Single(_) | ClientLine::Batch(_) => {
+            return forward(batch, line, queued);
+        }
         ClientLine::ParseError(e) => {
-            shared.session_message.store(true, Ordering::Relaxed);
+            if shared.diag.verbose {
+                shared.diag.say(&format!("refused client line: {e}"));
+            }
             let msg = match e.kind {
                 ScanErrorKind::Invalid => "Parse error: line is not valid UTF-8 JSON",
                 ScanErrorKind::DuplicateKey => "Parse error: duplicate object key",
                 ScanErrorKind::NonFinite => "Parse error: non-finite number",
                 ScanErrorKind::TooDeep => "Parse error: nesting too deep",
             };
-            if shared.diag.verbose {
-                shared.diag.say(&format!("refused client line: {e}"));
-            }
-            Action::Respond(respond::error(None, respond::PARSE_ERROR, msg))
+            (respond::PARSE_ERROR, msg)
         }
         ClientLine::KeyVariant(offset) => {
-            shared.session_message.store(true, Ordering::Relaxed);
             if shared.diag.verbose {
                 shared.diag.say(&format!(
                     "refused client line: a key at byte {offset} is a case, fold or NUL variant of a JSON-RPC member name"
                 ));
             }
-            Action::Respond(respond::error(
-                None,
+            (
                 respond::PARSE_ERROR,
                 "Parse error: object key is a variant of a JSON-RPC member name",
-            ))
+            )
         }
         ClientLine::CarriageReturn(offset) => {
-            shared.session_message.store(true, Ordering::Relaxed);
             if shared.diag.verbose {
                 shared.diag.say(&format!(
                     "refused client line: carriage return inside the line at byte {offset}"
                 ));
             }
-            Action::Respond(respond::error(
-                None,
+            (
                 respond::PARSE_ERROR,
                 "Parse error: carriage return inside a line",
-            ))
+            )
         }
-        ClientLine::NotObject => {
-            shared.session_message.store(true, Ordering::Relaxed);
-            Action::Respond(respond::error(
-                None,
-                respond::INVALID_REQUEST,
-                "Invalid Request: expected a JSON-RPC object or batch",
-            ))
-        }
-        ClientLine::Single(msg) => handle_single(shared, &msg),
-        ClientLine::Batch(text) => handle_batch(shared, text),
-    }
+        ClientLine::NotObject => (
+            respond::INVALID_REQUEST,
+            "Invalid Request: expected a JSON-RPC object or batch",
+        ),
+    };
+    shared.session_message.store(true, Ordering::Relaxed);
+    response(batch, &respond::error(None, code, msg))
 }
 
 fn note_message(shared: &Shared, head: &Message<'_>) {
@@ -203,22 +253,16 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
 
 const PARAMS_MALFORMED: &str = "tools/call params is missing or not an object";
 
-fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
+fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p> {
     let mut ev = Evaluated {
         id: head.id,
         tool: None,
         tool_call_id: tool_call_id(head.id),
         arguments_sha256: None,
         // Every path below sets the verdict; this placeholder allocates nothing.
-        verdict: Verdict {
-            decision: Decision::Error,
-            reason_code: ReasonCode::P_MALFORMED,
-            reason: String::new(),
-            matched_rule: None,
-        },
+        verdict: malformed(PARAMS_MALFORMED),
     };
     if !head.params_object {
-        ev.verdict = malformed(PARAMS_MALFORMED);
         return ev;
     }
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
@@ -233,7 +277,6 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
         let Ok((digest, value)) =
             CANON.with(|c| canonical::arguments_digest(raw, &mut c.borrow_mut()))
         else {
-            ev.verdict = malformed(PARAMS_MALFORMED);
             return ev;
         };
         ev.arguments_sha256 = digest;
@@ -255,47 +298,70 @@ fn evaluate<'a>(shared: &Shared, head: &Message<'a>) -> Evaluated<'a> {
             arguments = Some(v);
         }
     }
-    ev.verdict = shared.policy.evaluate(&name, arguments.as_ref());
+    ev.verdict = shared.policy.decide(&name, arguments.as_ref());
     ev.tool = Some(name);
     ev
 }
 
-/// Records one decision; returns its event id when `want_id` (a refusal carries it), else an
-/// empty string, so the common allowed path formats no id.
-fn record(shared: &Shared, ev: &Evaluated<'_>, verdict: &Verdict, want_id: bool) -> String {
-    let mut rec = shared
-        .recorder
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let seq = rec.record(
-        &shared.diag,
-        ev.tool.as_deref(),
-        ev.tool_call_id.as_deref(),
-        verdict,
-        ev.arguments_sha256.as_ref().map(HexDigest::as_str),
+/// Numbers one decision and appends its log line (when a log is kept) to `out`. Returns whether
+/// a line was appended, and the event id when `want_id` (a refusal carries it; the common
+/// allowed path formats none).
+fn record(
+    ctx: &mut Ctx<'_>,
+    out: &mut Vec<u8>,
+    ev: &Evaluated<'_, '_>,
+    verdict: &VerdictRef<'_>,
+    want_id: bool,
+) -> (bool, String) {
+    let (seq, wrote) = ctx.recorder.record(
+        out,
+        &DecisionEntry {
+            tool: ev.tool.as_deref(),
+            tool_call_id: ev.tool_call_id.as_deref(),
+            decision: verdict.decision,
+            reason_code: verdict.reason_code,
+            reason: &verdict.reason,
+            matched_rule: verdict.matched_rule.as_deref(),
+            arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
+        },
     );
-    let id = if want_id || shared.diag.verbose {
-        rec.decision_id(seq)
+    let verbose = ctx.shared.diag.verbose;
+    let id = if want_id || verbose {
+        ctx.recorder.decision_id(seq)
     } else {
         String::new()
     };
-    if shared.diag.verbose {
-        shared.diag.say(&format!(
+    if verbose {
+        ctx.shared.diag.say(&format!(
             "decision {} {} tool={} ({})",
             id,
-            match verdict.decision {
-                Decision::Allow => "allow",
-                Decision::Deny => "deny",
-                Decision::Error => "error",
-            },
+            verdict.decision.as_str(),
             ev.tool.as_deref().unwrap_or("-"),
             verdict.reason_code.as_str()
         ));
     }
-    id
+    (wrote, id)
 }
 
-fn refusal(ev: &Evaluated<'_>, verdict: &Verdict, decision_id: &str) -> Option<Vec<u8>> {
+/// Records one decision of a JSON-RPC batch and writes its line at once (a batch's decisions
+/// are never collected: memory stays independent of its number of elements).
+fn record_now(
+    ctx: &mut Ctx<'_>,
+    stage: &mut Stage,
+    line: &mut Vec<u8>,
+    ev: &Evaluated<'_, '_>,
+    verdict: &VerdictRef<'_>,
+    want_id: bool,
+) -> Result<String, WorkerError> {
+    line.clear();
+    let (wrote, id) = record(ctx, line, ev, verdict, want_id);
+    if wrote {
+        stage.write_decision(line)?;
+    }
+    Ok(id)
+}
+
+fn refusal(ev: &Evaluated<'_, '_>, verdict: &VerdictRef<'_>, decision_id: &str) -> Option<Vec<u8>> {
     let id = raw_id(ev.id?)?;
     let decision = if verdict.decision == Decision::Error {
         "error"
@@ -316,29 +382,50 @@ fn refusal(ev: &Evaluated<'_>, verdict: &Verdict, decision_id: &str) -> Option<V
     ))
 }
 
-fn handle_single(shared: &Shared, head: &Message<'_>) -> Action {
-    note_message(shared, head);
+/// One message: its decision (a `tools/call`), then forwarded or answered.
+fn handle_single(
+    ctx: &mut Ctx<'_>,
+    batch: &mut Batch,
+    head: &Message<'_>,
+    line: &[u8],
+    queued: bool,
+) -> Op {
+    note_message(ctx.shared, head);
     if !head.method_is("tools/call") {
-        return Action::Forward;
+        return Op {
+            decision: None,
+            then: forward(batch, line, queued),
+        };
     }
-    let ev = evaluate(shared, head);
-    let forward = ev.allowed() || shared.dry_run;
-    let decision_id = record(shared, &ev, &ev.verdict, !forward);
-    if forward {
-        return Action::Forward;
-    }
-    match refusal(&ev, &ev.verdict, &decision_id) {
-        Some(bytes) => Action::Respond(bytes),
-        // A refused notification is dropped without a response.
-        None => Action::Drop,
-    }
+    let ev = evaluate(ctx.shared, head);
+    let pass = ev.allowed() || ctx.shared.dry_run;
+    let mark = batch.mark();
+    let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
+    let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
+    let then = if pass {
+        forward(batch, line, queued)
+    } else {
+        match refusal(&ev, &ev.verdict, &decision_id) {
+            Some(bytes) => response(batch, &bytes),
+            // A refused notification is dropped without a response.
+            None => Then::Drop,
+        }
+    };
+    Op { decision, then }
 }
 
-/// A batch (SPEC §3 item 6). Its messages are walked three times from the text (note and
-/// decide, then record, then answer) instead of being collected, so memory does not grow with
-/// the number of elements; a refused batch's response is streamed to the client output under
-/// its lock (one whole line) rather than built in memory.
-fn handle_batch(shared: &Shared, text: &str) -> Action {
+/// A batch (SPEC §3 item 6), run at once with the stage. Its messages are walked three times
+/// from the text (note and decide, then record, then answer) instead of being collected, so
+/// memory does not grow with the number of elements; a refused batch's response is streamed to
+/// the client output under its lock (one whole line) rather than built in memory.
+fn handle_batch(
+    ctx: &mut Ctx<'_>,
+    stage: &mut Stage,
+    decision_line: &mut Vec<u8>,
+    text: &str,
+    line: &[u8],
+) -> Result<(), WorkerError> {
+    let shared = ctx.shared;
     shared.session_message.store(true, Ordering::Relaxed);
     let mut any_refused = false;
     let mut any_id = false;
@@ -349,40 +436,45 @@ fn handle_batch(shared: &Shared, text: &str) -> Action {
             any_refused = true;
         }
     });
+    let mut recorded: Result<(), WorkerError> = Ok(());
     if shared.dry_run || !any_refused {
         for_each_message(text, |m| {
-            if m.method_is("tools/call") {
+            if m.method_is("tools/call") && recorded.is_ok() {
                 let ev = evaluate(shared, m);
-                record(shared, &ev, &ev.verdict, false);
+                recorded = record_now(ctx, stage, decision_line, &ev, &ev.verdict, false).map(drop);
             }
         });
-        return Action::Forward;
+        recorded?;
+        return stage.forward(line);
     }
     // Refuse the whole batch: one decision per call, allowed calls logged as refused with it.
-    let batch_refused = Verdict {
+    let batch_refused = VerdictRef {
         decision: Decision::Deny,
         reason_code: ReasonCode::P_BATCH_REFUSED,
-        reason: "refused with its batch: another call in the batch was not allowed".to_string(),
+        reason: Cow::Borrowed("refused with its batch: another call in the batch was not allowed"),
         matched_rule: None,
     };
     if !any_id {
         for_each_message(text, |m| {
-            if m.method_is("tools/call") {
+            if m.method_is("tools/call") && recorded.is_ok() {
                 let ev = evaluate(shared, m);
                 let verdict = if ev.allowed() {
                     &batch_refused
                 } else {
                     &ev.verdict
                 };
-                record(shared, &ev, verdict, false);
+                recorded = record_now(ctx, stage, decision_line, &ev, verdict, false).map(drop);
             }
         });
-        return Action::Drop;
+        return recorded;
     }
     let written = shared.output.write_with(|out| {
         let mut first = true;
-        let mut result = out.write_all(b"[");
+        let mut result = std::io::Write::write_all(out, b"[");
         for_each_message(text, |m| {
+            if recorded.is_err() {
+                return;
+            }
             let part = if m.method_is("tools/call") {
                 let ev = evaluate(shared, m);
                 let verdict = if ev.allowed() {
@@ -390,8 +482,13 @@ fn handle_batch(shared: &Shared, text: &str) -> Action {
                 } else {
                     &ev.verdict
                 };
-                let decision_id = record(shared, &ev, verdict, true);
-                refusal(&ev, verdict, &decision_id)
+                match record_now(ctx, stage, decision_line, &ev, verdict, true) {
+                    Ok(decision_id) => refusal(&ev, verdict, &decision_id),
+                    Err(e) => {
+                        recorded = Err(e);
+                        None
+                    }
+                }
             } else {
                 m.id.and_then(raw_id).map(|id| {
                     respond::error(
@@ -404,14 +501,13 @@ fn handle_batch(shared: &Shared, text: &str) -> Action {
             if let (Some(part), Ok(())) = (part, &result) {
                 let sep: &[u8] = if first { b"" } else { b"," };
                 first = false;
-                result = out.write_all(sep).and_then(|()| out.write_all(&part));
+                result = std::io::Write::write_all(out, sep)
+                    .and_then(|()| std::io::Write::write_all(out, &part));
             }
         });
         result?;
-        out.write_all(b"]\n")
+        std::io::Write::write_all(out, b"]\n")
     });
-    match written {
-        Ok(()) => Action::Drop,
-        Err(e) => Action::Failed(e),
-    }
+    recorded?;
+    written.map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
 }

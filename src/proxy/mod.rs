@@ -6,6 +6,7 @@ mod cancel;
 mod canonical;
 mod client_io;
 mod client_to_server;
+mod emitter;
 mod line;
 pub(crate) mod message;
 mod output;
@@ -19,7 +20,6 @@ mod workers;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::BufWriter;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
 use crate::diag::Diag;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::decision_log::{DecisionLog, LogAccounting};
+use crate::evidence::decision_log::{DecisionFormat, DecisionLog, LogAccounting};
 use crate::evidence::event::{new_session_id, now_rfc3339};
 use crate::evidence::{context, coverage, file, protocol, stop};
 use crate::outcome::{
@@ -46,7 +46,7 @@ use line::LineReader;
 use output::ClientOutput;
 use recorder::Recorder;
 use session_end::run_workers;
-use shared::Shared;
+use shared::{LogSlot, Shared};
 
 /// Opened before spawn: the decision log writer.
 struct OpenedLog {
@@ -236,6 +236,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         stderr_file,
         diag,
         log_writer,
+        log_format,
         log,
     } = open_evidence(plan, &session_id, &source, &policy)?;
     // Installed before spawn so that a signal arriving while the server starts is forwarded too;
@@ -273,7 +274,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let shared = Arc::new(Shared {
         output: ClientOutput::new(File::from(io.output)),
         policy,
-        recorder: Mutex::new(Recorder::new(log_writer, &session_id)),
+        decision_log: Mutex::new(match log_writer {
+            Some(w) => LogSlot::Open(w),
+            None => LogSlot::Absent,
+        }),
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
@@ -288,7 +292,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         server_stdin: spawned.stdin,
         server_stdout: spawned.stdout,
     };
-    let run = run_session(streams, &shared, &mut guard, &cancel, &plan)?;
+    let recorder = Recorder::new(log_format, &session_id);
+    let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
@@ -371,6 +376,8 @@ struct Evidence {
     diag: Arc<Diag>,
     /// The decision-log writer, when a log is kept.
     log_writer: Option<DecisionLog>,
+    /// The decision-line formatter, when a log is kept.
+    log_format: Option<DecisionFormat>,
     log: SessionLog,
 }
 
@@ -390,21 +397,17 @@ fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) ->
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
     let start = log.as_ref().map_or(0, |l| l.start);
-    let log_writer = log.map(|l| {
-        DecisionLog::new(
-            Box::new(l.file),
-            session_id,
-            source,
-            policy.sha256(),
-            !plan.dry_run,
-        )
-    });
+    let log_format = log
+        .as_ref()
+        .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run));
+    let log_writer = log.map(|l| DecisionLog::new(Box::new(l.file)));
     let initialized = log_writer.is_some();
     Ok(Evidence {
         plan,
         stderr_file,
         diag,
         log_writer,
+        log_format,
         log: SessionLog {
             path,
             temporary,
@@ -457,6 +460,7 @@ struct Streams {
 /// cleanup of the server (§3.1) (which is reaped when this returns).
 fn run_session(
     streams: Streams,
+    recorder: Recorder,
     shared: &Arc<Shared>,
     guard: &mut ChildGuard,
     cancel: &Cancel,
@@ -464,7 +468,8 @@ fn run_session(
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
-        to_child: BufWriter::with_capacity(64 * 1024, streams.server_stdin),
+        emitter: emitter::Emitter::new(emitter::Stage::new(streams.server_stdin, shared.clone())),
+        recorder,
         shared: shared.clone(),
     };
     let s2c = server_to_client::ServerWorker {
@@ -505,9 +510,12 @@ fn settle_stop_data(
     log: &SessionLog,
     run: &session_end::RunResult,
 ) -> SettledStop {
-    // The accounting this writer observed.
-    let accounting: Option<LogAccounting> =
-        shared.recorder.lock().ok().and_then(|r| r.accounting());
+    // The accounting this writer observed; sealed, so nothing can be added to the log after it.
+    let accounting: Option<LogAccounting> = shared
+        .decision_log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .seal();
     let session_end = if run.proxy_error {
         SessionEnd::ProxyError
     } else {

@@ -1,71 +1,39 @@
-//! The decision recorder (SPEC §4.1): numbers every decision (`seq`, contiguous over written
-//! and failed emissions) and hands it to the decision log writer when there is one.
+//! The decision recorder (SPEC §4.1), on the client worker's thread: numbers every decision
+//! (`seq`, contiguous over written and failed emissions) and formats its line for the decision
+//! log when there is one. Writing the line is the emitter's job (`emitter::Stage`), after which
+//! the call is forwarded.
 
-use crate::diag::Diag;
-use crate::evidence::decision_log::{DecisionEntry, DecisionLog, Emitted, LogAccounting};
-use crate::policy::Verdict;
+use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};
 
-/// Records decisions: assigns `seq` and writes to the decision log when there is one.
+/// Numbers decisions and formats their log lines.
 pub(crate) struct Recorder {
-    log: Option<DecisionLog>,
+    format: Option<DecisionFormat>,
     session_id: String,
     seq: u64,
 }
 
 impl Recorder {
-    /// A recorder numbering from `seq` 0, writing to `log` when there is one.
-    pub(crate) fn new(log: Option<DecisionLog>, session_id: &str) -> Self {
+    /// A recorder numbering from `seq` 0; `format` is present when a decision log is kept.
+    pub(crate) fn new(format: Option<DecisionFormat>, session_id: &str) -> Self {
         Self {
-            log,
+            format,
             session_id: session_id.to_string(),
             seq: 0,
         }
     }
 
-    /// Hashes the decision lines written since the last call (see [`DecisionLog::settle`]).
-    pub(crate) fn settle(&mut self) {
-        if let Some(log) = self.log.as_mut() {
-            log.settle();
-        }
-    }
-
-    /// The accounting of the decision log writer, if there is one (SPEC §4.1).
-    pub(crate) fn accounting(&self) -> Option<LogAccounting> {
-        self.log.as_ref().map(DecisionLog::accounting)
-    }
-
-    /// Records one decision and returns its `seq`.
-    pub(crate) fn record(
-        &mut self,
-        diag: &Diag,
-        tool: Option<&str>,
-        tool_call_id: Option<&str>,
-        verdict: &Verdict,
-        arguments_sha256: Option<&str>,
-    ) -> u64 {
+    /// Numbers one decision and, when a log is kept, appends its line to `out`. Returns the
+    /// `seq` and whether a line was appended.
+    pub(crate) fn record(&mut self, out: &mut Vec<u8>, entry: &DecisionEntry<'_>) -> (u64, bool) {
         let seq = self.seq;
         self.seq += 1;
-        if let Some(log) = self.log.as_mut() {
-            let (emitted, err) = log.emit(
-                seq,
-                &DecisionEntry {
-                    tool,
-                    tool_call_id,
-                    decision: verdict.decision,
-                    reason_code: verdict.reason_code,
-                    reason: &verdict.reason,
-                    matched_rule: verdict.matched_rule.as_deref(),
-                    arguments_sha256,
-                },
-            );
-            if emitted == Emitted::Failed {
-                diag.say(&format!(
-                    "decision log write failed ({}); later decisions are still enforced but not logged",
-                    err.map(|e| e.to_string()).unwrap_or_default()
-                ));
+        match self.format.as_mut() {
+            Some(f) => {
+                f.push_line(out, seq, entry);
+                (seq, true)
             }
+            None => (seq, false),
         }
-        seq
     }
 
     /// The event id of decision `seq` (built only when a response or a message needs it).

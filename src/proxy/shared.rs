@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::ClientOutput;
-use super::recorder::Recorder;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
+use crate::evidence::decision_log::{DecisionLog, LogAccounting};
 use crate::policy::Policy;
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
@@ -27,7 +27,8 @@ pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
 pub(crate) struct Shared {
     pub output: ClientOutput,
     pub policy: Policy,
-    pub recorder: Mutex<Recorder>,
+    /// The decision-log writer (SPEC §4.1), written by the client path, sealed by the session.
+    pub decision_log: Mutex<LogSlot>,
     pub diag: Arc<Diag>,
     pub dry_run: bool,
     /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
@@ -35,4 +36,29 @@ pub(crate) struct Shared {
     /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
     pub tools_list: ToolsListWatch,
     pub observed_tools: Mutex<BTreeSet<String>>,
+}
+
+/// The decision-log writer as the session holds it.
+pub(crate) enum LogSlot {
+    /// No decision log is kept.
+    Absent,
+    /// Lines are written here.
+    Open(DecisionLog),
+    /// The session read the accounting: no line may be written (or call forwarded) any more.
+    Sealed,
+}
+
+impl LogSlot {
+    /// Seals the writer and returns its final accounting (SPEC §4.3), if a log was kept. A
+    /// worker still running afterwards can neither write a decision nor forward its call, so
+    /// the stop record describes every decision line the log will ever hold.
+    pub(crate) fn seal(&mut self) -> Option<LogAccounting> {
+        match std::mem::replace(self, LogSlot::Sealed) {
+            LogSlot::Open(mut log) => {
+                log.settle();
+                Some(log.accounting())
+            }
+            LogSlot::Absent | LogSlot::Sealed => None,
+        }
+    }
 }

@@ -1,0 +1,518 @@
+//! The second half of the client→server path: for each client line, in order, write its decision
+//! line (one `write_all`, SPEC §4.1) and only then forward the line to the server, answer it, or
+//! drop it.
+//!
+//! The client worker classifies and judges a line and describes what must happen to it as an
+//! [`Op`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
+//! Whoever holds the [`Stage`] (the server's stdin and the decision-log writer) carries the ops
+//! out:
+//!
+//! - when the client waits for answers (its input ran dry), the client worker itself runs its
+//!   ops at once and flushes — one request in flight costs no thread hand-off;
+//! - when the client pipelines (more input is already buffered), full batches go to an emitter
+//!   thread, started on first need, so judging the next lines overlaps with writing the
+//!   decisions of the previous ones. The pipeline holds at most two batches
+//!   ([`BATCH_BYTES`] each, plus one op) besides the one being filled.
+//!
+//! Order is kept: ops run in the order they were added, whichever thread runs them, because the
+//! client worker runs ops itself only when no batch is pending and the stage is free. Once the
+//! session has sealed the decision log ([`LogSlot::seal`]), no decision is written and no call
+//! is forwarded any more.
+
+use std::io::{BufWriter, Write};
+use std::process::ChildStdin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use super::shared::{LogSlot, Shared};
+use super::workers::WorkerError;
+use crate::evidence::decision_log::Emitted;
+use crate::signals::block_write_signals_in_this_thread;
+
+/// A batch is handed to the emitter thread once its arena holds this many bytes.
+pub(crate) const BATCH_BYTES: usize = 32 * 1024;
+
+/// Lines longer than this are not copied into a batch: the client worker waits until every
+/// earlier op is done and runs theirs itself, reading the line in place (memory stays bounded
+/// by the line buffer, SPEC §3 item 6).
+pub(crate) const QUEUED_LINE_MAX: usize = 64 * 1024;
+
+/// A byte range of a batch's arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// Which bytes to forward.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Source {
+    /// Copied into the arena.
+    Arena(Span),
+    /// The line being handled, passed to [`Stage::run`] (ops run at once only).
+    Current,
+}
+
+/// What happens to a line once its decision (if any) is written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Then {
+    /// Forward the bytes to the server.
+    Forward(Source),
+    /// Write the bytes (a whole line, newline included) to the client.
+    Respond(Span),
+    /// Nothing (a refused notification).
+    Drop,
+}
+
+/// One line's work.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Op {
+    /// The decision line to write first, when the line is a `tools/call` and a log is kept.
+    pub decision: Option<Span>,
+    pub then: Then,
+}
+
+/// Ops and the bytes they refer to. Reused: no allocation once warm.
+#[derive(Default)]
+pub(crate) struct Batch {
+    bytes: Vec<u8>,
+    ops: Vec<Op>,
+}
+
+impl Batch {
+    /// The arena, to append a decision line to; [`Batch::span_from`] names what was appended.
+    pub(crate) fn arena(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
+    /// The arena's length (where the next appended bytes start).
+    pub(crate) fn mark(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The bytes appended since `mark`.
+    pub(crate) fn span_from(&self, mark: usize) -> Span {
+        Span {
+            start: mark,
+            end: self.bytes.len(),
+        }
+    }
+
+    /// Copies `b` into the arena.
+    pub(crate) fn put(&mut self, b: &[u8]) -> Span {
+        let mark = self.mark();
+        self.bytes.extend_from_slice(b);
+        self.span_from(mark)
+    }
+
+    pub(crate) fn push(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes.clear();
+        if self.bytes.capacity() > 4 * BATCH_BYTES + 2 * QUEUED_LINE_MAX {
+            self.bytes = Vec::new();
+        }
+    }
+
+    fn get(&self, s: Span) -> &[u8] {
+        self.bytes.get(s.start..s.end).unwrap_or_default()
+    }
+}
+
+/// The server's stdin and the way to the decision log: what carrying out an op needs.
+pub(crate) struct Stage {
+    to_child: BufWriter<ChildStdin>,
+    shared: Arc<Shared>,
+}
+
+fn to_server(e: std::io::Error) -> WorkerError {
+    WorkerError::Io(format!("writing to the server: {e}"))
+}
+
+fn to_client(e: std::io::Error) -> WorkerError {
+    WorkerError::Io(format!("writing to the client: {e}"))
+}
+
+impl Stage {
+    pub(crate) fn new(to_child: ChildStdin, shared: Arc<Shared>) -> Self {
+        Self {
+            to_child: BufWriter::with_capacity(64 * 1024, to_child),
+            shared,
+        }
+    }
+
+    /// Writes one decision line (SPEC §4.1). A failed write poisons the writer and is reported
+    /// once; the decision is still enforced. Fails only once the session sealed the log.
+    pub(crate) fn write_decision(&mut self, line: &[u8]) -> Result<(), WorkerError> {
+        let mut slot = self
+            .shared
+            .decision_log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let failure = match &mut *slot {
+            LogSlot::Open(log) => match log.write(line) {
+                (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
+                _ => None,
+            },
+            LogSlot::Absent => None,
+            LogSlot::Sealed => {
+                return Err(WorkerError::Io(
+                    "the session ended before this call's decision could be written".to_string(),
+                ));
+            }
+        };
+        drop(slot);
+        if let Some(e) = failure {
+            self.shared.diag.say(&format!(
+                "decision log write failed ({e}); later decisions are still enforced but not logged"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Forwards bytes to the server (buffered).
+    pub(crate) fn forward(&mut self, line: &[u8]) -> Result<(), WorkerError> {
+        self.to_child.write_all(line).map_err(to_server)
+    }
+
+    /// Carries out `batch`'s ops in order; `current` is the line [`Source::Current`] names.
+    pub(crate) fn run(&mut self, batch: &Batch, current: &[u8]) -> Result<(), WorkerError> {
+        for op in &batch.ops {
+            if let Some(d) = op.decision {
+                self.write_decision(batch.get(d))?;
+            }
+            match op.then {
+                Then::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
+                Then::Forward(Source::Current) => self.forward(current)?,
+                Then::Respond(s) => self
+                    .shared
+                    .output
+                    .write_line(batch.get(s))
+                    .map_err(to_client)?,
+                Then::Drop => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Nothing more to do for now: flush both ways, then hash the decision lines written since
+    /// the last time (off the path between a decision and its call).
+    pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
+        self.to_child.flush().map_err(to_server)?;
+        self.shared.output.flush().map_err(to_client)?;
+        if let LogSlot::Open(log) = &mut *self
+            .shared
+            .decision_log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            log.settle();
+        }
+        Ok(())
+    }
+
+    /// The client's input ended: flush and close the server's stdin, flush the client output.
+    fn close(mut self) -> Result<(), WorkerError> {
+        self.to_child.flush().map_err(to_server)?;
+        drop(self.to_child);
+        self.shared.output.flush().map_err(to_client)
+    }
+}
+
+struct GateState {
+    /// Free for whoever runs ops; `None` while someone does.
+    stage: Option<Stage>,
+    /// The batch handed to the emitter thread and not yet taken.
+    pending: Batch,
+    /// The emitter thread failed; nothing runs after that.
+    dead: bool,
+    /// Its error, until the client worker reports it.
+    failed: Option<WorkerError>,
+    /// The emitter thread ends once nothing is pending.
+    closing: bool,
+    emitter_waiting: bool,
+    client_waiting: bool,
+}
+
+impl GateState {
+    /// The emitter thread's error (reported once; later callers get a short reminder).
+    fn failure(&mut self) -> WorkerError {
+        self.failed
+            .take()
+            .unwrap_or_else(|| WorkerError::Io("the client→server path failed earlier".to_string()))
+    }
+}
+
+struct Gate {
+    state: Mutex<GateState>,
+    /// The emitter thread waits here for a pending batch.
+    work: Condvar,
+    /// The client worker waits here for room (no pending batch) or the free stage.
+    room: Condvar,
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The client worker's side of the pipeline.
+pub(crate) struct Emitter {
+    gate: Arc<Gate>,
+    thread: Option<JoinHandle<()>>,
+    /// No emitter thread could be started: the client worker runs every op itself.
+    no_thread: bool,
+    /// The ops being collected.
+    local: Batch,
+}
+
+impl Emitter {
+    pub(crate) fn new(stage: Stage) -> Self {
+        Self {
+            gate: Arc::new(Gate {
+                state: Mutex::new(GateState {
+                    stage: Some(stage),
+                    pending: Batch::default(),
+                    dead: false,
+                    failed: None,
+                    closing: false,
+                    emitter_waiting: false,
+                    client_waiting: false,
+                }),
+                work: Condvar::new(),
+                room: Condvar::new(),
+            }),
+            thread: None,
+            no_thread: false,
+            local: Batch::default(),
+        }
+    }
+
+    /// The batch the next ops go to.
+    pub(crate) fn local(&mut self) -> &mut Batch {
+        &mut self.local
+    }
+
+    /// After each line: a full batch goes to the emitter thread.
+    pub(crate) fn line_done(&mut self) -> Result<(), WorkerError> {
+        if self.local.mark() >= BATCH_BYTES {
+            self.hand_off(false)?;
+        }
+        Ok(())
+    }
+
+    /// The client's input ran dry (the reader is about to wait for more): every collected op
+    /// runs now — on this thread when the stage is free, else queued behind the emitter's work,
+    /// which flushes when it runs out.
+    pub(crate) fn input_dry(&mut self) -> Result<(), WorkerError> {
+        if self.local.is_empty() {
+            return Ok(());
+        }
+        self.hand_off(true)
+    }
+
+    fn hand_off(&mut self, dry: bool) -> Result<(), WorkerError> {
+        let gate = self.gate.clone();
+        let mut st = gate.lock();
+        if st.dead {
+            return Err(st.failure());
+        }
+        if (dry || self.no_thread) && st.pending.is_empty() {
+            if let Some(mut stage) = st.stage.take() {
+                drop(st);
+                let r = stage
+                    .run(&self.local, &[])
+                    .and_then(|()| if dry { stage.idle() } else { Ok(()) });
+                self.local.clear();
+                gate.lock().stage = Some(stage);
+                return r;
+            }
+        }
+        // Wait for room: the emitter thread takes the pending batch, or fails.
+        while !st.pending.is_empty() {
+            if st.dead {
+                return Err(st.failure());
+            }
+            st.client_waiting = true;
+            st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st.client_waiting = false;
+        }
+        if st.dead {
+            return Err(st.failure());
+        }
+        std::mem::swap(&mut self.local, &mut st.pending);
+        let wake = st.emitter_waiting;
+        drop(st);
+        if self.thread.is_none() {
+            self.start_thread()?;
+        } else if wake {
+            gate.work.notify_one();
+        }
+        Ok(())
+    }
+
+    fn start_thread(&mut self) -> Result<(), WorkerError> {
+        let gate = self.gate.clone();
+        let started = std::thread::Builder::new()
+            .name("assay-client-emit".to_string())
+            .spawn(move || emitter_thread(&gate));
+        match started {
+            Ok(handle) => {
+                self.thread = Some(handle);
+                Ok(())
+            }
+            Err(_) => {
+                // Run the pending batch here, and every later one too.
+                self.no_thread = true;
+                let mut batch = std::mem::take(&mut self.gate.lock().pending);
+                let r = self.with_stage(|stage| stage.run(&batch, &[]));
+                batch.clear();
+                r?
+            }
+        }
+    }
+
+    /// Runs `f` with the stage once every op handed off before is done (a line that is not
+    /// queued: a JSON-RPC batch, a very long line).
+    pub(crate) fn with_stage<R>(
+        &mut self,
+        f: impl FnOnce(&mut Stage) -> R,
+    ) -> Result<R, WorkerError> {
+        if !self.local.is_empty() {
+            self.hand_off(false)?;
+        }
+        let gate = self.gate.clone();
+        let mut stage = {
+            let mut st = gate.lock();
+            loop {
+                if st.dead {
+                    return Err(st.failure());
+                }
+                if st.pending.is_empty() {
+                    if let Some(stage) = st.stage.take() {
+                        break stage;
+                    }
+                }
+                st.client_waiting = true;
+                st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st.client_waiting = false;
+            }
+        };
+        let r = f(&mut stage);
+        gate.lock().stage = Some(stage);
+        Ok(r)
+    }
+
+    /// The client's input ended: every op done, the server's stdin flushed and closed, the
+    /// client output flushed, the emitter thread ended.
+    pub(crate) fn finish(mut self) -> Result<(), WorkerError> {
+        let r = self.input_dry().and_then(|()| self.take_stage());
+        self.stop_thread();
+        r?.close()
+    }
+
+    /// On an error of the client worker: every op collected so far is still carried out (best
+    /// effort: those lines were accepted), then the thread ends.
+    pub(crate) fn abandon(mut self) {
+        let _ = self
+            .input_dry()
+            .and_then(|()| self.take_stage())
+            .map(Stage::close);
+        self.stop_thread();
+    }
+
+    fn take_stage(&mut self) -> Result<Stage, WorkerError> {
+        let gate = self.gate.clone();
+        let mut st = gate.lock();
+        loop {
+            if st.dead {
+                return Err(st.failure());
+            }
+            if st.pending.is_empty() {
+                if let Some(stage) = st.stage.take() {
+                    return Ok(stage);
+                }
+            }
+            st.client_waiting = true;
+            st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st.client_waiting = false;
+        }
+    }
+
+    fn stop_thread(&mut self) {
+        self.gate.lock().closing = true;
+        self.gate.work.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Emitter {
+    /// Never leaves the emitter thread waiting for work that cannot come (it ends once nothing is
+    /// pending, dropping the stage and so closing the server's stdin).
+    fn drop(&mut self) {
+        self.gate.lock().closing = true;
+        self.gate.work.notify_one();
+    }
+}
+
+/// The emitter thread: takes pending batches and runs them with the stage; flushes when nothing
+/// more is pending.
+fn emitter_thread(gate: &Gate) {
+    // SIGPIPE and SIGXFSZ become EPIPE / EFBIG here too (SPEC §4.1), as on the workers.
+    block_write_signals_in_this_thread();
+    let mut batch = Batch::default();
+    loop {
+        let (mut stage, wake) = {
+            let mut st = gate.lock();
+            loop {
+                if st.dead {
+                    return;
+                }
+                if !st.pending.is_empty() {
+                    if let Some(stage) = st.stage.take() {
+                        std::mem::swap(&mut batch, &mut st.pending);
+                        break (stage, st.client_waiting);
+                    }
+                } else if st.closing {
+                    return;
+                }
+                st.emitter_waiting = true;
+                st = gate.work.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st.emitter_waiting = false;
+            }
+        };
+        if wake {
+            gate.room.notify_one();
+        }
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            stage.run(&batch, &[])?;
+            if gate.lock().pending.is_empty() {
+                stage.idle()?;
+            }
+            Ok(())
+        }))
+        .unwrap_or(Err(WorkerError::Panicked));
+        batch.clear();
+        let mut st = gate.lock();
+        st.stage = Some(stage);
+        if let Err(e) = ran {
+            st.dead = true;
+            st.failed = Some(e);
+        }
+        let wake = st.client_waiting;
+        drop(st);
+        if wake {
+            gate.room.notify_one();
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! A client that pipelines (SPEC §3 item 6, §4.1): thousands of lines written at once — allowed
+//! and refused calls, notifications, pings, JSON-RPC batches, parse errors and lines longer than
+//! the proxy queues — through the real binary to a real server that notes, for every line it
+//! receives, how long the decision log was at that moment. Whichever thread carries a line out,
+//! lines keep their order, every call has exactly one decision, and no call reaches the server
+//! before its decision line is in the log.
+
+use crate::util::*;
+
+/// One client line and what the wrapper must do with it.
+struct Line {
+    text: String,
+    /// Reaches the server.
+    forwarded: bool,
+    /// Decisions it produces (the tools/call messages in it).
+    decisions: usize,
+}
+
+fn fixture() -> String {
+    root()
+        .join("tests/fixtures/order_server.py")
+        .display()
+        .to_string()
+}
+
+fn client_lines(n: u64) -> Vec<Line> {
+    let mut v = vec![
+        Line {
+            text: INIT.to_string(),
+            forwarded: true,
+            decisions: 0,
+        },
+        Line {
+            text: r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+            forwarded: true,
+            decisions: 0,
+        },
+    ];
+    for i in 0..n {
+        let id = 100 + i;
+        let line = match i % 10 {
+            0..=5 => Line {
+                text: call(
+                    id,
+                    "echo",
+                    &format!(r#"{{"text":"{}","n":{i}}}"#, "x".repeat((i % 50) as usize)),
+                ),
+                forwarded: true,
+                decisions: 1,
+            },
+            6 => Line {
+                text: call(id, "exec", r#"{"cmd":"id"}"#),
+                forwarded: false,
+                decisions: 1,
+            },
+            7 => Line {
+                text: format!(
+                    r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{"n":{i}}}}}}}"#
+                ),
+                forwarded: true,
+                decisions: 1,
+            },
+            8 if i % 1000 == 8 => Line {
+                text: format!(
+                    "[{},{}]",
+                    call(id, "echo", r#"{"text":"a"}"#),
+                    call(id + 1_000_000, "echo", r#"{"text":"b"}"#)
+                ),
+                forwarded: true,
+                decisions: 2,
+            },
+            8 => Line {
+                text: r#"{"jsonrpc":"2.0","id":"#.to_string(),
+                forwarded: false,
+                decisions: 0,
+            },
+            _ if i % 2000 == 9 => Line {
+                // Longer than the proxy copies into a batch: carried out in place.
+                text: call(
+                    id,
+                    "echo",
+                    &format!(r#"{{"text":"{}"}}"#, "y".repeat(100 * 1024)),
+                ),
+                forwarded: true,
+                decisions: 1,
+            },
+            _ => Line {
+                text: format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+                forwarded: true,
+                decisions: 0,
+            },
+        };
+        v.push(line);
+    }
+    v
+}
+
+#[test]
+fn pipelined_lines_keep_their_order_and_every_decision_precedes_its_call() {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let rec = dir.path().join("received.txt");
+    let log = cap.join("decisions.ndjson");
+    let lines = client_lines(6_000);
+    let input: Vec<u8> = lines
+        .iter()
+        .flat_map(|l| l.text.bytes().chain(std::iter::once(b'\n')))
+        .collect();
+    let opts = capture_opts(&cap);
+    let server = [
+        "python3".to_string(),
+        fixture(),
+        log.display().to_string(),
+        rec.display().to_string(),
+    ];
+    let r = run(&wrap_args(&strs(&opts), &strs(&server)), &input);
+    r.expect_status(0);
+
+    // Exactly one decision per call, in the order of the input, with contiguous seq.
+    let decisions = decision_lines(&log);
+    let total: usize = lines.iter().map(|l| l.decisions).sum();
+    assert_eq!(decisions.len(), total, "{}", r.report());
+    for (i, d) in decisions.iter().enumerate() {
+        assert_eq!(d["data"]["seq"], i as u64);
+    }
+    let denied = decisions
+        .iter()
+        .filter(|d| d["data"]["reason_code"] == "P_TOOL_DENIED")
+        .count();
+    assert_eq!(
+        denied,
+        lines.iter().filter(|l| l.text.contains("exec")).count()
+    );
+
+    // Where each decision line ends in the log.
+    let log_bytes = std::fs::read(&log).unwrap();
+    let mut ends = vec![0usize];
+    ends.extend(
+        log_bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+
+    // The server received exactly the forwarded lines, in order, each only once the decisions
+    // of every line before it and of itself were written.
+    let received = std::fs::read_to_string(&rec).unwrap();
+    let mut got = received.lines();
+    let mut decided = 0usize;
+    for (n, l) in lines.iter().enumerate() {
+        decided += l.decisions;
+        if !l.forwarded {
+            continue;
+        }
+        let entry = got
+            .next()
+            .unwrap_or_else(|| panic!("line {n} never reached the server"));
+        let (size, text) = entry.split_once(' ').unwrap();
+        assert_eq!(text, l.text, "line {n} out of order");
+        let size: usize = size.parse().unwrap();
+        assert!(
+            size >= ends[decided],
+            "line {n} reached the server when the log held {size} bytes; its decision ends at {}",
+            ends[decided]
+        );
+    }
+    assert_eq!(
+        got.next(),
+        None,
+        "the server received more than was forwarded"
+    );
+
+    // The client got an answer for every request: the server's, a refusal or a parse error.
+    let out = r.lines();
+    let refusals = out
+        .iter()
+        .filter(|m| m["result"]["_meta"]["assay/decision"]["reason_code"] == "P_TOOL_DENIED")
+        .count();
+    assert_eq!(refusals, denied);
+    let parse_errors = out.iter().filter(|m| m["error"]["code"] == -32700).count();
+    assert_eq!(
+        parse_errors,
+        lines.iter().filter(|l| l.text.ends_with("\"id\":")).count()
+    );
+    let answered = out.len();
+    let requests = lines
+        .iter()
+        .map(|l| {
+            if l.text.starts_with('[') {
+                2
+            } else {
+                usize::from(l.text.contains("\"id\":"))
+            }
+        })
+        .sum::<usize>();
+    assert_eq!(answered, requests, "{}", r.report());
+
+    // And the capture is closed.
+    let (read, verdict) = read_verdict(&cap);
+    assert_eq!(verdict["closure"], "closed", "{}", read.report());
+}
