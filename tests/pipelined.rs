@@ -200,3 +200,77 @@ fn pipelined_lines_keep_their_order_and_every_decision_precedes_its_call() {
     let (read, verdict) = read_verdict(&cap);
     assert_eq!(verdict["closure"], "closed", "{}", read.report());
 }
+
+/// Reads one line from `out` within `limit`, or fails the test (a wrapper that keeps a line
+/// buffered while the client waits for its answer would hang the session).
+fn answer_within(
+    out: &std::sync::mpsc::Receiver<String>,
+    limit: std::time::Duration,
+    what: &str,
+) -> serde_json::Value {
+    let line = out
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("no answer to {what} within {limit:?}"));
+    serde_json::from_str(&line).unwrap()
+}
+
+/// A client that sends one line and waits for its answer before the next: lines the proxy runs
+/// in place (a JSON-RPC batch, a refused batch, a line over the queued size) still reach the
+/// server, and the wrapper's own answers the client, before the wrapper waits for more input.
+#[test]
+fn lines_run_in_place_are_flushed_while_the_client_waits() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let opts = capture_opts(&cap);
+    let mut child = wrap_command(&strs(&opts), &["python3", &demo_server()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let limit = Duration::from_secs(20);
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(INIT);
+    answer_within(&rx, limit, "initialize");
+    send(&format!("[{}]", call(2, "echo", r#"{"text":"batch"}"#)));
+    let batch = answer_within(&rx, limit, "an allowed batch");
+    assert_eq!(batch[0]["id"], 2, "{batch}");
+    send(&format!(
+        "[{},{}]",
+        call(3, "echo", r#"{"text":"a"}"#),
+        call(4, "exec", r#"{"cmd":"id"}"#)
+    ));
+    let refused = answer_within(&rx, limit, "a refused batch");
+    assert_eq!(
+        refused[1]["result"]["_meta"]["assay/decision"]["reason_code"], "P_TOOL_DENIED",
+        "{refused}"
+    );
+    let long = format!(r#"{{"text":"{}"}}"#, "z".repeat(100 * 1024));
+    send(&call(5, "echo", &long));
+    assert_eq!(answer_within(&rx, limit, "a long line")["id"], 5);
+    send(&call(6, "exec", r#"{"cmd":"id"}"#));
+    assert_eq!(answer_within(&rx, limit, "a refused call")["id"], 6);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+    let (read, verdict) = read_verdict(&cap);
+    assert_eq!(verdict["closure"], "closed", "{}", read.report());
+}

@@ -270,6 +270,8 @@ pub(crate) struct Emitter {
     thread: Option<JoinHandle<()>>,
     /// No emitter thread could be started: the client worker runs every op itself.
     no_thread: bool,
+    /// [`Emitter::with_stage`] ran since the last flush: its bytes may still be buffered.
+    unflushed: bool,
     /// The ops being collected.
     local: Batch,
 }
@@ -292,6 +294,7 @@ impl Emitter {
             }),
             thread: None,
             no_thread: false,
+            unflushed: false,
             local: Batch::default(),
         }
     }
@@ -313,10 +316,16 @@ impl Emitter {
     /// runs now — on this thread when the stage is free, else queued behind the emitter's work,
     /// which flushes when it runs out.
     pub(crate) fn input_dry(&mut self) -> Result<(), WorkerError> {
-        if self.local.is_empty() {
-            return Ok(());
+        if !self.local.is_empty() {
+            return self.hand_off(true);
         }
-        self.hand_off(true)
+        if self.unflushed {
+            // What ran in place (a JSON-RPC batch, a long line) goes out before the client waits
+            // for its answer.
+            self.with_stage(Stage::idle)??;
+            self.unflushed = false;
+        }
+        Ok(())
     }
 
     fn hand_off(&mut self, dry: bool) -> Result<(), WorkerError> {
@@ -331,6 +340,7 @@ impl Emitter {
                 let r = stage
                     .run(&self.local, &[])
                     .and_then(|()| if dry { stage.idle() } else { Ok(()) });
+                self.unflushed &= !dry;
                 self.local.clear();
                 gate.lock().stage = Some(stage);
                 return r;
@@ -408,6 +418,7 @@ impl Emitter {
         };
         let r = f(&mut stage);
         gate.lock().stage = Some(stage);
+        self.unflushed = true;
         Ok(r)
     }
 
