@@ -340,7 +340,7 @@ impl Emitter {
                 let r = stage
                     .run(&self.local, &[])
                     .and_then(|()| if dry { stage.idle() } else { Ok(()) });
-                self.unflushed &= !dry;
+                self.unflushed = !dry;
                 self.local.clear();
                 gate.lock().stage = Some(stage);
                 return r;
