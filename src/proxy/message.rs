@@ -139,10 +139,9 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
         if role == ROLE_BATCH { SLOT_ELEMENT } else { 0 }
     }
 
-    fn key(&mut self, role: u8, raw: &'a str, at: usize) -> Result<u8, ScanError> {
-        // Most keys are ASCII without escapes: compared bytewise; a variant is then an ASCII
-        // case variant of the same length.
-        let plain = raw.is_ascii() && !raw.contains('\\');
+    fn key(&mut self, role: u8, raw: &'a str, plain: bool, at: usize) -> Result<u8, ScanError> {
+        // Most keys are ASCII without escapes (`plain`): compared bytewise; a variant is then an
+        // ASCII case variant of the same length.
         let exact = |name: &str| {
             if plain {
                 raw == name
@@ -411,5 +410,57 @@ mod tests {
         assert_eq!(as_str(m.name.unwrap()).as_deref(), Some("echo"));
         assert_eq!(m.arguments, Some(r#"{"x":[1,{"y":2}]}"#));
         assert_eq!(m.id, Some(r#""a""#));
+    }
+
+    /// Throughput of [`classify`] on the benchmark's common line (a pipelined ~200-byte
+    /// `tools/call`). Not a test: prints ns/line, asserts nothing about time. Run with
+    /// `cargo test --release --lib classify_throughput -- --ignored --nocapture`
+    /// (`CLASSIFY_LINES` and `CLASSIFY_ROUNDS` change the size).
+    #[test]
+    #[ignore = "micro-benchmark: run explicitly"]
+    fn classify_throughput() {
+        let env = |k: &str, d: usize| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        let (n, rounds) = (env("CLASSIFY_LINES", 100_000), env("CLASSIFY_ROUNDS", 7));
+        let text: String = "abcdefghijklmnopqrstuvwxyz0123456789"
+            .repeat(5)
+            .chars()
+            .take(150)
+            .collect();
+        let lines: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{i},"text":"{text}"}}}}}}"#
+                )
+                .into_bytes()
+                .into_iter()
+                .chain(*b"\n")
+                .collect()
+            })
+            .collect();
+        let mut times = Vec::new();
+        for _ in 0..rounds {
+            let started = std::time::Instant::now();
+            let mut singles = 0usize;
+            for line in &lines {
+                if let ClientLine::Single(m) = classify(std::hint::black_box(line)) {
+                    singles += usize::from(m.arguments.is_some());
+                }
+            }
+            let elapsed = started.elapsed();
+            assert_eq!(singles, n);
+            times.push(elapsed.as_nanos() as f64 / n as f64);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "classify: {n} lines of {} bytes, {rounds} rounds: best {:.1} ns/line, median {:.1} ns/line",
+            lines.first().map_or(0, Vec::len),
+            times[0],
+            times[times.len() / 2]
+        );
     }
 }
