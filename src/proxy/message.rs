@@ -140,6 +140,9 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
     }
 
     fn key(&mut self, role: u8, raw: &'a str, plain: bool, at: usize) -> Result<u8, ScanError> {
+        if !matches!(role, ROLE_ENVELOPE | ROLE_PARAMS) {
+            return Ok(0);
+        }
         // Most keys are ASCII without escapes (`plain`): compared bytewise; a variant is then an
         // ASCII case variant of the same length.
         let exact = |name: &str| {
@@ -158,38 +161,34 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
                 variant_of_any(raw, names)
             }
         };
-        match role {
-            ROLE_ENVELOPE => {
-                let slot = if exact("method") {
-                    SLOT_METHOD
-                } else if exact("id") {
-                    SLOT_ID
-                } else if exact("params") {
-                    SLOT_PARAMS
-                } else {
-                    if variant(&ENVELOPE) {
-                        self.variant = Some(at);
-                        return Err(ScanError {
-                            kind: ScanErrorKind::DuplicateKey,
-                            offset: at,
-                        });
-                    }
-                    0
-                };
-                Ok(slot)
-            }
-            ROLE_PARAMS => Ok(if exact("name") {
-                SLOT_NAME
-            } else if exact("arguments") {
-                SLOT_ARGUMENTS
-            } else {
-                if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
-                    self.current.params_variant = Some(at);
-                }
+        if role == ROLE_ENVELOPE {
+            let slot = if exact("method") {
+                SLOT_METHOD
+            } else if exact("id") {
+                SLOT_ID
+            } else if exact("params") {
+                SLOT_PARAMS
+            } else if (plain && raw == "jsonrpc") || !variant(&ENVELOPE) {
                 0
-            }),
-            _ => Ok(0),
+            } else {
+                self.variant = Some(at);
+                return Err(ScanError {
+                    kind: ScanErrorKind::DuplicateKey,
+                    offset: at,
+                });
+            };
+            return Ok(slot);
         }
+        Ok(if exact("name") {
+            SLOT_NAME
+        } else if exact("arguments") {
+            SLOT_ARGUMENTS
+        } else {
+            if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
+                self.current.params_variant = Some(at);
+            }
+            0
+        })
     }
 
     fn value(&mut self, slot: u8, role: u8, text: &'a str) -> Result<(), ScanError> {
@@ -410,6 +409,27 @@ mod tests {
         assert_eq!(as_str(m.name.unwrap()).as_deref(), Some("echo"));
         assert_eq!(m.arguments, Some(r#"{"x":[1,{"y":2}]}"#));
         assert_eq!(m.id, Some(r#""a""#));
+    }
+
+    /// A classification inside a walk over a batch (the scanner's buffers are in use) gets
+    /// fresh buffers and the same answers.
+    #[test]
+    fn classify_is_reentrant() {
+        let ClientLine::Batch(text) =
+            classify(br#"[{"method":"a","id":1,"params":{"x":1}},{"method":"tools/call"}]"#)
+        else {
+            panic!("batch")
+        };
+        let mut seen = Vec::new();
+        for_each_message(text, |m| {
+            let inner = classify(br#"{"id":1,"id":2}"#);
+            seen.push((
+                m.method_is("tools/call"),
+                matches!(inner, ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey),
+                matches!(classify(br#"{"METHOD":1}"#), ClientLine::KeyVariant(1)),
+            ));
+        });
+        assert_eq!(seen, [(false, true, true), (true, true, true)]);
     }
 
     /// Throughput of [`classify`] on the benchmark's common line (a pipelined ~200-byte

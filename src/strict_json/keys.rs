@@ -12,12 +12,32 @@ use std::hash::{BuildHasher, Hash, Hasher};
 /// without escapes: compared bytewise, no decoding).
 #[derive(Clone, Copy)]
 pub(super) struct Key {
-    pub(super) start: usize,
-    pub(super) len: usize,
-    pub(super) plain: bool,
+    start: usize,
+    len: usize,
+    plain: bool,
+    /// For a plain key, its first four bytes (ASCII-lowercased when `lenient`), zero-padded:
+    /// most keys of one object differ there, so they are told apart without reading the text.
+    head: u32,
 }
 
 impl Key {
+    /// The key whose raw text is `raw`, at byte `start` of the text.
+    pub(super) fn new(start: usize, raw: &[u8], plain: bool, lenient: bool) -> Self {
+        let mut head = 0u32;
+        if plain {
+            for (i, &b) in raw.iter().take(4).enumerate() {
+                let b = if lenient { b.to_ascii_lowercase() } else { b };
+                head |= u32::from(b) << (8 * i);
+            }
+        }
+        Key {
+            start,
+            len: raw.len(),
+            plain,
+            head,
+        }
+    }
+
     fn raw(self, text: &str) -> &str {
         text.get(self.start..self.start + self.len).unwrap_or("")
     }
@@ -62,11 +82,12 @@ impl Key {
     }
 }
 
-/// A key of the inline array: 32-bit offset and length (the text fits 4 GiB), 12 bytes.
+/// A key of the inline array: 32-bit offset and length (the text fits 4 GiB), 16 bytes.
 #[derive(Clone, Copy)]
 pub(super) struct SmallKey {
     start: u32,
     len: u32,
+    head: u32,
     plain: bool,
 }
 
@@ -76,7 +97,21 @@ impl SmallKey {
             start: self.start as usize,
             len: self.len as usize,
             plain: self.plain,
+            head: self.head,
         }
+    }
+
+    /// [`Key::same`], telling most plain keys apart by length and head alone.
+    fn same(self, key: Key, text: &str, lenient: bool) -> bool {
+        if self.plain && key.plain {
+            if self.len as usize != key.len || self.head != key.head {
+                return false;
+            }
+            if key.len <= 4 {
+                return true;
+            }
+        }
+        self.key().same(key, text, lenient)
     }
 }
 
@@ -84,6 +119,7 @@ impl SmallKey {
 const NO_KEY: SmallKey = SmallKey {
     start: 0,
     len: 0,
+    head: 0,
     plain: true,
 };
 
@@ -139,7 +175,7 @@ impl KeySet {
         match self {
             KeySet::Small { keys, len } => {
                 let held = keys.get(..*len).unwrap_or(&[]);
-                if held.iter().any(|k| k.key().same(key, text, lenient)) {
+                if held.iter().any(|k| k.same(key, text, lenient)) {
                     return false;
                 }
                 let (Ok(start), Ok(key_len)) = (u32::try_from(key.start), u32::try_from(key.len))
@@ -151,6 +187,7 @@ impl KeySet {
                     *slot = SmallKey {
                         start,
                         len: key_len,
+                        head: key.head,
                         plain: key.plain,
                     };
                     *len += 1;
@@ -212,10 +249,12 @@ impl<O: Offset> LargeKeys<O> {
         let at = |&(start, len): &(O, O)| {
             let (start, len) = (start.to_usize(), len.to_usize());
             let raw = text.get(start..start + len).unwrap_or("");
+            // `same` reads no head.
             Key {
                 start,
                 len,
                 plain: raw.is_ascii() && !raw.contains('\\'),
+                head: 0,
             }
         };
         let hash = key.hash(text, lenient, &self.state);
