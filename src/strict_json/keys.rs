@@ -131,6 +131,9 @@ const SMALL_KEYS: usize = 16;
 /// a key never allocates, and the large table holds only each key's offset and length in the
 /// input (8 bytes), so a maximal line of tiny keys stays within the memory bound (SPEC §3 item
 /// 6: at most 4× `max_line_bytes`).
+// The inline variant is the point: one set per nesting level lives in the scanner's reused
+// buffers, and the objects of a message never allocate.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum KeySet {
     /// Up to `SMALL_KEYS` keys held inline: no allocation for the objects of a JSON-RPC message.
     /// Only for texts whose offsets fit 32 bits.

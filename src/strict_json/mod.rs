@@ -2,9 +2,10 @@
 //!
 //! Every byte that reaches a decision (a client line in the proxy, a file in a capture directory)
 //! passes through [`scan`] before any JSON value is materialized. The scan is iterative (no
-//! recursion, so hostile nesting cannot overflow the stack), allocates only one key set per
-//! nesting level (keys are compared from the input, escapes decoded on the fly), and refuses what
-//! `serde_json` would silently accept or mis-handle for our purposes:
+//! recursion, so hostile nesting cannot overflow the stack), keeps one key set per nesting level
+//! (keys are held as offsets into the input and compared from it, escapes decoded on the fly) in
+//! buffers a thread reuses from one scan to the next, so scanning an ordinary text allocates
+//! nothing, and refuses what `serde_json` would silently accept or mis-handle for our purposes:
 //!
 //! - invalid UTF-8 anywhere, control characters in strings, lone surrogate escapes;
 //! - a duplicate object key at any level, compared after unescaping (`"a"` and `"\u0061"` are the
