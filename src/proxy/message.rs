@@ -139,10 +139,12 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
         if role == ROLE_BATCH { SLOT_ELEMENT } else { 0 }
     }
 
-    fn key(&mut self, role: u8, raw: &'a str, at: usize) -> Result<u8, ScanError> {
-        // Most keys are ASCII without escapes: compared bytewise; a variant is then an ASCII
-        // case variant of the same length.
-        let plain = raw.is_ascii() && !raw.contains('\\');
+    fn key(&mut self, role: u8, raw: &'a str, plain: bool, at: usize) -> Result<u8, ScanError> {
+        if !matches!(role, ROLE_ENVELOPE | ROLE_PARAMS) {
+            return Ok(0);
+        }
+        // Most keys are ASCII without escapes (`plain`): compared bytewise; a variant is then an
+        // ASCII case variant of the same length.
         let exact = |name: &str| {
             if plain {
                 raw == name
@@ -159,38 +161,34 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
                 variant_of_any(raw, names)
             }
         };
-        match role {
-            ROLE_ENVELOPE => {
-                let slot = if exact("method") {
-                    SLOT_METHOD
-                } else if exact("id") {
-                    SLOT_ID
-                } else if exact("params") {
-                    SLOT_PARAMS
-                } else {
-                    if variant(&ENVELOPE) {
-                        self.variant = Some(at);
-                        return Err(ScanError {
-                            kind: ScanErrorKind::DuplicateKey,
-                            offset: at,
-                        });
-                    }
-                    0
-                };
-                Ok(slot)
-            }
-            ROLE_PARAMS => Ok(if exact("name") {
-                SLOT_NAME
-            } else if exact("arguments") {
-                SLOT_ARGUMENTS
-            } else {
-                if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
-                    self.current.params_variant = Some(at);
-                }
+        if role == ROLE_ENVELOPE {
+            let slot = if exact("method") {
+                SLOT_METHOD
+            } else if exact("id") {
+                SLOT_ID
+            } else if exact("params") {
+                SLOT_PARAMS
+            } else if (plain && raw == "jsonrpc") || !variant(&ENVELOPE) {
                 0
-            }),
-            _ => Ok(0),
+            } else {
+                self.variant = Some(at);
+                return Err(ScanError {
+                    kind: ScanErrorKind::DuplicateKey,
+                    offset: at,
+                });
+            };
+            return Ok(slot);
         }
+        Ok(if exact("name") {
+            SLOT_NAME
+        } else if exact("arguments") {
+            SLOT_ARGUMENTS
+        } else {
+            if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
+                self.current.params_variant = Some(at);
+            }
+            0
+        })
     }
 
     fn value(&mut self, slot: u8, role: u8, text: &'a str) -> Result<(), ScanError> {
@@ -411,5 +409,78 @@ mod tests {
         assert_eq!(as_str(m.name.unwrap()).as_deref(), Some("echo"));
         assert_eq!(m.arguments, Some(r#"{"x":[1,{"y":2}]}"#));
         assert_eq!(m.id, Some(r#""a""#));
+    }
+
+    /// A classification inside a walk over a batch (the scanner's buffers are in use) gets
+    /// fresh buffers and the same answers.
+    #[test]
+    fn classify_is_reentrant() {
+        let ClientLine::Batch(text) =
+            classify(br#"[{"method":"a","id":1,"params":{"x":1}},{"method":"tools/call"}]"#)
+        else {
+            panic!("batch")
+        };
+        let mut seen = Vec::new();
+        for_each_message(text, |m| {
+            let inner = classify(br#"{"id":1,"id":2}"#);
+            seen.push((
+                m.method_is("tools/call"),
+                matches!(inner, ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey),
+                matches!(classify(br#"{"METHOD":1}"#), ClientLine::KeyVariant(1)),
+            ));
+        });
+        assert_eq!(seen, [(false, true, true), (true, true, true)]);
+    }
+
+    /// Throughput of [`classify`] on the benchmark's common line (a pipelined ~200-byte
+    /// `tools/call`). Not a test: prints ns/line, asserts nothing about time. Run with
+    /// `cargo test --release --lib classify_throughput -- --ignored --nocapture`
+    /// (`CLASSIFY_LINES` and `CLASSIFY_ROUNDS` change the size).
+    #[test]
+    #[ignore = "micro-benchmark: run explicitly"]
+    fn classify_throughput() {
+        let env = |k: &str, d: usize| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        let (n, rounds) = (env("CLASSIFY_LINES", 100_000), env("CLASSIFY_ROUNDS", 7));
+        let text: String = "abcdefghijklmnopqrstuvwxyz0123456789"
+            .repeat(5)
+            .chars()
+            .take(150)
+            .collect();
+        let lines: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{i},"text":"{text}"}}}}}}"#
+                )
+                .into_bytes()
+                .into_iter()
+                .chain(*b"\n")
+                .collect()
+            })
+            .collect();
+        let mut times = Vec::new();
+        for _ in 0..rounds {
+            let started = std::time::Instant::now();
+            let mut singles = 0usize;
+            for line in &lines {
+                if let ClientLine::Single(m) = classify(std::hint::black_box(line)) {
+                    singles += usize::from(m.arguments.is_some());
+                }
+            }
+            let elapsed = started.elapsed();
+            assert_eq!(singles, n);
+            times.push(elapsed.as_nanos() as f64 / n as f64);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "classify: {n} lines of {} bytes, {rounds} rounds: best {:.1} ns/line, median {:.1} ns/line",
+            lines.first().map_or(0, Vec::len),
+            times[0],
+            times[times.len() / 2]
+        );
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Every byte that reaches a decision (a client line in the proxy, a file in a capture directory)
 //! passes through [`scan`] before any JSON value is materialized. The scan is iterative (no
-//! recursion, so hostile nesting cannot overflow the stack), allocates only one key set per
-//! nesting level (keys are compared from the input, escapes decoded on the fly), and refuses what
-//! `serde_json` would silently accept or mis-handle for our purposes:
+//! recursion, so hostile nesting cannot overflow the stack), keeps one key set per nesting level
+//! (keys are held as offsets into the input and compared from it, escapes decoded on the fly) in
+//! buffers a thread reuses from one scan to the next, so scanning an ordinary text allocates
+//! nothing, and refuses what `serde_json` would silently accept or mis-handle for our purposes:
 //!
 //! - invalid UTF-8 anywhere, control characters in strings, lone surrogate escapes;
 //! - a duplicate object key at any level, compared after unescaping (`"a"` and `"\u0061"` are the
@@ -20,9 +21,12 @@
 //!
 //! Only after a successful scan does the caller hand the same bytes (or a part) to `serde_json`.
 
-use std::collections::HashSet;
+use std::cell::RefCell;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+
+use keys::{Key, KeySet};
+
+mod keys;
 
 /// Why a scan refused its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,174 +64,6 @@ impl fmt::Display for ScanError {
 
 impl std::error::Error for ScanError {}
 
-/// One object key, held as its raw JSON text (between the quotes, escapes included) and
-/// compared after decoding: exactly, or after lenient normalization when `LENIENT`.
-#[derive(Clone, Copy)]
-struct Key<'a> {
-    raw: &'a str,
-    lenient: bool,
-    /// ASCII without escapes (most keys): compared bytewise, no decoding.
-    plain: bool,
-}
-
-impl<'a> Key<'a> {
-    fn new(raw: &'a str, lenient: bool) -> Self {
-        Key {
-            raw,
-            lenient,
-            plain: raw.is_ascii() && !raw.contains('\\'),
-        }
-    }
-}
-
-impl PartialEq for Key<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        let (a, b) = (self.raw, other.raw);
-        if self.plain && other.plain {
-            // No escapes and no NUL (JSON forbids it raw); folding ASCII is ASCII case.
-            return a.len() == b.len()
-                && if self.lenient {
-                    a.eq_ignore_ascii_case(b)
-                } else {
-                    a == b
-                };
-        }
-        if self.lenient {
-            crate::lenient::same_key(a, b)
-        } else {
-            crate::lenient::Decoded::new(a).eq(crate::lenient::Decoded::new(b))
-        }
-    }
-}
-
-impl Eq for Key<'_> {}
-
-impl Hash for Key<'_> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        if self.lenient {
-            crate::lenient::hash_key(self.raw, h);
-        } else {
-            for c in crate::lenient::Decoded::new(self.raw) {
-                c.hash(h);
-            }
-        }
-    }
-}
-
-/// The keys seen so far in one open object. Small objects use an inline array (a linear search is
-/// faster than hashing for the handful of keys a JSON-RPC message has); large ones switch to a
-/// hash table so a hostile object with many keys stays linear overall. Keys borrow the input:
-/// recording or comparing one never allocates, and the large table holds only each key's
-/// offset and length in the input (8 bytes), so a maximal line of tiny keys stays within the
-/// memory bound (SPEC §3 item 6: at most 4× `max_line_bytes`).
-// The inline variant is the point: one set per nesting level lives in the scanner's reused
-// vector, and the objects of a message never allocate.
-#[allow(clippy::large_enum_variant)]
-enum KeySet<'a> {
-    /// Up to `SMALL_KEYS` keys held inline: no allocation for the objects of a JSON-RPC message.
-    Small {
-        keys: [Key<'a>; SMALL_KEYS],
-        len: usize,
-    },
-    Large(Box<LargeKeys>),
-    /// Inputs beyond 4 GiB, whose offsets do not fit 32 bits.
-    Huge(HashSet<Key<'a>>),
-}
-
-struct LargeKeys {
-    table: hashbrown::HashTable<(u32, u32)>,
-    state: std::collections::hash_map::RandomState,
-}
-
-const SMALL_KEYS: usize = 16;
-
-/// Filler for unused inline slots (never compared: only `keys[..len]` is).
-const NO_KEY: Key<'static> = Key {
-    raw: "",
-    lenient: false,
-    plain: true,
-};
-
-impl<'a> KeySet<'a> {
-    fn new() -> Self {
-        KeySet::Small {
-            keys: [NO_KEY; SMALL_KEYS],
-            len: 0,
-        }
-    }
-
-    fn clear(&mut self) {
-        match self {
-            KeySet::Small { len, .. } => *len = 0,
-            _ => *self = KeySet::new(),
-        }
-    }
-
-    /// Inserts `key` (a slice of `text`); returns false when it was already present.
-    fn insert(&mut self, key: Key<'a>, text: &'a str) -> bool {
-        match self {
-            KeySet::Small { keys, len } => {
-                let held = keys.get(..*len).unwrap_or(&[]);
-                if held.contains(&key) {
-                    return false;
-                }
-                if let Some(slot) = keys.get_mut(*len) {
-                    *slot = key;
-                    *len += 1;
-                    return true;
-                }
-                let held: Vec<Key<'a>> = keys.to_vec();
-                if u32::try_from(text.len()).is_ok() {
-                    let mut large = Box::new(LargeKeys {
-                        table: hashbrown::HashTable::with_capacity(SMALL_KEYS * 2),
-                        state: std::collections::hash_map::RandomState::new(),
-                    });
-                    for k in held {
-                        large.insert(k, text);
-                    }
-                    let fresh = large.insert(key, text);
-                    *self = KeySet::Large(large);
-                    fresh
-                } else {
-                    let mut set: HashSet<Key<'a>> = held.into_iter().collect();
-                    let fresh = set.insert(key);
-                    *self = KeySet::Huge(set);
-                    fresh
-                }
-            }
-            KeySet::Large(l) => l.insert(key, text),
-            KeySet::Huge(s) => s.insert(key),
-        }
-    }
-}
-
-impl LargeKeys {
-    fn insert(&mut self, key: Key<'_>, text: &str) -> bool {
-        use std::hash::BuildHasher;
-        let lenient = key.lenient;
-        let at = |&(start, len): &(u32, u32)| {
-            Key::new(
-                text.get(start as usize..start as usize + len as usize)
-                    .unwrap_or(""),
-                lenient,
-            )
-        };
-        let hash = self.state.hash_one(key);
-        if self.table.find(hash, |e| at(e) == key).is_some() {
-            return false;
-        }
-        // `key` borrows `text` (checked to fit 32 bits when this table was made).
-        let start = (key.raw.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-        let (Ok(start), Ok(len)) = (u32::try_from(start), u32::try_from(key.raw.len())) else {
-            return false;
-        };
-        let state = &self.state;
-        self.table
-            .insert_unique(hash, (start, len), |e| state.hash_one(at(e)));
-        true
-    }
-}
-
 /// An open container: whether it is an object, the role its visitor gave it, the slot it fills
 /// in its parent, and where it started.
 struct Frame {
@@ -256,9 +92,10 @@ pub(crate) trait Visitor<'a> {
     fn element(&mut self, _role: u8) -> u8 {
         0
     }
-    /// A key (raw JSON text between the quotes, starting at byte `at`) of an object with `role`;
-    /// returns the slot of its value. An error refuses the text.
-    fn key(&mut self, _role: u8, _raw: &'a str, _at: usize) -> Result<u8, ScanError> {
+    /// A key (raw JSON text between the quotes, starting at byte `at`; `plain` when it is ASCII
+    /// without escapes) of an object with `role`; returns the slot of its value. An error
+    /// refuses the text.
+    fn key(&mut self, _role: u8, _raw: &'a str, _plain: bool, _at: usize) -> Result<u8, ScanError> {
         Ok(0)
     }
     /// A value that filled `slot` is complete: its text, and its role if it is a container.
@@ -302,13 +139,59 @@ pub(crate) fn scan_with<'a, V: Visitor<'a>>(
     max_depth: usize,
     visitor: &mut V,
 ) -> Result<(), ScanError> {
-    Scanner {
+    let scanner = Scanner {
         text: input,
         bytes: input.as_bytes(),
         pos: 0,
         max_depth,
+    };
+    // The thread's buffers, unless a scan is already using them (a visitor that scans).
+    let reused = BUFFERS.try_with(|cell| {
+        let mut bufs = cell.try_borrow_mut().ok()?;
+        let result = scanner.run(&mut bufs, visitor);
+        bufs.release();
+        Some(result)
+    });
+    match reused {
+        Ok(Some(result)) => result,
+        _ => scanner.run(&mut Buffers::default(), visitor),
     }
-    .run(visitor)
+}
+
+/// The scanner's working memory: the open containers and one key set per object nesting level,
+/// reused from one scan to the next on a thread so a scan of an ordinary text allocates nothing.
+#[derive(Default)]
+struct Buffers {
+    stack: Vec<Frame>,
+    keysets: Vec<KeySet>,
+}
+
+/// Levels whose buffers a thread keeps between scans; deeper texts get theirs back when done.
+const KEPT_LEVELS: usize = 128;
+
+impl Buffers {
+    /// Keeps what an ordinary text needs and gives back the rest: the large key tables of a
+    /// hostile object, and the levels of a hostile nesting.
+    fn release(&mut self) {
+        if self.stack.capacity() > KEPT_LEVELS {
+            self.stack = Vec::new();
+        }
+        if self.keysets.len() > KEPT_LEVELS {
+            self.keysets = Vec::new();
+        }
+        for k in &mut self.keysets {
+            k.release();
+        }
+    }
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = const {
+        RefCell::new(Buffers {
+            stack: Vec::new(),
+            keysets: Vec::new(),
+        })
+    };
 }
 
 /// Parses JSON text (already accepted by [`scan`]) into a [`serde_json::Value`], taking every
@@ -386,6 +269,20 @@ impl<'de> serde::de::Visitor<'de> for LiteralValue {
     }
 }
 
+/// The bytes a string scan stops at: `"`, `\\` and control characters.
+static STRING_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+#[derive(Clone, Copy)]
 struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -418,10 +315,11 @@ impl<'a> Scanner<'a> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn run<V: Visitor<'a>>(mut self, v: &mut V) -> Result<(), ScanError> {
-        let mut stack: Vec<Frame> = Vec::with_capacity(self.max_depth.min(8));
+    fn run<V: Visitor<'a>>(mut self, bufs: &mut Buffers, v: &mut V) -> Result<(), ScanError> {
+        let stack = &mut bufs.stack;
+        stack.clear();
         // One key set per nesting level, reused by every object at that level.
-        let mut keysets: Vec<KeySet<'a>> = Vec::with_capacity(self.max_depth.min(8));
+        let keysets = &mut bufs.keysets;
         let mut slot = v.root();
         self.skip_ws();
         'value: loop {
@@ -430,29 +328,29 @@ impl<'a> Scanner<'a> {
             let start = self.pos;
             match self.peek() {
                 Some(b'{') => {
-                    self.open(&mut stack, true, slot, v)?;
+                    self.open(stack, true, slot, v)?;
                     let depth = stack.len();
                     while keysets.len() < depth {
                         keysets.push(KeySet::new());
                     }
                     if let Some(k) = keysets.get_mut(depth - 1) {
-                        k.clear();
+                        k.clear(self.bytes.len());
                     }
                     self.skip_ws();
                     if self.peek() == Some(b'}') {
                         self.pos += 1;
-                        self.close(&mut stack, v)?;
+                        self.close(stack, v)?;
                     } else {
-                        slot = self.object_key(&stack, &mut keysets, v)?;
+                        slot = self.object_key(stack, keysets, v)?;
                         continue 'value;
                     }
                 }
                 Some(b'[') => {
-                    self.open(&mut stack, false, slot, v)?;
+                    self.open(stack, false, slot, v)?;
                     self.skip_ws();
                     if self.peek() == Some(b']') {
                         self.pos += 1;
-                        self.close(&mut stack, v)?;
+                        self.close(stack, v)?;
                     } else {
                         slot = stack.last().map_or(0, |f| v.element(f.role));
                         continue 'value;
@@ -497,7 +395,7 @@ impl<'a> Scanner<'a> {
                     (Some(b','), true) => {
                         self.pos += 1;
                         self.skip_ws();
-                        slot = self.object_key(&stack, &mut keysets, v)?;
+                        slot = self.object_key(stack, keysets, v)?;
                         continue 'value;
                     }
                     (Some(b','), false) => {
@@ -507,7 +405,7 @@ impl<'a> Scanner<'a> {
                     }
                     (Some(b'}'), true) | (Some(b']'), false) => {
                         self.pos += 1;
-                        self.close(&mut stack, v)?;
+                        self.close(stack, v)?;
                     }
                     _ => return Err(self.invalid()),
                 }
@@ -553,25 +451,26 @@ impl<'a> Scanner<'a> {
     fn object_key<V: Visitor<'a>>(
         &mut self,
         stack: &[Frame],
-        keysets: &mut [KeySet<'a>],
+        keysets: &mut [KeySet],
         v: &mut V,
     ) -> Result<u8, ScanError> {
         if self.peek() != Some(b'"') {
             return Err(self.invalid());
         }
         let start = self.pos;
-        self.string()?;
+        let escaped = self.string()?;
         let raw = &self.text[start + 1..self.pos - 1];
+        let plain = !escaped && raw.is_ascii();
         if let Some(keys) = keysets.get_mut(stack.len().wrapping_sub(1)) {
-            let key = Key::new(raw, V::LENIENT);
-            if !keys.insert(key, self.text) {
+            let key = Key::new(start + 1, raw.as_bytes(), plain, V::LENIENT);
+            if !keys.insert(key, self.text, V::LENIENT) {
                 return Err(ScanError {
                     kind: ScanErrorKind::DuplicateKey,
                     offset: start,
                 });
             }
         }
-        let slot = v.key(stack.last().map_or(0, |f| f.role), raw, start)?;
+        let slot = v.key(stack.last().map_or(0, |f| f.role), raw, plain, start)?;
         self.skip_ws();
         if self.peek() != Some(b':') {
             return Err(self.invalid());
@@ -657,36 +556,36 @@ impl<'a> Scanner<'a> {
         Ok(v)
     }
 
-    /// Skips string bytes that need no attention (no `"`, `\\` or control character) eight at a
-    /// time. Long strings dominate capture logs; the byte-wise loop in [`Self::string`] then
-    /// handles the word holding the special byte. The input is valid UTF-8 and we stop only
-    /// before ASCII bytes, so positions stay on character boundaries.
+    /// Skips string bytes that need no attention (no `"`, `\\` or control character): sixteen at
+    /// a time with a branch-free test the compiler vectorizes (long values dominate client
+    /// lines and capture logs), then byte by byte up to the byte that needs attention, which the
+    /// caller handles. The input is valid UTF-8 and we stop only before ASCII bytes, so
+    /// positions stay on character boundaries.
     fn skip_plain_string_bytes(&mut self) {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        // Nonzero iff some byte of `x` is below `n` (n <= 128); exact as a boolean.
-        let has_less = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-        let has_zero = |x: u64| has_less(x, 1);
-        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let x = u64::from_le_bytes(word);
-            if has_zero(x ^ (ONES * u64::from(b'"')))
-                | has_zero(x ^ (ONES * u64::from(b'\\')))
-                | has_less(x, 0x20)
-                != 0
-            {
-                return;
+        let special = |b: u8| (b == b'"') | (b == b'\\') | (b < 0x20);
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 16) {
+            let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
+                break;
+            };
+            if chunk.iter().fold(false, |a, &b| a | special(b)) {
+                break;
             }
-            self.pos += 8;
+            self.pos += 16;
         }
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos += rest
+            .iter()
+            .position(|&b| STRING_SPECIAL[usize::from(b)])
+            .unwrap_or(rest.len());
     }
 
     /// Validates a string starting at the opening quote and moves past the closing one.
     /// Escapes are checked (including surrogate pairing) but not decoded: keys are compared
     /// from their raw text (see [`Key`]), so a string full of escapes costs no allocation.
-    fn string(&mut self) -> Result<(), ScanError> {
+    /// Returns whether the string holds an escape.
+    fn string(&mut self) -> Result<bool, ScanError> {
         self.pos += 1; // opening quote
+        let mut escaped = false;
         loop {
             self.skip_plain_string_bytes();
             let Some(b) = self.peek() else {
@@ -695,9 +594,10 @@ impl<'a> Scanner<'a> {
             match b {
                 b'"' => {
                     self.pos += 1;
-                    return Ok(());
+                    return Ok(escaped);
                 }
                 b'\\' => {
+                    escaped = true;
                     self.pos += 1;
                     let Some(e) = self.peek() else {
                         return Err(self.invalid());

@@ -156,3 +156,88 @@ fn depth_bound_is_inclusive() {
     // A hostile depth far beyond the limit is refused without recursion.
     assert_eq!(kind(&"[".repeat(1_000_000)), Some(ScanErrorKind::TooDeep));
 }
+
+#[test]
+fn keys_are_told_apart_past_their_first_bytes() {
+    // Short plain keys are compared by length and their first four bytes; longer ones by all.
+    assert_eq!(kind("{\"abcdX\":1,\"abcdY\":2}"), None);
+    assert_eq!(kind("{\"abc\":1,\"abcd\":2,\"ab\":3,\"a\":4,\"\":5}"), None);
+    assert_eq!(
+        kind("{\"abcd\":1,\"abcd\":2}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(
+        kind("{\"abcdefgh\":1,\"abcdefgh\":2}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(kind("{\"\":1,\"\":2}"), Some(ScanErrorKind::DuplicateKey));
+    // Exact comparison: case matters; a plain key equals its escaped spelling.
+    assert_eq!(kind("{\"Abc\":1,\"abc\":2}"), None);
+    assert_eq!(
+        kind("{\"ab\":1,\"\\u0061b\":2}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(
+        kind("{\"\\u0061b\":1,\"ab\":2}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    assert_eq!(
+        scan(b"{\"a\":1,\"b\":2,\"a\":3}", 32),
+        Err(ScanError {
+            kind: ScanErrorKind::DuplicateKey,
+            offset: 13
+        })
+    );
+}
+
+#[test]
+fn buffers_reused_across_scans_start_clean() {
+    // A large object (hash table), then a deep nesting, then small texts on the same thread:
+    // each scan sees only its own keys and depth.
+    let mut large = String::from("{");
+    for i in 0..200 {
+        large.push_str(&format!("\"k{i}\":{i},"));
+    }
+    large.push_str("\"end\":0}");
+    assert_eq!(kind(&large), None);
+    assert_eq!(kind("{\"k1\":1,\"end\":2}"), None);
+    let nested = format!("{}1{}", "{\"a\":".repeat(200), "}".repeat(200));
+    assert_eq!(scan(nested.as_bytes(), 300), Ok(()));
+    assert_eq!(kind("{\"a\":{\"a\":{\"a\":1}}}"), None);
+    assert_eq!(
+        kind("{\"a\":{\"a\":1,\"a\":2}}"),
+        Some(ScanErrorKind::DuplicateKey)
+    );
+    // A refused text leaves nothing behind either.
+    assert_eq!(kind("{\"x\":1,\"x\":2}"), Some(ScanErrorKind::DuplicateKey));
+    assert_eq!(kind("{\"x\":1}"), None);
+}
+
+#[test]
+fn strings_are_checked_across_chunks() {
+    // The sixteen-byte skip must stop at a quote, backslash or control byte wherever it falls,
+    // and non-ASCII text may straddle a chunk boundary.
+    for at in 0..48 {
+        let pad = "x".repeat(at);
+        let long = "y".repeat(40);
+        let control = format!("[\"{pad}\u{1f}{long}\"]");
+        assert_eq!(
+            scan(control.as_bytes(), 32),
+            Err(ScanError {
+                kind: ScanErrorKind::Invalid,
+                offset: 2 + at
+            }),
+            "control byte at {at}"
+        );
+        assert_eq!(kind(&format!("[\"{pad}é€😀{long}\",\"{pad}\\\"\"]")), None);
+        let open = format!("[\"{pad}{long}");
+        assert_eq!(
+            scan(open.as_bytes(), 32),
+            Err(ScanError {
+                kind: ScanErrorKind::Invalid,
+                offset: open.len()
+            }),
+            "unterminated at {at}"
+        );
+    }
+}
