@@ -179,8 +179,9 @@ impl DecisionLog {
     }
 
     /// Writes one formatted decision line with one `write_all` and updates the accounting; once
-    /// poisoned, refuses (and counts) the emission without writing.
-    pub(crate) fn write(&mut self, line: &[u8]) -> (Emitted, Option<io::Error>) {
+    /// poisoned, refuses (and counts) the emission without writing. With `defer_hash` the line
+    /// is hashed later ([`DecisionLog::settle`]), else at once.
+    pub(crate) fn write(&mut self, line: &[u8], defer_hash: bool) -> (Emitted, Option<io::Error>) {
         if self.poisoned {
             self.dropped += 1;
             return (Emitted::Refused, None);
@@ -189,7 +190,8 @@ impl DecisionLog {
         match self.sink.write_line(line) {
             Ok(()) => {
                 self.written += 1;
-                if self.unhashed.is_empty() && line.len() >= HASH_BATCH {
+                if !defer_hash || line.len() >= HASH_BATCH {
+                    self.settle();
                     self.hasher.update(line);
                 } else {
                     self.unhashed.extend_from_slice(line);
@@ -260,7 +262,7 @@ mod tests {
         fn emit(&mut self, seq: u64, e: &DecisionEntry<'_>) -> (Emitted, Option<io::Error>) {
             self.line.clear();
             self.format.push_line(&mut self.line, seq, e);
-            self.log.write(&self.line)
+            self.log.write(&self.line, self.line.len().is_multiple_of(2))
         }
         fn settle(&mut self) {
             self.log.settle();

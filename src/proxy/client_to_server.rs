@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::value::RawValue;
 
 use super::canonical;
-use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
+use super::emitter::{Batch, DecisionOp, Emitter, Op, QUEUED_LINE_MAX, Source, Stage, Then};
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::recorder::Recorder;
@@ -44,6 +44,8 @@ pub(crate) struct ClientWorker {
     pub reader: LineReader<File>,
     pub emitter: Emitter,
     pub recorder: Recorder,
+    /// A decision log is kept.
+    pub logs: bool,
     pub shared: Arc<Shared>,
 }
 
@@ -51,6 +53,8 @@ pub(crate) struct ClientWorker {
 struct Ctx<'s> {
     shared: &'s Shared,
     recorder: &'s mut Recorder,
+    /// A decision log is kept.
+    logs: bool,
 }
 
 fn malformed(reason: &'static str) -> VerdictRef<'static> {
@@ -81,11 +85,11 @@ impl ClientWorker {
             mut reader,
             mut emitter,
             mut recorder,
+            logs,
             shared,
         } = self;
-        // Ops of a line that is not queued, and a JSON-RPC batch's decision lines.
+        // The ops of a line that is not queued.
         let mut scratch = Batch::default();
-        let mut decision_line: Vec<u8> = Vec::new();
         loop {
             let mut failed: Option<WorkerError> = None;
             let next = {
@@ -115,12 +119,12 @@ impl ClientWorker {
             let mut ctx = Ctx {
                 shared: &shared,
                 recorder: &mut recorder,
+                logs,
             };
             if let Err(e) = handle_line(
                 &mut ctx,
                 &mut emitter,
                 &mut scratch,
-                &mut decision_line,
                 line,
             ) {
                 emitter.abandon();
@@ -134,10 +138,7 @@ impl ClientWorker {
 
 /// Appends a response line (the bytes and a newline) to the arena.
 fn response(batch: &mut Batch, bytes: &[u8]) -> Then {
-    let mark = batch.mark();
-    batch.arena().extend_from_slice(bytes);
-    batch.arena().push(b'\n');
-    Then::Respond(batch.span_from(mark))
+    Then::Respond(batch.response(bytes))
 }
 
 /// Forwarding `line`: from a copy in the arena when queued, else in place.
@@ -155,12 +156,11 @@ fn handle_line(
     ctx: &mut Ctx<'_>,
     emitter: &mut Emitter,
     scratch: &mut Batch,
-    decision_line: &mut Vec<u8>,
     line: &[u8],
 ) -> Result<(), WorkerError> {
     let class = classify(line);
     if let ClientLine::Batch(text) = class {
-        return emitter.with_stage(|stage| handle_batch(ctx, stage, decision_line, text, line))?;
+        return emitter.with_stage(|stage| handle_batch(ctx, stage, text, line))?;
     }
     let queued = line.len() <= QUEUED_LINE_MAX;
     let batch = if queued {
@@ -180,7 +180,7 @@ fn handle_line(
     if queued {
         emitter.line_done()
     } else {
-        emitter.with_stage(|stage| stage.run(scratch, line))?
+        emitter.with_stage(|stage| stage.run(scratch, line, false))?
     }
 }
 
@@ -303,28 +303,28 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
     ev
 }
 
-/// Numbers one decision and appends its log line (when a log is kept) to `out`. Returns whether
-/// a line was appended, and the event id when `want_id` (a refusal carries it; the common
-/// allowed path formats none).
-fn record(
+/// The decision's log entry.
+fn entry<'e>(ev: &'e Evaluated<'_, '_>, verdict: &'e VerdictRef<'_>) -> DecisionEntry<'e> {
+    DecisionEntry {
+        tool: ev.tool.as_deref(),
+        tool_call_id: ev.tool_call_id.as_deref(),
+        decision: verdict.decision,
+        reason_code: verdict.reason_code,
+        reason: &verdict.reason,
+        matched_rule: verdict.matched_rule.as_deref(),
+        arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
+    }
+}
+
+/// Numbers one decision. Returns its `seq`, and its event id when `want_id` (a refusal carries
+/// it; the common allowed path formats none).
+fn number(
     ctx: &mut Ctx<'_>,
-    out: &mut Vec<u8>,
     ev: &Evaluated<'_, '_>,
     verdict: &VerdictRef<'_>,
     want_id: bool,
-) -> (bool, String) {
-    let (seq, wrote) = ctx.recorder.record(
-        out,
-        &DecisionEntry {
-            tool: ev.tool.as_deref(),
-            tool_call_id: ev.tool_call_id.as_deref(),
-            decision: verdict.decision,
-            reason_code: verdict.reason_code,
-            reason: &verdict.reason,
-            matched_rule: verdict.matched_rule.as_deref(),
-            arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
-        },
-    );
+) -> (u64, String) {
+    let seq = ctx.recorder.next();
     let verbose = ctx.shared.diag.verbose;
     let id = if want_id || verbose {
         ctx.recorder.decision_id(seq)
@@ -340,7 +340,7 @@ fn record(
             verdict.reason_code.as_str()
         ));
     }
-    (wrote, id)
+    (seq, id)
 }
 
 /// Records one decision of a JSON-RPC batch and writes its line at once (a batch's decisions
@@ -348,16 +348,12 @@ fn record(
 fn record_now(
     ctx: &mut Ctx<'_>,
     stage: &mut Stage,
-    line: &mut Vec<u8>,
     ev: &Evaluated<'_, '_>,
     verdict: &VerdictRef<'_>,
     want_id: bool,
 ) -> Result<String, WorkerError> {
-    line.clear();
-    let (wrote, id) = record(ctx, line, ev, verdict, want_id);
-    if wrote {
-        stage.write_decision(line)?;
-    }
+    let (seq, id) = number(ctx, ev, verdict, want_id);
+    stage.write_decision(seq, &entry(ev, verdict), false)?;
     Ok(id)
 }
 
@@ -399,9 +395,10 @@ fn handle_single(
     }
     let ev = evaluate(ctx.shared, head);
     let pass = ev.allowed() || ctx.shared.dry_run;
-    let mark = batch.mark();
-    let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
-    let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
+    let (seq, decision_id) = number(ctx, &ev, &ev.verdict, !pass);
+    let decision: Option<DecisionOp> = ctx
+        .logs
+        .then(|| batch.decision(seq, &entry(&ev, &ev.verdict)));
     let then = if pass {
         forward(batch, line, queued)
     } else {
@@ -421,7 +418,6 @@ fn handle_single(
 fn handle_batch(
     ctx: &mut Ctx<'_>,
     stage: &mut Stage,
-    decision_line: &mut Vec<u8>,
     text: &str,
     line: &[u8],
 ) -> Result<(), WorkerError> {
@@ -441,7 +437,7 @@ fn handle_batch(
         for_each_message(text, |m| {
             if m.method_is("tools/call") && recorded.is_ok() {
                 let ev = evaluate(shared, m);
-                recorded = record_now(ctx, stage, decision_line, &ev, &ev.verdict, false).map(drop);
+                recorded = record_now(ctx, stage, &ev, &ev.verdict, false).map(drop);
             }
         });
         recorded?;
@@ -463,7 +459,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                recorded = record_now(ctx, stage, decision_line, &ev, verdict, false).map(drop);
+                recorded = record_now(ctx, stage, &ev, verdict, false).map(drop);
             }
         });
         return recorded;
@@ -482,7 +478,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                match record_now(ctx, stage, decision_line, &ev, verdict, true) {
+                match record_now(ctx, stage, &ev, verdict, true) {
                     Ok(decision_id) => refusal(&ev, verdict, &decision_id),
                     Err(e) => {
                         recorded = Err(e);

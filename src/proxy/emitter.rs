@@ -3,9 +3,9 @@
 //! drop it.
 //!
 //! The client worker classifies and judges a line and describes what must happen to it as an
-//! [`Op`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
-//! Whoever holds the [`Stage`] (the server's stdin and the decision-log writer) carries the ops
-//! out:
+//! [`Op`] in a [`Batch`] (the decision's fields and the bytes to send, in one reused byte arena).
+//! Whoever holds the [`Stage`] (the server's stdin, the decision-line formatter and the
+//! decision-log writer) carries the ops out:
 //!
 //! - when the client waits for answers (its input ran dry), the client worker itself runs its
 //!   ops at once and flushes — one request in flight costs no thread hand-off;
@@ -26,7 +26,8 @@ use std::thread::JoinHandle;
 
 use super::shared::{LogSlot, Shared};
 use super::workers::WorkerError;
-use crate::evidence::decision_log::Emitted;
+use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, Emitted};
+use crate::policy::{Decision, ReasonCode};
 use crate::signals::block_write_signals_in_this_thread;
 
 /// A batch is handed to the emitter thread once its arena holds this many bytes.
@@ -64,11 +65,25 @@ pub(crate) enum Then {
     Drop,
 }
 
+/// A decision to write, its texts held in the arena (the line is formatted where it is written,
+/// so only its variable fields cross between threads).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecisionOp {
+    seq: u64,
+    tool: Option<Span>,
+    tool_call_id: Option<Span>,
+    decision: Decision,
+    reason_code: ReasonCode,
+    reason: Span,
+    matched_rule: Option<Span>,
+    arguments_sha256: Option<Span>,
+}
+
 /// One line's work.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
-    /// The decision line to write first, when the line is a `tools/call` and a log is kept.
-    pub decision: Option<Span>,
+    /// The decision to write first, when the line is a `tools/call` and a log is kept.
+    pub decision: Option<DecisionOp>,
     pub then: Then,
 }
 
@@ -80,21 +95,56 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// The arena, to append a decision line to; [`Batch::span_from`] names what was appended.
-    pub(crate) fn arena(&mut self) -> &mut Vec<u8> {
-        &mut self.bytes
-    }
-
     /// The arena's length (where the next appended bytes start).
     pub(crate) fn mark(&self) -> usize {
         self.bytes.len()
     }
 
     /// The bytes appended since `mark`.
-    pub(crate) fn span_from(&self, mark: usize) -> Span {
+    fn span_from(&self, mark: usize) -> Span {
         Span {
             start: mark,
             end: self.bytes.len(),
+        }
+    }
+
+    /// A response line: `bytes` and a newline, copied into the arena.
+    pub(crate) fn response(&mut self, bytes: &[u8]) -> Span {
+        let mark = self.mark();
+        self.bytes.extend_from_slice(bytes);
+        self.bytes.push(b'\n');
+        self.span_from(mark)
+    }
+
+    /// Decision `seq`, its texts copied into the arena.
+    pub(crate) fn decision(&mut self, seq: u64, e: &DecisionEntry<'_>) -> DecisionOp {
+        let mut put = |s: &str| self.put(s.as_bytes());
+        DecisionOp {
+            seq,
+            tool: e.tool.map(&mut put),
+            tool_call_id: e.tool_call_id.map(&mut put),
+            decision: e.decision,
+            reason_code: e.reason_code,
+            reason: put(e.reason),
+            matched_rule: e.matched_rule.map(&mut put),
+            arguments_sha256: e.arguments_sha256.map(&mut put),
+        }
+    }
+
+    fn text(&self, s: Span) -> &str {
+        // Only whole `&str`s are copied in, so every span is UTF-8.
+        std::str::from_utf8(self.get(s)).unwrap_or_default()
+    }
+
+    fn entry(&self, d: &DecisionOp) -> DecisionEntry<'_> {
+        DecisionEntry {
+            tool: d.tool.map(|s| self.text(s)),
+            tool_call_id: d.tool_call_id.map(|s| self.text(s)),
+            decision: d.decision,
+            reason_code: d.reason_code,
+            reason: self.text(d.reason),
+            matched_rule: d.matched_rule.map(|s| self.text(s)),
+            arguments_sha256: d.arguments_sha256.map(|s| self.text(s)),
         }
     }
 
@@ -130,6 +180,10 @@ impl Batch {
 pub(crate) struct Stage {
     to_child: BufWriter<ChildStdin>,
     shared: Arc<Shared>,
+    /// Present when a decision log is kept.
+    format: Option<DecisionFormat>,
+    /// The decision line being written. Reused: no per-line allocation.
+    line: Vec<u8>,
 }
 
 fn to_server(e: std::io::Error) -> WorkerError {
@@ -141,23 +195,46 @@ fn to_client(e: std::io::Error) -> WorkerError {
 }
 
 impl Stage {
-    pub(crate) fn new(to_child: ChildStdin, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        to_child: ChildStdin,
+        shared: Arc<Shared>,
+        format: Option<DecisionFormat>,
+    ) -> Self {
         Self {
             to_child: BufWriter::with_capacity(64 * 1024, to_child),
             shared,
+            format,
+            line: Vec::with_capacity(1024),
         }
     }
 
-    /// Writes one decision line (SPEC §4.1). A failed write poisons the writer and is reported
-    /// once; the decision is still enforced. Fails only once the session sealed the log.
-    pub(crate) fn write_decision(&mut self, line: &[u8]) -> Result<(), WorkerError> {
+    /// Formats decision `seq` and writes its line (SPEC §4.1: one `write_all`). A failed write
+    /// poisons the writer and is reported once; the decision is still enforced. `defer_hash`
+    /// keeps the line's SHA-256 off the path to forwarding (when one request is in flight).
+    /// Fails only once the session sealed the log.
+    pub(crate) fn write_decision(
+        &mut self,
+        seq: u64,
+        entry: &DecisionEntry<'_>,
+        defer_hash: bool,
+    ) -> Result<(), WorkerError> {
+        let Some(format) = self.format.as_mut() else {
+            return Ok(());
+        };
+        self.line.clear();
+        format.push_line(&mut self.line, seq, entry);
+        if self.line.capacity() > 64 * 1024 {
+            // Do not keep a huge line's buffer for the rest of the session.
+            self.line.shrink_to(1024);
+        }
+        let line = &self.line;
         let mut slot = self
             .shared
             .decision_log
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let failure = match &mut *slot {
-            LogSlot::Open(log) => match log.write(line) {
+            LogSlot::Open(log) => match log.write(line, defer_hash) {
                 (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
                 _ => None,
             },
@@ -183,10 +260,16 @@ impl Stage {
     }
 
     /// Carries out `batch`'s ops in order; `current` is the line [`Source::Current`] names.
-    pub(crate) fn run(&mut self, batch: &Batch, current: &[u8]) -> Result<(), WorkerError> {
+    /// `waiting` says the client waits for the answers (hashing is deferred to the flush).
+    pub(crate) fn run(
+        &mut self,
+        batch: &Batch,
+        current: &[u8],
+        waiting: bool,
+    ) -> Result<(), WorkerError> {
         for op in &batch.ops {
-            if let Some(d) = op.decision {
-                self.write_decision(batch.get(d))?;
+            if let Some(d) = &op.decision {
+                self.write_decision(d.seq, &batch.entry(d), waiting)?;
             }
             match op.then {
                 Then::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
@@ -338,7 +421,7 @@ impl Emitter {
             if let Some(mut stage) = st.stage.take() {
                 drop(st);
                 let r = stage
-                    .run(&self.local, &[])
+                    .run(&self.local, &[], dry)
                     .and_then(|()| if dry { stage.idle() } else { Ok(()) });
                 self.unflushed = !dry;
                 self.local.clear();
@@ -383,7 +466,7 @@ impl Emitter {
                 // Run the pending batch here, and every later one too.
                 self.no_thread = true;
                 let mut batch = std::mem::take(&mut self.gate.lock().pending);
-                let r = self.with_stage(|stage| stage.run(&batch, &[]));
+                let r = self.with_stage(|stage| stage.run(&batch, &[], true));
                 batch.clear();
                 r?
             }
@@ -506,7 +589,7 @@ fn emitter_thread(gate: &Gate) {
             gate.room.notify_one();
         }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            stage.run(&batch, &[])?;
+            stage.run(&batch, &[], false)?;
             if gate.lock().pending.is_empty() {
                 stage.idle()?;
             }

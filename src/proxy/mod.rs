@@ -292,8 +292,15 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         server_stdin: spawned.stdin,
         server_stdout: spawned.stdout,
     };
-    let recorder = Recorder::new(log_format, &session_id);
-    let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
+    let recorder = Recorder::new(&session_id);
+    let run = run_session(
+        streams,
+        (recorder, log_format),
+        &shared,
+        &mut guard,
+        &cancel,
+        &plan,
+    )?;
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
@@ -460,7 +467,7 @@ struct Streams {
 /// cleanup of the server (§3.1) (which is reaped when this returns).
 fn run_session(
     streams: Streams,
-    recorder: Recorder,
+    (recorder, log_format): (Recorder, Option<DecisionFormat>),
     shared: &Arc<Shared>,
     guard: &mut ChildGuard,
     cancel: &Cancel,
@@ -468,7 +475,12 @@ fn run_session(
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
-        emitter: emitter::Emitter::new(emitter::Stage::new(streams.server_stdin, shared.clone())),
+        logs: log_format.is_some(),
+        emitter: emitter::Emitter::new(emitter::Stage::new(
+            streams.server_stdin,
+            shared.clone(),
+            log_format,
+        )),
         recorder,
         shared: shared.clone(),
     };
