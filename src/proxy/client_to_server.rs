@@ -121,12 +121,7 @@ impl ClientWorker {
                 recorder: &mut recorder,
                 logs,
             };
-            if let Err(e) = handle_line(
-                &mut ctx,
-                &mut emitter,
-                &mut scratch,
-                line,
-            ) {
+            if let Err(e) = handle_line(&mut ctx, &mut emitter, &mut scratch, line) {
                 emitter.abandon();
                 return Err(e);
             }

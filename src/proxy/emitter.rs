@@ -11,7 +11,8 @@
 //!   ops at once and flushes — one request in flight costs no thread hand-off;
 //! - when the client pipelines (more input is already buffered), full batches go to an emitter
 //!   thread, started on first need, so judging the next lines overlaps with writing the
-//!   decisions of the previous ones. The pipeline holds at most two batches
+//!   decisions of the previous ones, and the decision lines' SHA-256 moves to a digest thread
+//!   ([`crate::evidence::prefix_digest`]). The pipeline holds at most two batches
 //!   ([`BATCH_BYTES`] each, plus one op) besides the one being filled.
 //!
 //! Order is kept: ops run in the order they were added, whichever thread runs them, because the
@@ -285,6 +286,18 @@ impl Stage {
         Ok(())
     }
 
+    /// The client pipelines: decision lines are hashed on a digest thread from now on.
+    fn hash_in_background(&self) {
+        if let LogSlot::Open(log) = &mut *self
+            .shared
+            .decision_log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            log.hash_in_background();
+        }
+    }
+
     /// Nothing more to do for now: flush both ways, then hash the decision lines written since
     /// the last time (off the path between a decision and its call).
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
@@ -453,6 +466,9 @@ impl Emitter {
     }
 
     fn start_thread(&mut self) -> Result<(), WorkerError> {
+        if let Some(stage) = self.gate.lock().stage.as_ref() {
+            stage.hash_in_background();
+        }
         let gate = self.gate.clone();
         let started = std::thread::Builder::new()
             .name("assay-client-emit".to_string())
