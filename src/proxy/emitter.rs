@@ -229,11 +229,7 @@ impl Stage {
             self.line.shrink_to(1024);
         }
         let line = &self.line;
-        let mut slot = self
-            .shared
-            .decision_log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.log();
         let failure = match &mut *slot {
             LogSlot::Open(log) => match log.write(line, defer_hash) {
                 (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
@@ -286,14 +282,17 @@ impl Stage {
         Ok(())
     }
 
-    /// The client pipelines: decision lines are hashed on a digest thread from now on.
-    fn hash_in_background(&self) {
-        if let LogSlot::Open(log) = &mut *self
-            .shared
+    /// The decision-log writer's slot, locked.
+    fn log(&self) -> MutexGuard<'_, LogSlot> {
+        self.shared
             .decision_log
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-        {
+    }
+
+    /// The client pipelines: decision lines are hashed on a digest thread from now on.
+    fn hash_in_background(&self) {
+        if let LogSlot::Open(log) = &mut *self.log() {
             log.hash_in_background();
         }
     }
@@ -303,12 +302,7 @@ impl Stage {
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
         self.to_child.flush().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)?;
-        if let LogSlot::Open(log) = &mut *self
-            .shared
-            .decision_log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        if let LogSlot::Open(log) = &mut *self.log() {
             log.settle();
         }
         Ok(())
@@ -498,25 +492,9 @@ impl Emitter {
         if !self.local.is_empty() {
             self.hand_off(false)?;
         }
-        let gate = self.gate.clone();
-        let mut stage = {
-            let mut st = gate.lock();
-            loop {
-                if st.dead {
-                    return Err(st.failure());
-                }
-                if st.pending.is_empty() {
-                    if let Some(stage) = st.stage.take() {
-                        break stage;
-                    }
-                }
-                st.client_waiting = true;
-                st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
-                st.client_waiting = false;
-            }
-        };
+        let mut stage = self.take_stage()?;
         let r = f(&mut stage);
-        gate.lock().stage = Some(stage);
+        self.gate.lock().stage = Some(stage);
         self.unflushed = true;
         Ok(r)
     }
@@ -539,6 +517,7 @@ impl Emitter {
         self.stop_thread();
     }
 
+    /// The stage, once every op handed off before is done (waits for the emitter thread).
     fn take_stage(&mut self) -> Result<Stage, WorkerError> {
         let gate = self.gate.clone();
         let mut st = gate.lock();
