@@ -9,8 +9,9 @@
 use std::fs::File;
 use std::io::{self, Write};
 
+use sha2::{Digest, Sha256};
+
 use super::event::{Clock, TYPE_DECISION, hex, push_json_str};
-use super::prefix_digest::PrefixDigest;
 use crate::policy::{Decision, ReasonCode};
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
@@ -75,10 +76,17 @@ pub(crate) struct DecisionLog {
     written: u64,
     dropped: u64,
     poisoned: bool,
-    /// The SHA-256 of the written lines (SPEC §4.1 orders only a decision's write before its
-    /// call's forwarding; the hashing may come later, or on another thread).
-    digest: PrefixDigest,
+    hasher: Sha256,
+    /// Completed writes awaiting the digest, hashed when the writer idles
+    /// ([`DecisionLog::settle`]) or [`HASH_BATCH`] bytes are pending, so the SHA-256 of a
+    /// decision line is off the path between its write and the forwarding of the call (SPEC §4.1
+    /// orders only those two).
+    unhashed: Vec<u8>,
 }
+
+/// Written lines are hashed in batches of at least this many bytes (or sooner, when the writer
+/// idles), so the buffer holding them stays small.
+const HASH_BATCH: usize = 32 * 1024;
 
 /// Appends the decimal text of `n` (no `fmt` machinery on the per-line path).
 fn push_u64(out: &mut Vec<u8>, mut n: u64) {
@@ -165,7 +173,8 @@ impl DecisionLog {
             written: 0,
             dropped: 0,
             poisoned: false,
-            digest: PrefixDigest::new(),
+            hasher: Sha256::new(),
+            unhashed: Vec::with_capacity(HASH_BATCH + 1024),
         }
     }
 
@@ -181,7 +190,15 @@ impl DecisionLog {
         match self.sink.write_line(line) {
             Ok(()) => {
                 self.written += 1;
-                self.digest.feed(line, defer_hash);
+                if !defer_hash || line.len() >= HASH_BATCH {
+                    self.settle();
+                    self.hasher.update(line);
+                } else {
+                    self.unhashed.extend_from_slice(line);
+                    if self.unhashed.len() >= HASH_BATCH {
+                        self.settle();
+                    }
+                }
                 (Emitted::Written, None)
             }
             Err(e) => {
@@ -193,26 +210,24 @@ impl DecisionLog {
         }
     }
 
-    /// Hashes the written lines still pending (see [`PrefixDigest::settle`]). Called when the
-    /// writer idles; the digest is the same whenever it runs.
+    /// Feeds the written lines not yet hashed to the prefix digest. Called when the writer idles
+    /// (after the forwarded calls were flushed) and whenever [`HASH_BATCH`] bytes are pending;
+    /// the digest is the same whenever it runs.
     pub(crate) fn settle(&mut self) {
-        self.digest.settle();
+        if !self.unhashed.is_empty() {
+            self.hasher.update(&self.unhashed);
+            self.unhashed.clear();
+        }
     }
 
-    /// Hashes on a thread of its own from now on (the client pipelines).
-    pub(crate) fn hash_in_background(&mut self) {
-        self.digest.in_background();
-    }
-
-    /// The accounting so far (SPEC §4.1). A digest thread that was lost (it cannot fail short of
-    /// a panic) leaves the digest unknown: the log is then reported as incomplete.
-    pub(crate) fn accounting(&mut self) -> LogAccounting {
-        let digest = self.digest.finish();
+    pub(crate) fn accounting(&self) -> LogAccounting {
+        let mut hasher = self.hasher.clone();
+        hasher.update(&self.unhashed);
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
-            prefix_sha256: digest.map(|d| hex(&d)).unwrap_or_default(),
-            poisoned: self.poisoned || digest.is_none(),
+            prefix_sha256: hex(&hasher.finalize()),
+            poisoned: self.poisoned,
         }
     }
 }
@@ -253,7 +268,7 @@ mod tests {
         fn settle(&mut self) {
             self.log.settle();
         }
-        fn accounting(&mut self) -> LogAccounting {
+        fn accounting(&self) -> LogAccounting {
             self.log.accounting()
         }
     }
@@ -402,10 +417,6 @@ mod tests {
         // Enough lines for several full batches; settle at irregular points.
         for seq in 0..400u64 {
             assert_eq!(log.emit(seq, &entry()).0, Emitted::Written);
-            if seq == 100 || seq == 250 {
-                // On a digest thread from here (until the next accounting).
-                log.log.hash_in_background();
-            }
             if seq % 7 == 3 || seq % 53 == 0 {
                 log.settle();
             }
@@ -419,7 +430,7 @@ mod tests {
             }
         }
         let bytes = out.lock().unwrap().clone();
-        assert!(bytes.len() > 128 * 1024);
+        assert!(bytes.len() > 2 * HASH_BATCH);
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 400);
         let acc = log.accounting();
         assert_eq!(acc.written, 400);

@@ -1,5 +1,5 @@
 //! Evidence writers: the exclusive file opener, the CloudEvents envelope, the decision log with
-//! its accounting and prefix digest, and the session-context, session-stop, protocol, coverage and no-session
+//! its accounting, and the session-context, session-stop, protocol, coverage and no-session
 //! records.
 
 pub(crate) mod context;
@@ -8,6 +8,5 @@ pub(crate) mod decision_log;
 pub(crate) mod event;
 pub(crate) mod file;
 pub(crate) mod no_session;
-pub(crate) mod prefix_digest;
 pub(crate) mod protocol;
 pub(crate) mod stop;

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::value::RawValue;
 
 use super::canonical;
-use super::emitter::{Batch, DecisionOp, Emitter, Op, QUEUED_LINE_MAX, Source, Stage, Then};
+use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::recorder::Recorder;
@@ -44,8 +44,6 @@ pub(crate) struct ClientWorker {
     pub reader: LineReader<File>,
     pub emitter: Emitter,
     pub recorder: Recorder,
-    /// A decision log is kept.
-    pub logs: bool,
     pub shared: Arc<Shared>,
 }
 
@@ -53,8 +51,6 @@ pub(crate) struct ClientWorker {
 struct Ctx<'s> {
     shared: &'s Shared,
     recorder: &'s mut Recorder,
-    /// A decision log is kept.
-    logs: bool,
 }
 
 fn malformed(reason: &'static str) -> VerdictRef<'static> {
@@ -85,11 +81,11 @@ impl ClientWorker {
             mut reader,
             mut emitter,
             mut recorder,
-            logs,
             shared,
         } = self;
-        // The ops of a line that is not queued.
+        // Ops of a line that is not queued, and a JSON-RPC batch's decision lines.
         let mut scratch = Batch::default();
+        let mut decision_line: Vec<u8> = Vec::new();
         loop {
             let mut failed: Option<WorkerError> = None;
             let next = {
@@ -119,9 +115,14 @@ impl ClientWorker {
             let mut ctx = Ctx {
                 shared: &shared,
                 recorder: &mut recorder,
-                logs,
             };
-            if let Err(e) = handle_line(&mut ctx, &mut emitter, &mut scratch, line) {
+            if let Err(e) = handle_line(
+                &mut ctx,
+                &mut emitter,
+                &mut scratch,
+                &mut decision_line,
+                line,
+            ) {
                 emitter.abandon();
                 return Err(e);
             }
@@ -133,7 +134,10 @@ impl ClientWorker {
 
 /// Appends a response line (the bytes and a newline) to the arena.
 fn response(batch: &mut Batch, bytes: &[u8]) -> Then {
-    Then::Respond(batch.response(bytes))
+    let mark = batch.mark();
+    batch.arena().extend_from_slice(bytes);
+    batch.arena().push(b'\n');
+    Then::Respond(batch.span_from(mark))
 }
 
 /// Forwarding `line`: from a copy in the arena when queued, else in place.
@@ -151,11 +155,12 @@ fn handle_line(
     ctx: &mut Ctx<'_>,
     emitter: &mut Emitter,
     scratch: &mut Batch,
+    decision_line: &mut Vec<u8>,
     line: &[u8],
 ) -> Result<(), WorkerError> {
     let class = classify(line);
     if let ClientLine::Batch(text) = class {
-        return emitter.with_stage(|stage| handle_batch(ctx, stage, text, line))?;
+        return emitter.with_stage(|stage| handle_batch(ctx, stage, decision_line, text, line))?;
     }
     let queued = line.len() <= QUEUED_LINE_MAX;
     let batch = if queued {
@@ -298,28 +303,28 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
     ev
 }
 
-/// The decision's log entry.
-fn entry<'e>(ev: &'e Evaluated<'_, '_>, verdict: &'e VerdictRef<'_>) -> DecisionEntry<'e> {
-    DecisionEntry {
-        tool: ev.tool.as_deref(),
-        tool_call_id: ev.tool_call_id.as_deref(),
-        decision: verdict.decision,
-        reason_code: verdict.reason_code,
-        reason: &verdict.reason,
-        matched_rule: verdict.matched_rule.as_deref(),
-        arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
-    }
-}
-
-/// Numbers one decision. Returns its `seq`, and its event id when `want_id` (a refusal carries
-/// it; the common allowed path formats none).
-fn number(
+/// Numbers one decision and appends its log line (when a log is kept) to `out`. Returns whether
+/// a line was appended, and the event id when `want_id` (a refusal carries it; the common
+/// allowed path formats none).
+fn record(
     ctx: &mut Ctx<'_>,
+    out: &mut Vec<u8>,
     ev: &Evaluated<'_, '_>,
     verdict: &VerdictRef<'_>,
     want_id: bool,
-) -> (u64, String) {
-    let seq = ctx.recorder.next();
+) -> (bool, String) {
+    let (seq, wrote) = ctx.recorder.record(
+        out,
+        &DecisionEntry {
+            tool: ev.tool.as_deref(),
+            tool_call_id: ev.tool_call_id.as_deref(),
+            decision: verdict.decision,
+            reason_code: verdict.reason_code,
+            reason: &verdict.reason,
+            matched_rule: verdict.matched_rule.as_deref(),
+            arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
+        },
+    );
     let verbose = ctx.shared.diag.verbose;
     let id = if want_id || verbose {
         ctx.recorder.decision_id(seq)
@@ -335,7 +340,7 @@ fn number(
             verdict.reason_code.as_str()
         ));
     }
-    (seq, id)
+    (wrote, id)
 }
 
 /// Records one decision of a JSON-RPC batch and writes its line at once (a batch's decisions
@@ -343,12 +348,16 @@ fn number(
 fn record_now(
     ctx: &mut Ctx<'_>,
     stage: &mut Stage,
+    line: &mut Vec<u8>,
     ev: &Evaluated<'_, '_>,
     verdict: &VerdictRef<'_>,
     want_id: bool,
 ) -> Result<String, WorkerError> {
-    let (seq, id) = number(ctx, ev, verdict, want_id);
-    stage.write_decision(seq, &entry(ev, verdict), false)?;
+    line.clear();
+    let (wrote, id) = record(ctx, line, ev, verdict, want_id);
+    if wrote {
+        stage.write_decision(line, false)?;
+    }
     Ok(id)
 }
 
@@ -390,10 +399,9 @@ fn handle_single(
     }
     let ev = evaluate(ctx.shared, head);
     let pass = ev.allowed() || ctx.shared.dry_run;
-    let (seq, decision_id) = number(ctx, &ev, &ev.verdict, !pass);
-    let decision: Option<DecisionOp> = ctx
-        .logs
-        .then(|| batch.decision(seq, &entry(&ev, &ev.verdict)));
+    let mark = batch.mark();
+    let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
+    let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
     let then = if pass {
         forward(batch, line, queued)
     } else {
@@ -413,6 +421,7 @@ fn handle_single(
 fn handle_batch(
     ctx: &mut Ctx<'_>,
     stage: &mut Stage,
+    decision_line: &mut Vec<u8>,
     text: &str,
     line: &[u8],
 ) -> Result<(), WorkerError> {
@@ -432,7 +441,7 @@ fn handle_batch(
         for_each_message(text, |m| {
             if m.method_is("tools/call") && recorded.is_ok() {
                 let ev = evaluate(shared, m);
-                recorded = record_now(ctx, stage, &ev, &ev.verdict, false).map(drop);
+                recorded = record_now(ctx, stage, decision_line, &ev, &ev.verdict, false).map(drop);
             }
         });
         recorded?;
@@ -454,7 +463,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                recorded = record_now(ctx, stage, &ev, verdict, false).map(drop);
+                recorded = record_now(ctx, stage, decision_line, &ev, verdict, false).map(drop);
             }
         });
         return recorded;
@@ -473,7 +482,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                match record_now(ctx, stage, &ev, verdict, true) {
+                match record_now(ctx, stage, decision_line, &ev, verdict, true) {
                     Ok(decision_id) => refusal(&ev, verdict, &decision_id),
                     Err(e) => {
                         recorded = Err(e);

@@ -3,17 +3,16 @@
 //! drop it.
 //!
 //! The client worker classifies and judges a line and describes what must happen to it as an
-//! [`Op`] in a [`Batch`] (the decision's fields and the bytes to send, in one reused byte arena).
-//! Whoever holds the [`Stage`] (the server's stdin, the decision-line formatter and the
-//! decision-log writer) carries the ops out:
+//! [`Op`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
+//! Whoever holds the [`Stage`] (the server's stdin and the decision-log writer) carries the ops
+//! out:
 //!
 //! - when the client waits for answers (its input ran dry), the client worker itself runs its
 //!   ops at once and flushes — one request in flight costs no thread hand-off;
 //! - when the client pipelines (more input is already buffered), full batches go to an emitter
-//!   thread, started on first need, so judging the next lines overlaps with writing the
-//!   decisions of the previous ones, and the decision lines' SHA-256 moves to a digest thread
-//!   ([`crate::evidence::prefix_digest`]). The pipeline holds at most two batches
-//!   ([`BATCH_BYTES`] each, plus one op) besides the one being filled.
+//!   thread, started on first need, so judging the next lines overlaps with writing (and
+//!   hashing, for the log's prefix digest) the decisions of the previous ones. The pipeline
+//!   holds at most two batches ([`BATCH_BYTES`] each, plus one op) besides the one being filled.
 //!
 //! Order is kept: ops run in the order they were added, whichever thread runs them, because the
 //! client worker runs ops itself only when no batch is pending and the stage is free. Once the
@@ -27,8 +26,7 @@ use std::thread::JoinHandle;
 
 use super::shared::{LogSlot, Shared};
 use super::workers::WorkerError;
-use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, Emitted};
-use crate::policy::{Decision, ReasonCode};
+use crate::evidence::decision_log::Emitted;
 use crate::signals::block_write_signals_in_this_thread;
 
 /// A batch is handed to the emitter thread once its arena holds this many bytes.
@@ -66,25 +64,11 @@ pub(crate) enum Then {
     Drop,
 }
 
-/// A decision to write, its texts held in the arena (the line is formatted where it is written,
-/// so only its variable fields cross between threads).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct DecisionOp {
-    seq: u64,
-    tool: Option<Span>,
-    tool_call_id: Option<Span>,
-    decision: Decision,
-    reason_code: ReasonCode,
-    reason: Span,
-    matched_rule: Option<Span>,
-    arguments_sha256: Option<Span>,
-}
-
 /// One line's work.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
-    /// The decision to write first, when the line is a `tools/call` and a log is kept.
-    pub decision: Option<DecisionOp>,
+    /// The decision line to write first, when the line is a `tools/call` and a log is kept.
+    pub decision: Option<Span>,
     pub then: Then,
 }
 
@@ -96,56 +80,21 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// The arena, to append a decision line to; [`Batch::span_from`] names what was appended.
+    pub(crate) fn arena(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
     /// The arena's length (where the next appended bytes start).
     pub(crate) fn mark(&self) -> usize {
         self.bytes.len()
     }
 
     /// The bytes appended since `mark`.
-    fn span_from(&self, mark: usize) -> Span {
+    pub(crate) fn span_from(&self, mark: usize) -> Span {
         Span {
             start: mark,
             end: self.bytes.len(),
-        }
-    }
-
-    /// A response line: `bytes` and a newline, copied into the arena.
-    pub(crate) fn response(&mut self, bytes: &[u8]) -> Span {
-        let mark = self.mark();
-        self.bytes.extend_from_slice(bytes);
-        self.bytes.push(b'\n');
-        self.span_from(mark)
-    }
-
-    /// Decision `seq`, its texts copied into the arena.
-    pub(crate) fn decision(&mut self, seq: u64, e: &DecisionEntry<'_>) -> DecisionOp {
-        let mut put = |s: &str| self.put(s.as_bytes());
-        DecisionOp {
-            seq,
-            tool: e.tool.map(&mut put),
-            tool_call_id: e.tool_call_id.map(&mut put),
-            decision: e.decision,
-            reason_code: e.reason_code,
-            reason: put(e.reason),
-            matched_rule: e.matched_rule.map(&mut put),
-            arguments_sha256: e.arguments_sha256.map(&mut put),
-        }
-    }
-
-    fn text(&self, s: Span) -> &str {
-        // Only whole `&str`s are copied in, so every span is UTF-8.
-        std::str::from_utf8(self.get(s)).unwrap_or_default()
-    }
-
-    fn entry(&self, d: &DecisionOp) -> DecisionEntry<'_> {
-        DecisionEntry {
-            tool: d.tool.map(|s| self.text(s)),
-            tool_call_id: d.tool_call_id.map(|s| self.text(s)),
-            decision: d.decision,
-            reason_code: d.reason_code,
-            reason: self.text(d.reason),
-            matched_rule: d.matched_rule.map(|s| self.text(s)),
-            arguments_sha256: d.arguments_sha256.map(|s| self.text(s)),
         }
     }
 
@@ -181,10 +130,6 @@ impl Batch {
 pub(crate) struct Stage {
     to_child: BufWriter<ChildStdin>,
     shared: Arc<Shared>,
-    /// Present when a decision log is kept.
-    format: Option<DecisionFormat>,
-    /// The decision line being written. Reused: no per-line allocation.
-    line: Vec<u8>,
 }
 
 fn to_server(e: std::io::Error) -> WorkerError {
@@ -196,39 +141,22 @@ fn to_client(e: std::io::Error) -> WorkerError {
 }
 
 impl Stage {
-    pub(crate) fn new(
-        to_child: ChildStdin,
-        shared: Arc<Shared>,
-        format: Option<DecisionFormat>,
-    ) -> Self {
+    pub(crate) fn new(to_child: ChildStdin, shared: Arc<Shared>) -> Self {
         Self {
             to_child: BufWriter::with_capacity(64 * 1024, to_child),
             shared,
-            format,
-            line: Vec::with_capacity(1024),
         }
     }
 
-    /// Formats decision `seq` and writes its line (SPEC §4.1: one `write_all`). A failed write
-    /// poisons the writer and is reported once; the decision is still enforced. `defer_hash`
-    /// keeps the line's SHA-256 off the path to forwarding (when one request is in flight).
-    /// Fails only once the session sealed the log.
+    /// Writes one decision line (SPEC §4.1: one `write_all`). A failed write poisons the
+    /// writer and is reported once; the decision is still enforced. `defer_hash` keeps the
+    /// line's SHA-256 off the path to forwarding (when the client waits for the answer). Fails
+    /// only once the session sealed the log.
     pub(crate) fn write_decision(
         &mut self,
-        seq: u64,
-        entry: &DecisionEntry<'_>,
+        line: &[u8],
         defer_hash: bool,
     ) -> Result<(), WorkerError> {
-        let Some(format) = self.format.as_mut() else {
-            return Ok(());
-        };
-        self.line.clear();
-        format.push_line(&mut self.line, seq, entry);
-        if self.line.capacity() > 64 * 1024 {
-            // Do not keep a huge line's buffer for the rest of the session.
-            self.line.shrink_to(1024);
-        }
-        let line = &self.line;
         let mut slot = self.log();
         let failure = match &mut *slot {
             LogSlot::Open(log) => match log.write(line, defer_hash) {
@@ -257,7 +185,7 @@ impl Stage {
     }
 
     /// Carries out `batch`'s ops in order; `current` is the line [`Source::Current`] names.
-    /// `waiting` says the client waits for the answers (hashing is deferred to the flush).
+    /// `waiting` says the client waits for the answers: hashing is deferred to the flush.
     pub(crate) fn run(
         &mut self,
         batch: &Batch,
@@ -265,8 +193,8 @@ impl Stage {
         waiting: bool,
     ) -> Result<(), WorkerError> {
         for op in &batch.ops {
-            if let Some(d) = &op.decision {
-                self.write_decision(d.seq, &batch.entry(d), waiting)?;
+            if let Some(d) = op.decision {
+                self.write_decision(batch.get(d), waiting)?;
             }
             match op.then {
                 Then::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
@@ -288,13 +216,6 @@ impl Stage {
             .decision_log
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The client pipelines: decision lines are hashed on a digest thread from now on.
-    fn hash_in_background(&self) {
-        if let LogSlot::Open(log) = &mut *self.log() {
-            log.hash_in_background();
-        }
     }
 
     /// Nothing more to do for now: flush both ways, then hash the decision lines written since
@@ -460,9 +381,6 @@ impl Emitter {
     }
 
     fn start_thread(&mut self) -> Result<(), WorkerError> {
-        if let Some(stage) = self.gate.lock().stage.as_ref() {
-            stage.hash_in_background();
-        }
         let gate = self.gate.clone();
         let started = std::thread::Builder::new()
             .name("assay-client-emit".to_string())

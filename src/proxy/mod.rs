@@ -292,15 +292,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         server_stdin: spawned.stdin,
         server_stdout: spawned.stdout,
     };
-    let recorder = Recorder::new(&session_id);
-    let run = run_session(
-        streams,
-        (recorder, log_format),
-        &shared,
-        &mut guard,
-        &cancel,
-        &plan,
-    )?;
+    let recorder = Recorder::new(log_format, &session_id);
+    let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
@@ -467,7 +460,7 @@ struct Streams {
 /// cleanup of the server (§3.1) (which is reaped when this returns).
 fn run_session(
     streams: Streams,
-    (recorder, log_format): (Recorder, Option<DecisionFormat>),
+    recorder: Recorder,
     shared: &Arc<Shared>,
     guard: &mut ChildGuard,
     cancel: &Cancel,
@@ -475,12 +468,7 @@ fn run_session(
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
-        logs: log_format.is_some(),
-        emitter: emitter::Emitter::new(emitter::Stage::new(
-            streams.server_stdin,
-            shared.clone(),
-            log_format,
-        )),
+        emitter: emitter::Emitter::new(emitter::Stage::new(streams.server_stdin, shared.clone())),
         recorder,
         shared: shared.clone(),
     };

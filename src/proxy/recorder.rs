@@ -1,27 +1,39 @@
 //! The decision recorder (SPEC §4.1), on the client worker's thread: numbers every decision
-//! (`seq`, contiguous over written and failed emissions) and names its event. Formatting and
-//! writing the line is the stage's job (`emitter::Stage`), after which the call is forwarded.
+//! (`seq`, contiguous over written and failed emissions) and formats its line for the decision
+//! log when there is one. Writing the line is the emitter's job (`emitter::Stage`), after which
+//! the call is forwarded.
 
-/// Numbers decisions.
+use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};
+
+/// Numbers decisions and formats their log lines.
 pub(crate) struct Recorder {
+    format: Option<DecisionFormat>,
     session_id: String,
     seq: u64,
 }
 
 impl Recorder {
-    /// A recorder numbering from `seq` 0.
-    pub(crate) fn new(session_id: &str) -> Self {
+    /// A recorder numbering from `seq` 0; `format` is present when a decision log is kept.
+    pub(crate) fn new(format: Option<DecisionFormat>, session_id: &str) -> Self {
         Self {
+            format,
             session_id: session_id.to_string(),
             seq: 0,
         }
     }
 
-    /// The `seq` of the next decision.
-    pub(crate) fn next(&mut self) -> u64 {
+    /// Numbers one decision and, when a log is kept, appends its line to `out`. Returns the
+    /// `seq` and whether a line was appended.
+    pub(crate) fn record(&mut self, out: &mut Vec<u8>, entry: &DecisionEntry<'_>) -> (u64, bool) {
         let seq = self.seq;
         self.seq += 1;
-        seq
+        match self.format.as_mut() {
+            Some(f) => {
+                f.push_line(out, seq, entry);
+                (seq, true)
+            }
+            None => (seq, false),
+        }
     }
 
     /// The event id of decision `seq` (built only when a response or a message needs it).
