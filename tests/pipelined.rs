@@ -132,6 +132,32 @@ fn pipelined_lines_keep_their_order_and_every_decision_precedes_its_call() {
         lines.iter().filter(|l| l.text.contains("exec")).count()
     );
 
+    // Each decision's arguments_sha256 is the SHA-256 of the RFC 8785 form of its call's
+    // arguments (whichever thread took it), computed here independently.
+    let mut expected: Vec<serde_json::Value> = Vec::new();
+    for l in &lines {
+        if l.decisions == 0 {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&l.text).unwrap();
+        let calls = match v {
+            serde_json::Value::Array(items) => items,
+            one => vec![one],
+        };
+        for c in calls {
+            let args = &c["params"]["arguments"];
+            let canonical = serde_json_canonicalizer::to_vec(args).unwrap();
+            let digest = <sha2::Sha256 as sha2::Digest>::digest(&canonical);
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            expected.push(serde_json::Value::String(hex));
+        }
+    }
+    let got: Vec<serde_json::Value> = decisions
+        .iter()
+        .map(|d| d["data"]["arguments_sha256"].clone())
+        .collect();
+    assert_eq!(got, expected);
+
     // Where each decision line ends in the log.
     let log_bytes = std::fs::read(&log).unwrap();
     let mut ends = vec![0usize];
