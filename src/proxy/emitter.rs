@@ -33,8 +33,8 @@ use crate::signals::block_write_signals_in_this_thread;
 pub(crate) const BATCH_BYTES: usize = 32 * 1024;
 
 /// Lines longer than this are not copied into a batch: the client worker waits until every
-/// earlier op is done and runs theirs itself, reading the line in place (memory stays bounded
-/// by the line buffer, SPEC §3 item 6).
+/// earlier op is done, then runs the line's own ops itself, reading the line in place (memory
+/// stays bounded by the line buffer, SPEC §3 item 6).
 pub(crate) const QUEUED_LINE_MAX: usize = 64 * 1024;
 
 /// A byte range of a batch's arena.
