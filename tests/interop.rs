@@ -17,6 +17,18 @@ fn typescript_sdk_clients_and_reference_servers_match_a_direct_session() {
         "tests/interop/node_modules is missing: run `npm ci` in tests/interop (scripts/test.sh does)"
     );
     let python = std::env::var("ASSAY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    // The Python SDK server needs `mcp`; without it the TypeScript client only sees its
+    // connection close, so say what is missing up front.
+    let sdk = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    assert!(
+        sdk.status.success(),
+        "the MCP Python SDK is not importable by {python}: set ASSAY_TEST_PYTHON to the .venv \
+         interpreter (scripts/test.sh does)\n{}",
+        String::from_utf8_lossy(&sdk.stderr)
+    );
     let work = tempdir();
     let out = Command::new("node")
         .arg(dir.join("interop.mjs"))
