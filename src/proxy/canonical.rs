@@ -38,18 +38,40 @@ pub(crate) fn arguments_digest(
 /// no duplicate keys), which is what makes sorting by raw key bytes a total order.
 pub(crate) fn canonicalize_simple(raw: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
-    let mut c = Canon { s: raw, i: 0 };
+    let mut c = Canon {
+        s: raw,
+        i: 0,
+        members: MEMBERS.with(std::cell::RefCell::take),
+    };
     c.ws();
-    if !c.value(out, 0) {
-        return false;
+    let took = c.value(out, 0) && {
+        c.ws();
+        c.i == raw.len()
+    };
+    c.members.clear();
+    if c.members.capacity() <= MEMBERS_KEPT {
+        MEMBERS.with(|m| m.replace(c.members));
     }
-    c.ws();
-    c.i == raw.len()
+    took
+}
+
+/// A member of an object being transcribed: its key's range in the input and the range of
+/// `"key":value` in the output.
+type Member = ((usize, usize), (usize, usize));
+
+/// Member slots kept for the next call (an object with more members allocates its own).
+const MEMBERS_KEPT: usize = 4096;
+
+thread_local! {
+    /// The members of the objects being transcribed, as a stack (each object uses the part above
+    /// where it started), reused from call to call: simple arguments cost no allocation.
+    static MEMBERS: std::cell::RefCell<Vec<Member>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct Canon<'a> {
     s: &'a [u8],
     i: usize,
+    members: Vec<Member>,
 }
 
 /// Deeper input falls back to the general path (client lines are bounded far below this anyway).
@@ -171,8 +193,8 @@ impl Canon<'_> {
             out.push(b'}');
             return true;
         }
-        // Each member's key (range in `s`) and the range of `"key":value` in `out`.
-        let mut members: Vec<((usize, usize), (usize, usize))> = Vec::new();
+        // This object's members are `self.members[base..]`.
+        let base = self.members.len();
         let mut sorted = true;
         loop {
             if self.s.get(self.i) != Some(&b'"') {
@@ -193,12 +215,12 @@ impl Canon<'_> {
             if !self.value(out, depth) {
                 return false;
             }
-            if let Some(&(prev, _)) = members.last() {
+            if let Some(&(prev, _)) = self.members.get(base..).and_then(<[Member]>::last) {
                 if self.s[prev.0..prev.1] >= self.s[key.0..key.1] {
                     sorted = false;
                 }
             }
-            members.push((key, (m_start, out.len())));
+            self.members.push((key, (m_start, out.len())));
             self.ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -215,16 +237,19 @@ impl Canon<'_> {
         }
         if !sorted {
             let body = out[obj_start + 1..].to_vec();
-            let base = obj_start + 1;
-            members.sort_by(|a, b| self.s[a.0.0..a.0.1].cmp(&self.s[b.0.0..b.0.1]));
-            out.truncate(base);
+            let body_base = obj_start + 1;
+            let s = self.s;
+            let members = self.members.get_mut(base..).unwrap_or_default();
+            members.sort_by(|a, b| s[a.0.0..a.0.1].cmp(&s[b.0.0..b.0.1]));
+            out.truncate(body_base);
             for (n, (_, (a, z))) in members.iter().enumerate() {
                 if n > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(&body[a - base..z - base]);
+                out.extend_from_slice(&body[a - body_base..z - body_base]);
             }
         }
+        self.members.truncate(base);
         out.push(b'}');
         true
     }
