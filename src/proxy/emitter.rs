@@ -273,6 +273,21 @@ impl Gate {
     fn lock(&self) -> MutexGuard<'_, GateState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// The client worker waits for the emitter thread to take the pending batch or give back
+    /// the stage (or fail).
+    fn wait_room<'g>(&'g self, mut st: MutexGuard<'g, GateState>) -> MutexGuard<'g, GateState> {
+        st.client_waiting = true;
+        st = self.room.wait(st).unwrap_or_else(PoisonError::into_inner);
+        st.client_waiting = false;
+        st
+    }
+
+    /// The emitter thread ends once nothing is pending.
+    fn close(&self) {
+        self.lock().closing = true;
+        self.work.notify_one();
+    }
 }
 
 /// The client worker's side of the pipeline.
@@ -362,9 +377,7 @@ impl Emitter {
             if st.dead {
                 return Err(st.failure());
             }
-            st.client_waiting = true;
-            st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
-            st.client_waiting = false;
+            st = gate.wait_room(st);
         }
         if st.dead {
             return Err(st.failure());
@@ -448,15 +461,12 @@ impl Emitter {
                     return Ok(stage);
                 }
             }
-            st.client_waiting = true;
-            st = gate.room.wait(st).unwrap_or_else(PoisonError::into_inner);
-            st.client_waiting = false;
+            st = gate.wait_room(st);
         }
     }
 
     fn stop_thread(&mut self) {
-        self.gate.lock().closing = true;
-        self.gate.work.notify_one();
+        self.gate.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -467,8 +477,7 @@ impl Drop for Emitter {
     /// Never leaves the emitter thread waiting for work that cannot come (it ends once nothing is
     /// pending, dropping the stage and so closing the server's stdin).
     fn drop(&mut self) {
-        self.gate.lock().closing = true;
-        self.gate.work.notify_one();
+        self.gate.close();
     }
 }
 
