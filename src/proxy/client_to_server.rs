@@ -171,9 +171,13 @@ fn handle_line(
     };
     let op = match class {
         ClientLine::Single(msg) => handle_single(ctx, batch, &msg, line, queued),
-        other => Op {
+        ClientLine::Blank => Op {
             decision: None,
-            then: handle_other(ctx.shared, batch, other, line, queued),
+            then: forward(batch, line, queued),
+        },
+        refused => Op {
+            decision: None,
+            then: refuse_line(ctx.shared, batch, refused),
         },
     };
     batch.push(op);
@@ -184,18 +188,9 @@ fn handle_line(
     }
 }
 
-/// A line that is not a message: forwarded when blank, else answered with an error.
-fn handle_other(
-    shared: &Shared,
-    batch: &mut Batch,
-    class: ClientLine<'_>,
-    line: &[u8],
-    queued: bool,
-) -> Then {
+/// A line that is neither blank nor a message: answered with an error, never forwarded.
+fn refuse_line(shared: &Shared, batch: &mut Batch, class: ClientLine<'_>) -> Then {
     let (code, msg) = match class {
-        ClientLine::Blank | ClientLine::Single(_) | ClientLine::Batch(_) => {
-            return forward(batch, line, queued);
-        }
         ClientLine::ParseError(e) => {
             if shared.diag.verbose {
                 shared.diag.say(&format!("refused client line: {e}"));
@@ -230,7 +225,12 @@ fn handle_other(
                 "Parse error: carriage return inside a line",
             )
         }
-        ClientLine::NotObject => (
+        // Messages and blank lines are the caller's; were one to arrive here, it is refused
+        // like any line that is not a JSON-RPC object (fail closed).
+        ClientLine::NotObject
+        | ClientLine::Blank
+        | ClientLine::Single(_)
+        | ClientLine::Batch(_) => (
             respond::INVALID_REQUEST,
             "Invalid Request: expected a JSON-RPC object or batch",
         ),
