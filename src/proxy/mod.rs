@@ -236,7 +236,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         stderr_file,
         diag,
         log_writer,
-        log_format,
+        recorder,
         log,
     } = open_evidence(plan, &session_id, &source, &policy)?;
     // Installed before spawn so that a signal arriving while the server starts is forwarded too;
@@ -292,7 +292,6 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         server_stdin: spawned.stdin,
         server_stdout: spawned.stdout,
     };
-    let recorder = Recorder::new(log_format, &session_id);
     let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
     if let Some(f) = &forwarding {
         f.server_reaped();
@@ -376,8 +375,8 @@ struct Evidence {
     diag: Arc<Diag>,
     /// The decision-log writer, when a log is kept.
     log_writer: Option<DecisionLog>,
-    /// The decision-line formatter, when a log is kept.
-    log_format: Option<DecisionFormat>,
+    /// Numbers decisions, and formats their lines when a log is kept.
+    recorder: Recorder,
     log: SessionLog,
 }
 
@@ -397,9 +396,11 @@ fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) ->
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
     let start = log.as_ref().map_or(0, |l| l.start);
-    let log_format = log
-        .as_ref()
-        .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run));
+    let recorder = Recorder::new(
+        log.as_ref()
+            .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run)),
+        session_id,
+    );
     let log_writer = log.map(|l| DecisionLog::new(Box::new(l.file)));
     let initialized = log_writer.is_some();
     Ok(Evidence {
@@ -407,7 +408,7 @@ fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) ->
         stderr_file,
         diag,
         log_writer,
-        log_format,
+        recorder,
         log: SessionLog {
             path,
             temporary,
