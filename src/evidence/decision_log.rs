@@ -36,6 +36,7 @@ pub(crate) struct LogAccounting {
 }
 
 /// One decision to record. Raw arguments never reach the log: only their digest.
+#[derive(Clone)]
 pub(crate) struct DecisionEntry<'a> {
     pub tool: Option<&'a str>,
     pub tool_call_id: Option<&'a str>,
@@ -68,6 +69,73 @@ pub(crate) struct DecisionFormat {
     data_head: String,
     /// `,"enforced":…,"policy_sha256":…,"arguments_sha256":`
     tail: String,
+    /// `,"tool":…,"tool_call_id":` of the last tool formatted.
+    tool: Segment<ToolKey>,
+    /// `,"decision":…,"matched_rule":…` and [`Self::tail`] of the last verdict formatted.
+    verdict: Segment<VerdictKey>,
+}
+
+/// The escaped text of the part of a line that depends only on `key`, kept while consecutive
+/// lines share it (a session's calls mostly repeat their tool and verdict), so a line is a few
+/// copies rather than a dozen escapes. The key is updated in place: a change costs no
+/// allocation once the buffers have grown.
+#[derive(Default)]
+struct Segment<K> {
+    key: K,
+    valid: bool,
+    text: Vec<u8>,
+}
+
+/// What the tool segment depends on.
+#[derive(Default)]
+struct ToolKey {
+    tool: Option<()>,
+    name: String,
+}
+
+impl ToolKey {
+    fn is(&self, tool: Option<&str>) -> bool {
+        match tool {
+            Some(t) => self.tool.is_some() && self.name == t,
+            None => self.tool.is_none(),
+        }
+    }
+
+    fn set(&mut self, tool: Option<&str>) {
+        self.tool = tool.map(|_| ());
+        self.name.clear();
+        self.name.push_str(tool.unwrap_or_default());
+    }
+}
+
+/// What the verdict segment depends on.
+#[derive(Default)]
+struct VerdictKey {
+    decision: Option<(Decision, ReasonCode)>,
+    reason: String,
+    rule: Option<()>,
+    matched_rule: String,
+}
+
+impl VerdictKey {
+    fn is(&self, e: &DecisionEntry<'_>) -> bool {
+        self.decision == Some((e.decision, e.reason_code))
+            && self.reason == e.reason
+            && match e.matched_rule {
+                Some(r) => self.rule.is_some() && self.matched_rule == r,
+                None => self.rule.is_none(),
+            }
+    }
+
+    fn set(&mut self, e: &DecisionEntry<'_>) {
+        self.decision = Some((e.decision, e.reason_code));
+        self.reason.clear();
+        self.reason.push_str(e.reason);
+        self.rule = e.matched_rule.map(|_| ());
+        self.matched_rule.clear();
+        self.matched_rule
+            .push_str(e.matched_rule.unwrap_or_default());
+    }
 }
 
 /// The decision log writer and its accounting: one `write_all` per line, counted and hashed.
@@ -88,9 +156,8 @@ pub(crate) struct DecisionLog {
 /// idles), so the buffer holding them stays small.
 const HASH_BATCH: usize = 32 * 1024;
 
-/// Appends the decimal text of `n` (no `fmt` machinery on the per-line path).
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
+/// The decimal text of `n`, written at the end of `buf` (no `fmt` machinery on the per-line path).
+fn decimal(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
@@ -100,7 +167,7 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
             break;
         }
     }
-    out.extend_from_slice(&buf[i..]);
+    &buf[i..]
 }
 
 fn json_str(s: &str) -> String {
@@ -130,39 +197,70 @@ impl DecisionFormat {
                 ",\"enforced\":{enforced},\"policy_sha256\":{},\"arguments_sha256\":",
                 json_str(policy_sha256)
             ),
+            tool: Segment::default(),
+            verdict: Segment::default(),
         }
     }
 
     /// Appends decision `seq` as one event line to `out`: the same bytes `serde_json` writes for
-    /// `Envelope<DecisionData>` plus `\n` (the test below holds the two together).
+    /// `Envelope<DecisionData>` plus `\n` (the tests below hold the two together).
     pub(crate) fn push_line(&mut self, out: &mut Vec<u8>, seq: u64, e: &DecisionEntry<'_>) {
-        fn opt(out: &mut Vec<u8>, v: Option<&str>) {
-            match v {
-                Some(s) => push_json_str(out, s),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
+        let mut digits = [0u8; 20];
+        let seq = decimal(&mut digits, seq);
         out.extend_from_slice(self.head.as_bytes());
-        push_u64(out, seq);
+        out.extend_from_slice(seq);
         out.extend_from_slice(self.mid.as_bytes());
         self.clock.push_now(out);
         out.extend_from_slice(self.data_head.as_bytes());
-        push_u64(out, seq);
-        out.extend_from_slice(b",\"tool\":");
-        opt(out, e.tool);
-        out.extend_from_slice(b",\"tool_call_id\":");
-        opt(out, e.tool_call_id);
-        out.extend_from_slice(b",\"decision\":\"");
-        out.extend_from_slice(e.decision.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"reason_code\":\"");
-        out.extend_from_slice(e.reason_code.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"reason\":");
-        push_json_str(out, e.reason);
-        out.extend_from_slice(b",\"matched_rule\":");
-        opt(out, e.matched_rule);
-        out.extend_from_slice(self.tail.as_bytes());
-        opt(out, e.arguments_sha256);
+        out.extend_from_slice(seq);
+        out.extend_from_slice(self.tool_segment(e.tool));
+        push_opt(out, e.tool_call_id);
+        out.extend_from_slice(self.verdict_segment(e));
+        push_opt(out, e.arguments_sha256);
         out.extend_from_slice(b"}}\n");
+    }
+
+    /// `,"tool":…,"tool_call_id":` for `tool`.
+    fn tool_segment(&mut self, tool: Option<&str>) -> &[u8] {
+        let seg = &mut self.tool;
+        if !(seg.valid && seg.key.is(tool)) {
+            seg.text.clear();
+            seg.text.extend_from_slice(b",\"tool\":");
+            push_opt(&mut seg.text, tool);
+            seg.text.extend_from_slice(b",\"tool_call_id\":");
+            seg.key.set(tool);
+            seg.valid = true;
+        }
+        &seg.text
+    }
+
+    /// `,"decision":…,"matched_rule":…` and the constant tail up to `"arguments_sha256":`.
+    fn verdict_segment(&mut self, e: &DecisionEntry<'_>) -> &[u8] {
+        let seg = &mut self.verdict;
+        if !(seg.valid && seg.key.is(e)) {
+            let out = &mut seg.text;
+            out.clear();
+            out.extend_from_slice(b",\"decision\":\"");
+            out.extend_from_slice(e.decision.as_str().as_bytes());
+            out.extend_from_slice(b"\",\"reason_code\":\"");
+            out.extend_from_slice(e.reason_code.as_str().as_bytes());
+            out.extend_from_slice(b"\",\"reason\":");
+            push_json_str(out, e.reason);
+            out.extend_from_slice(b",\"matched_rule\":");
+            push_opt(out, e.matched_rule);
+            out.extend_from_slice(self.tail.as_bytes());
+            seg.key.set(e);
+            seg.valid = true;
+        }
+        &seg.text
+    }
+}
+
+/// A JSON string, or `null`.
+fn push_opt(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        Some(s) => push_json_str(out, s),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
@@ -338,7 +436,7 @@ mod tests {
         let source = "assay://te\"st/\u{e9}\\x";
         let policy = "ab\ncd";
         let mut log = writer(Box::new(VecSink(out.clone())), sid, source, policy, false);
-        let entries = [
+        let base = [
             entry(),
             DecisionEntry {
                 tool: None,
@@ -359,6 +457,34 @@ mod tests {
                 arguments_sha256: None,
             },
         ];
+        // Each entry after each other one (and itself), so every change of tool or verdict
+        // between consecutive lines is formatted once; plus the cases that differ only in a
+        // null against an empty string.
+        let mut entries: Vec<DecisionEntry<'_>> = Vec::new();
+        for a in &base {
+            for b in &base {
+                entries.push(a.clone());
+                entries.push(b.clone());
+            }
+        }
+        for (tool, rule) in [
+            (None, None),
+            (Some(""), None),
+            (Some(""), Some("")),
+            (None, Some("")),
+        ] {
+            let mut e = base[0].clone();
+            e.tool = tool;
+            e.matched_rule = rule;
+            entries.push(e);
+        }
+        let mut e = base[0].clone();
+        e.reason = "allowed ";
+        entries.push(e.clone());
+        e.reason_code = ReasonCode::P_ARG_SCHEMA;
+        entries.push(e.clone());
+        e.decision = Decision::Deny;
+        entries.push(e);
         for (i, e) in entries.iter().enumerate() {
             log.emit([0u64, 9, 10, u64::MAX][i % 4], e);
         }

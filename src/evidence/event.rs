@@ -72,6 +72,18 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The two lowercase hex digits of every byte value.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [DIGITS[b >> 4], DIGITS[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
 /// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
 #[derive(Clone, Copy)]
 pub(crate) struct HexDigest([u8; 64]);
@@ -79,12 +91,10 @@ pub(crate) struct HexDigest([u8; 64]);
 impl HexDigest {
     /// The lowercase hex SHA-256 of `bytes`.
     pub(crate) fn of(bytes: &[u8]) -> Self {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let digest = Sha256::digest(bytes);
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
         let mut out = [0u8; 64];
-        for (pair, b) in out.chunks_exact_mut(2).zip(digest.iter()) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 0xf)];
+        for (pair, &b) in out.chunks_exact_mut(2).zip(digest.iter()) {
+            pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
         }
         Self(out)
     }

@@ -282,6 +282,21 @@ static STRING_SPECIAL: [bool; 256] = {
     t
 };
 
+/// Eight string bytes read as one little-endian word: the high bit of each byte that needs
+/// attention (`"`, `\\`, or below 0x20) is set, possibly along with bits of later bytes, so
+/// the lowest set bit always marks the first such byte. (The classic "has zero byte" test: a
+/// borrow can only carry upward from a byte that matched, so no byte below the first match is
+/// ever flagged.)
+#[inline]
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    (zero(quote) | zero(backslash) | (word.wrapping_sub(ONES * 0x20) & !word)) & HIGH
+}
+
 #[derive(Clone, Copy)]
 struct Scanner<'a> {
     text: &'a str,
@@ -562,15 +577,16 @@ impl<'a> Scanner<'a> {
     /// caller handles. The input is valid UTF-8 and we stop only before ASCII bytes, so
     /// positions stay on character boundaries.
     fn skip_plain_string_bytes(&mut self) {
-        let special = |b: u8| (b == b'"') | (b == b'\\') | (b < 0x20);
-        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 16) {
-            let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
                 break;
             };
-            if chunk.iter().fold(false, |a, &b| a | special(b)) {
-                break;
+            let flags = special_bytes(u64::from_le_bytes(chunk));
+            if flags != 0 {
+                self.pos += (flags.trailing_zeros() / 8) as usize;
+                return;
             }
-            self.pos += 16;
+            self.pos += 8;
         }
         let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
         self.pos += rest

@@ -241,3 +241,67 @@ fn strings_are_checked_across_chunks() {
         );
     }
 }
+
+/// The first byte of a word that needs attention in a string (`"`, `\\`, below 0x20).
+fn first_special(bytes: &[u8; 8]) -> Option<usize> {
+    bytes
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+}
+
+proptest::proptest! {
+    /// The word-at-a-time test flags exactly the first byte that needs attention, whatever
+    /// follows it (later bytes may be flagged spuriously; only the lowest flag is used).
+    #[test]
+    fn special_bytes_flags_the_first_special_byte(
+        bytes in proptest::array::uniform8(proptest::prop_oneof![
+            proptest::prelude::any::<u8>(),
+            proptest::prelude::Just(b'"'),
+            proptest::prelude::Just(b'\\'),
+            0u8..0x21,
+            0x7eu8..0x82,
+        ]),
+    ) {
+        let flags = special_bytes(u64::from_le_bytes(bytes));
+        let found = (flags != 0).then(|| (flags.trailing_zeros() / 8) as usize);
+        proptest::prop_assert_eq!(found, first_special(&bytes));
+    }
+}
+
+/// A string byte that needs attention is found at every offset of a long string, on both sides
+/// of an eight-byte boundary, and the bytes around it (0x1f/0x20, 0x7f, non-ASCII) are judged
+/// as they should be.
+#[test]
+fn string_bytes_are_checked_at_every_offset() {
+    for len in 0..40 {
+        for at in 0..len {
+            for (bad, ok) in [
+                ("\u{1}", false),
+                ("\u{1f}", false),
+                (" ", true),
+                ("\u{7f}", true),
+                ("é", true),
+                ("\\\"", true),
+                ("\\x", false),
+            ] {
+                let mut s = String::from("[\"");
+                for i in 0..len {
+                    if i == at {
+                        s.push_str(bad);
+                    } else {
+                        s.push(char::from(b'a' + (i % 26) as u8));
+                    }
+                }
+                s.push_str("\"]");
+                assert_eq!(kind(&s).is_none(), ok, "{s:?}");
+            }
+            // A quote at `at` ends the string early: what follows is not JSON.
+            let mut s = String::from("[\"");
+            s.push_str(&"a".repeat(at));
+            s.push('"');
+            s.push_str(&"a".repeat(len - at));
+            s.push_str("\"]");
+            assert_eq!(kind(&s), Some(ScanErrorKind::Invalid), "{s:?}");
+        }
+    }
+}
