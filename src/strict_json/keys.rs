@@ -23,13 +23,7 @@ pub(super) struct Key {
 impl Key {
     /// The key whose raw text is `raw`, at byte `start` of the text.
     pub(super) fn new(start: usize, raw: &[u8], plain: bool, lenient: bool) -> Self {
-        let mut head = 0u32;
-        if plain {
-            for (i, &b) in raw.iter().take(4).enumerate() {
-                let b = if lenient { b.to_ascii_lowercase() } else { b };
-                head |= u32::from(b) << (8 * i);
-            }
-        }
+        let head = if plain { head_of(raw, lenient) } else { 0 };
         Key {
             start,
             len: raw.len(),
@@ -80,6 +74,26 @@ impl Key {
         }
         h.finish()
     }
+}
+
+/// The first four bytes of a plain (ASCII) key as a little-endian word, zero-padded, with
+/// `A`–`Z` lowered when `lenient`.
+#[inline]
+fn head_of(raw: &[u8], lenient: bool) -> u32 {
+    let head = match *raw {
+        [] => 0,
+        [a] => u32::from(a),
+        [a, b] => u32::from_le_bytes([a, b, 0, 0]),
+        [a, b, c] => u32::from_le_bytes([a, b, c, 0]),
+        [a, b, c, d, ..] => u32::from_le_bytes([a, b, c, d]),
+    };
+    if !lenient {
+        return head;
+    }
+    // Per byte (all below 0x80, so no carry crosses a byte): the high bit of `b + 0x3f` is set
+    // from `A` up, that of `b + 0x25` from `[` up; where only the first is, add 0x20.
+    let upper = (head.wrapping_add(0x3f3f_3f3f) & !head.wrapping_add(0x2525_2525)) & 0x8080_8080;
+    head | (upper >> 2)
 }
 
 /// A key of the inline array: 32-bit offset and length (the text fits 4 GiB), 16 bytes.
@@ -174,6 +188,7 @@ impl KeySet {
     }
 
     /// Inserts `key` (of `text`); returns false when it was already present.
+    #[inline(always)]
     pub(super) fn insert(&mut self, key: Key, text: &str, lenient: bool) -> bool {
         match self {
             KeySet::Small { keys, len } => {
@@ -275,5 +290,40 @@ impl<O: Offset> LargeKeys<O> {
         self.table
             .insert_unique(hash, (start, len), |e| at(e).hash(text, lenient, state));
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_of;
+
+    /// The byte-by-byte definition `head_of` computes a word at a time.
+    fn reference(raw: &[u8], lenient: bool) -> u32 {
+        let mut head = 0u32;
+        for (i, &b) in raw.iter().take(4).enumerate() {
+            let b = if lenient { b.to_ascii_lowercase() } else { b };
+            head |= u32::from(b) << (8 * i);
+        }
+        head
+    }
+
+    #[test]
+    fn head_is_the_first_four_bytes_lowered_when_lenient() {
+        for b in 0u8..0x80 {
+            for len in 0..6 {
+                for at in 0..len {
+                    let mut raw = b"aZ@["
+                        .iter()
+                        .cycle()
+                        .take(len)
+                        .copied()
+                        .collect::<Vec<_>>();
+                    raw[at] = b;
+                    for lenient in [false, true] {
+                        assert_eq!(head_of(&raw, lenient), reference(&raw, lenient), "{raw:?}");
+                    }
+                }
+            }
+        }
     }
 }

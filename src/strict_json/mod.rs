@@ -317,6 +317,7 @@ impl<'a> Scanner<'a> {
         self.err(ScanErrorKind::Invalid)
     }
 
+    #[inline(always)]
     fn skip_ws(&mut self) {
         while let Some(b) = self.bytes.get(self.pos) {
             match b {
@@ -450,6 +451,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Pops the container that just ended (at `self.pos`) and reports it as a value.
+    #[inline(always)]
     fn close<V: Visitor<'a>>(
         &mut self,
         stack: &mut Vec<Frame>,
@@ -599,6 +601,7 @@ impl<'a> Scanner<'a> {
     /// Escapes are checked (including surrogate pairing) but not decoded: keys are compared
     /// from their raw text (see [`Key`]), so a string full of escapes costs no allocation.
     /// Returns whether the string holds an escape.
+    #[inline(always)]
     fn string(&mut self) -> Result<bool, ScanError> {
         self.pos += 1; // opening quote
         let mut escaped = false;
