@@ -32,6 +32,8 @@ mod in_child;
 mod process;
 mod program;
 mod spawn;
+#[cfg(test)]
+mod spawn_tests;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;

@@ -61,10 +61,11 @@ fn memory_mode() -> Memory {
 fn glibc_caches_pid() -> bool {
     // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
     let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
-    let mut parts = version
-        .to_bytes()
-        .split(|&b| b == b'.')
-        .map(|p| std::str::from_utf8(p).ok().and_then(|s| s.parse::<u32>().ok()));
+    let mut parts = version.to_bytes().split(|&b| b == b'.').map(|p| {
+        std::str::from_utf8(p)
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+    });
     match (parts.next().flatten(), parts.next().flatten()) {
         (Some(major), Some(minor)) => (major, minor) < (2, 25),
         // A version this cannot read is not trusted with shared memory.
@@ -224,7 +225,12 @@ impl ChildStack {
     /// The error cell: the last 64 bytes of the mapping.
     fn error(&self) -> *const AtomicI32 {
         // SAFETY: `len` ≥ 64, so the pointer stays inside the mapping.
-        unsafe { self.base.cast::<u8>().add(self.len - 64).cast::<AtomicI32>() }
+        unsafe {
+            self.base
+                .cast::<u8>()
+                .add(self.len - 64)
+                .cast::<AtomicI32>()
+        }
     }
 
     /// The initial stack pointer: just below the error cell, 16-byte aligned.
