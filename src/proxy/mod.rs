@@ -487,7 +487,8 @@ fn run_session(
         return Err(Error::new(ErrorKind::Internal, "child handle missing"));
     };
     let run = run_workers(&rx, child, cancel, plan);
-    drop(guard.0.take());
+    // Cleaned up by run_workers: the guard has nothing left to do.
+    guard.0 = None;
     Ok(run)
 }
 
