@@ -19,8 +19,8 @@
 //! session has sealed the decision log ([`LogSlot::seal`]), no decision is written and no call
 //! is forwarded any more.
 
+use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -128,7 +128,7 @@ impl Batch {
 
 /// The server's stdin and the way to the decision log: what carrying out an op needs.
 pub(crate) struct Stage {
-    to_child: BufWriter<ChildStdin>,
+    to_child: BufWriter<File>,
     shared: Arc<Shared>,
 }
 
@@ -141,7 +141,7 @@ fn to_client(e: std::io::Error) -> WorkerError {
 }
 
 impl Stage {
-    pub(crate) fn new(to_child: ChildStdin, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(to_child: File, shared: Arc<Shared>) -> Self {
         Self {
             to_child: BufWriter::with_capacity(64 * 1024, to_child),
             shared,

@@ -23,7 +23,6 @@ use std::fs::File;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
-use std::process::{ChildStdin, ChildStdout, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -437,13 +436,9 @@ fn spawn_server(
     mask: &ThreadMask,
     forwarding: Option<&mut Forwarding>,
 ) -> Result<child::Spawned> {
-    let child_stderr = match stderr_file {
-        Some(f) => Stdio::from(f),
-        None => Stdio::inherit(),
-    };
     // This thread spawns the server and lives until the session ends: PR_SET_PDEATHSIG (set in
     // the child) fires on the death of the spawning thread (SPEC §3 item 9).
-    let spawned = child::spawn(&plan.command, child_stderr, &mask.original())?;
+    let spawned = child::spawn(&plan.command, stderr_file, &mask.original())?;
     if let Some(f) = forwarding {
         f.target(spawned.pid);
     }
@@ -453,8 +448,8 @@ fn spawn_server(
 /// The byte streams the two I/O workers move.
 struct Streams {
     client_input: File,
-    server_stdin: ChildStdin,
-    server_stdout: ChildStdout,
+    server_stdin: File,
+    server_stdout: File,
 }
 
 /// SPEC §3 items 5 and 7: runs the two I/O workers until the session ends, then the bounded
@@ -492,7 +487,8 @@ fn run_session(
         return Err(Error::new(ErrorKind::Internal, "child handle missing"));
     };
     let run = run_workers(&rx, child, cancel, plan);
-    drop(guard.0.take());
+    // Cleaned up by run_workers: the guard has nothing left to do.
+    guard.0 = None;
     Ok(run)
 }
 

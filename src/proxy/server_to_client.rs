@@ -3,7 +3,7 @@
 //! `hide_refused_tools` removes tools (`tools_list`, SPEC §5). When coverage is requested it also
 //! reads the tool names out of `tools/list` results.
 
-use std::process::ChildStdout;
+use std::fs::File;
 use std::sync::Arc;
 
 use super::line::LineReader;
@@ -12,7 +12,7 @@ use super::tools_list;
 use super::workers::WorkerError;
 
 pub(crate) struct ServerWorker {
-    pub reader: LineReader<ChildStdout>,
+    pub reader: LineReader<File>,
     pub shared: Arc<Shared>,
 }
 

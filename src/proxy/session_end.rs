@@ -29,7 +29,7 @@ pub(crate) const SERVER_EOF_GRACE: Duration = Duration::from_secs(2);
 /// Waits for the session to end, drains, runs the bounded cleanup and settles the workers.
 pub(crate) fn run_workers(
     rx: &mpsc::Receiver<Report>,
-    child: &mut std::process::Child,
+    child: &mut child::ServerProcess,
     cancel: &Cancel,
     plan: &Plan,
 ) -> RunResult {
