@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use sha2::{Digest, Sha256};
 
-use super::event::{Clock, TYPE_DECISION, hex, push_json_str};
+use super::event::{Clock, HexDigest, TYPE_DECISION, hex, push_json_str};
 use crate::policy::{Decision, ReasonCode};
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
@@ -44,7 +44,7 @@ pub(crate) struct DecisionEntry<'a> {
     pub reason_code: ReasonCode,
     pub reason: &'a str,
     pub matched_rule: Option<&'a str>,
-    pub arguments_sha256: Option<&'a str>,
+    pub arguments_sha256: Option<&'a HexDigest>,
 }
 
 /// The outcome of one emission.
@@ -216,7 +216,15 @@ impl DecisionFormat {
         out.extend_from_slice(self.tool_segment(e.tool));
         push_opt(out, e.tool_call_id);
         out.extend_from_slice(self.verdict_segment(e));
-        push_opt(out, e.arguments_sha256);
+        match e.arguments_sha256 {
+            // Hex digits need no escaping.
+            Some(d) => {
+                out.push(b'"');
+                out.extend_from_slice(d.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
         out.extend_from_slice(b"}}\n");
     }
 
@@ -392,6 +400,10 @@ mod tests {
         }
     }
 
+    /// A digest for the entries that carry one.
+    static DIGEST: std::sync::LazyLock<HexDigest> =
+        std::sync::LazyLock::new(|| HexDigest::of(b"{}"));
+
     fn entry() -> DecisionEntry<'static> {
         DecisionEntry {
             tool: Some("read_file"),
@@ -445,7 +457,7 @@ mod tests {
                 reason_code: ReasonCode::P_MALFORMED,
                 reason: "bad \"name\"\t\u{1}",
                 matched_rule: None,
-                arguments_sha256: Some("00ff"),
+                arguments_sha256: Some(&DIGEST),
             },
             DecisionEntry {
                 tool: Some("t\u{7f}\u{1F600}"),
@@ -512,7 +524,7 @@ mod tests {
                     matched_rule: e.matched_rule,
                     enforced: false,
                     policy_sha256: policy,
-                    arguments_sha256: e.arguments_sha256,
+                    arguments_sha256: e.arguments_sha256.map(HexDigest::as_str),
                 },
             )
             .to_line()

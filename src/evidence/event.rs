@@ -99,7 +99,13 @@ impl HexDigest {
         Self(out)
     }
 
+    /// The 64 hex digits as bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8; 64] {
+        &self.0
+    }
+
     /// The 64 hex digits.
+    #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
         // Only ASCII hex digits are ever stored.
         std::str::from_utf8(&self.0).unwrap_or_default()

@@ -322,7 +322,7 @@ fn record(
             reason_code: verdict.reason_code,
             reason: &verdict.reason,
             matched_rule: verdict.matched_rule.as_deref(),
-            arguments_sha256: ev.arguments_sha256.as_ref().map(HexDigest::as_str),
+            arguments_sha256: ev.arguments_sha256.as_ref(),
         },
     );
     let verbose = ctx.shared.diag.verbose;
