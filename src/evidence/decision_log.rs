@@ -70,7 +70,7 @@ pub(crate) struct DecisionFormat {
     /// `,"enforced":…,"policy_sha256":…,"arguments_sha256":`
     tail: String,
     /// `,"tool":…,"tool_call_id":` of the last tool formatted.
-    tool: Segment<ToolKey>,
+    tool: Segment<OptText>,
     /// `,"decision":…,"matched_rule":…` and [`Self::tail`] of the last verdict formatted.
     verdict: Segment<VerdictKey>,
 }
@@ -86,23 +86,23 @@ struct Segment<K> {
     text: Vec<u8>,
 }
 
-/// What the tool segment depends on.
+/// An optional text a segment depends on (the tool name, the matched rule); `None` is `null`.
 #[derive(Default)]
-struct ToolKey {
-    tool: Option<()>,
+struct OptText {
+    present: bool,
     name: String,
 }
 
-impl ToolKey {
+impl OptText {
     fn is(&self, tool: Option<&str>) -> bool {
         match tool {
-            Some(t) => self.tool.is_some() && self.name == t,
-            None => self.tool.is_none(),
+            Some(t) => self.present && self.name == t,
+            None => !self.present,
         }
     }
 
     fn set(&mut self, tool: Option<&str>) {
-        self.tool = tool.map(|_| ());
+        self.present = tool.is_some();
         self.name.clear();
         self.name.push_str(tool.unwrap_or_default());
     }
@@ -113,28 +113,21 @@ impl ToolKey {
 struct VerdictKey {
     decision: Option<(Decision, ReasonCode)>,
     reason: String,
-    rule: Option<()>,
-    matched_rule: String,
+    matched_rule: OptText,
 }
 
 impl VerdictKey {
     fn is(&self, e: &DecisionEntry<'_>) -> bool {
         self.decision == Some((e.decision, e.reason_code))
             && self.reason == e.reason
-            && match e.matched_rule {
-                Some(r) => self.rule.is_some() && self.matched_rule == r,
-                None => self.rule.is_none(),
-            }
+            && self.matched_rule.is(e.matched_rule)
     }
 
     fn set(&mut self, e: &DecisionEntry<'_>) {
         self.decision = Some((e.decision, e.reason_code));
         self.reason.clear();
         self.reason.push_str(e.reason);
-        self.rule = e.matched_rule.map(|_| ());
-        self.matched_rule.clear();
-        self.matched_rule
-            .push_str(e.matched_rule.unwrap_or_default());
+        self.matched_rule.set(e.matched_rule);
     }
 }
 
