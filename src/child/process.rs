@@ -31,24 +31,9 @@ impl ServerProcess {
         if let Some(status) = self.status {
             return Ok(Some(status));
         }
-        loop {
-            let mut raw: libc::c_int = 0;
-            // SAFETY: waitpid writes the status into `raw`; `pid` is our child (or was, and then
-            // the call fails with ECHILD).
-            let r = unsafe { libc::waitpid(self.pid, &mut raw, libc::WNOHANG) };
-            if r == 0 {
-                return Ok(None);
-            }
-            if r == self.pid {
-                let status = ExitStatus::from_raw(raw);
-                self.status = Some(status);
-                return Ok(Some(status));
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
+        let status = self.waitpid(libc::WNOHANG)?;
+        self.status = status;
+        Ok(status)
     }
 
     /// Sends SIGKILL, unless the status was already collected (the PID may then belong to
@@ -68,14 +53,26 @@ impl ServerProcess {
     /// Waits for a child that has already exited or is about to (it failed before exec), so it
     /// leaves no zombie. `ECHILD` (the kernel reaped it: `SIGCHLD` ignored) ends the wait too.
     pub(super) fn reap_exited(self) {
+        let _ = self.waitpid(0);
+    }
+
+    /// `waitpid` on the server with `flags`, retried when a signal interrupts it: the status,
+    /// or `None` when `WNOHANG` found the server still running.
+    fn waitpid(&self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
         loop {
             let mut raw: libc::c_int = 0;
-            // SAFETY: waitpid writes the status into `raw`; `pid` is our child.
-            let r = unsafe { libc::waitpid(self.pid, &mut raw, 0) };
-            if r == self.pid
-                || (r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted)
-            {
-                return;
+            // SAFETY: waitpid writes the status into `raw`; `pid` is our child (or was, and then
+            // the call fails with ECHILD).
+            let r = unsafe { libc::waitpid(self.pid, &mut raw, flags) };
+            if r == 0 {
+                return Ok(None);
+            }
+            if r == self.pid {
+                return Ok(Some(ExitStatus::from_raw(raw)));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
             }
         }
     }
