@@ -56,11 +56,9 @@ impl<'a, D: Serialize> Envelope<'a, D> {
 
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = Vec::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)]);
-        s.push(DIGITS[usize::from(b & 0xf)]);
+    for &b in bytes {
+        s.extend_from_slice(&HEX_PAIRS[usize::from(b)]);
     }
     // Only ASCII hex digits were pushed.
     String::from_utf8(s).unwrap_or_default()
