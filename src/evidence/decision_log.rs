@@ -78,11 +78,11 @@ pub(crate) struct DecisionFormat {
 /// The escaped text of the part of a line that depends only on `key`, kept while consecutive
 /// lines share it (a session's calls mostly repeat their tool and verdict), so a line is a few
 /// copies rather than a dozen escapes. The key is updated in place: a change costs no
-/// allocation once the buffers have grown.
+/// allocation once the buffers have grown. An empty text means nothing was formatted yet (a
+/// formatted segment always starts with its member name).
 #[derive(Default)]
 struct Segment<K> {
     key: K,
-    valid: bool,
     text: Vec<u8>,
 }
 
@@ -224,13 +224,12 @@ impl DecisionFormat {
     /// `,"tool":…,"tool_call_id":` for `tool`.
     fn tool_segment(&mut self, tool: Option<&str>) -> &[u8] {
         let seg = &mut self.tool;
-        if !(seg.valid && seg.key.is(tool)) {
+        if seg.text.is_empty() || !seg.key.is(tool) {
             seg.text.clear();
             seg.text.extend_from_slice(b",\"tool\":");
             push_opt(&mut seg.text, tool);
             seg.text.extend_from_slice(b",\"tool_call_id\":");
             seg.key.set(tool);
-            seg.valid = true;
         }
         &seg.text
     }
@@ -238,7 +237,7 @@ impl DecisionFormat {
     /// `,"decision":…,"matched_rule":…` and the constant tail up to `"arguments_sha256":`.
     fn verdict_segment(&mut self, e: &DecisionEntry<'_>) -> &[u8] {
         let seg = &mut self.verdict;
-        if !(seg.valid && seg.key.is(e)) {
+        if seg.text.is_empty() || !seg.key.is(e) {
             let out = &mut seg.text;
             out.clear();
             out.extend_from_slice(b",\"decision\":\"");
@@ -251,7 +250,6 @@ impl DecisionFormat {
             push_opt(out, e.matched_rule);
             out.extend_from_slice(self.tail.as_bytes());
             seg.key.set(e);
-            seg.valid = true;
         }
         &seg.text
     }
