@@ -12,6 +12,7 @@ pub(crate) mod message;
 mod output;
 mod recorder;
 mod respond;
+pub(crate) mod rpc_id;
 mod server_to_client;
 mod session_end;
 mod shared;

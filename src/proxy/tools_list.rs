@@ -16,13 +16,14 @@
 //! strict JSON, not a single response object, no `tools` array, a tool without a string name):
 //! hiding is a view for the model, the policy still refuses every call to a hidden tool.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::message::CLIENT_MAX_DEPTH;
+use super::rpc_id::IdKeys;
 use crate::policy::Policy;
 
 /// Unanswered `tools/list` request ids remembered at most.
@@ -39,36 +40,18 @@ pub(crate) struct ToolsListWatch {
 
 #[derive(Default)]
 struct Pending {
-    order: VecDeque<IdKey>,
-    set: HashSet<IdKey>,
+    /// Oldest first.
+    ids: VecDeque<IdKeys>,
 }
 
-/// A JSON-RPC id by value: strings and numbers are distinct kinds.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-enum IdKey {
-    Str(String),
-    Num(String),
+impl Pending {
+    fn position(&self, key: &IdKeys) -> Option<usize> {
+        self.ids.iter().position(|k| k.matches(key))
+    }
 }
 
-fn id_key(text: &str) -> Option<IdKey> {
-    if text.starts_with('"') {
-        return serde_json::from_str::<String>(text).ok().map(IdKey::Str);
-    }
-    let n = serde_json::from_str::<serde_json::Number>(text).ok()?;
-    if let Some(i) = n.as_i64() {
-        return Some(IdKey::Num(i.to_string()));
-    }
-    if let Some(u) = n.as_u64() {
-        return Some(IdKey::Num(u.to_string()));
-    }
-    // A fractional or exponent spelling: by its double value, which is what JavaScript and
-    // most servers echo (`1.0` → `1`, `1e2` → `100`).
-    let f = n.as_f64()?;
-    if f.fract() == 0.0 && f.abs() < 9.0e15 {
-        // Integral and exactly representable: the same key as the integer spelling.
-        return Some(IdKey::Num((f as i64).to_string()));
-    }
-    Some(IdKey::Num(format!("{f:e}")))
+fn id_key(text: &str) -> Option<IdKeys> {
+    IdKeys::of_json(text)
 }
 
 impl ToolsListWatch {
@@ -97,16 +80,13 @@ impl ToolsListWatch {
         let Ok(mut p) = self.pending.lock() else {
             return;
         };
-        if p.set.contains(&key) {
+        if p.position(&key).is_some() {
             return;
         }
-        if p.order.len() >= MAX_PENDING {
-            if let Some(old) = p.order.pop_front() {
-                p.set.remove(&old);
-            }
+        if p.ids.len() >= MAX_PENDING {
+            p.ids.pop_front();
         }
-        p.set.insert(key.clone());
-        p.order.push_back(key);
+        p.ids.push_back(key);
     }
 
     /// Forgets `id` if it is pending; whether it was.
@@ -117,22 +97,23 @@ impl ToolsListWatch {
         let Ok(mut p) = self.pending.lock() else {
             return false;
         };
-        if !p.set.remove(&key) {
-            return false;
+        match p.position(&key) {
+            Some(i) => p.ids.remove(i).is_some(),
+            None => false,
         }
-        p.order.retain(|k| *k != key);
-        true
     }
 
     fn none_pending(&self) -> bool {
-        self.pending.lock().map_or(true, |p| p.set.is_empty())
+        self.pending.lock().map_or(true, |p| p.ids.is_empty())
     }
 
     fn is_pending(&self, id: &RawValue) -> bool {
         let Some(key) = id_key(id.get()) else {
             return false;
         };
-        self.pending.lock().is_ok_and(|p| p.set.contains(&key))
+        self.pending
+            .lock()
+            .is_ok_and(|p| p.position(&key).is_some())
     }
 }
 
@@ -248,20 +229,20 @@ fn offset_in(whole: &str, part: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn key(s: &str) -> Option<IdKey> {
+    fn key(s: &str) -> Option<IdKeys> {
         id_key(s)
     }
 
     #[test]
     fn ids_compare_by_value() {
-        assert_eq!(key("\"a\""), key("\"\\u0061\""));
-        assert_eq!(key("1"), key("1.0"));
-        assert_eq!(key("100"), key("1e2"));
-        assert_ne!(key("1"), key("\"1\""));
-        assert_ne!(key("1"), key("2"));
+        let same = |a: &str, b: &str| key(a).unwrap().matches(&key(b).unwrap());
+        assert!(same("\"a\"", "\"\\u0061\""));
+        assert!(same("1", "1.0"));
+        assert!(same("100", "1e2"));
+        assert!(same("1", "\"1\""));
+        assert!(!same("1", "2"));
         assert_eq!(key("null"), None);
-        assert_eq!(key("18446744073709551615"), key("18446744073709551615"));
-        assert_ne!(key("1.5"), key("1"));
+        assert!(!same("1.5", "1"));
     }
 
     #[test]
@@ -272,8 +253,7 @@ mod tests {
             w.note_request(raw(i).get());
         }
         let p = w.pending.lock().unwrap();
-        assert_eq!(p.set.len(), MAX_PENDING);
-        assert_eq!(p.order.len(), MAX_PENDING);
+        assert_eq!(p.ids.len(), MAX_PENDING);
         drop(p);
         assert!(!w.is_pending(&raw(4)), "the oldest were forgotten");
         assert!(w.is_pending(&raw(5)));
