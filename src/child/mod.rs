@@ -1,12 +1,19 @@
-//! The server process (SPEC §3 item 3, §3.1, §3.2): spawn with piped stdin/stdout
-//! (spawn.rs), its handle (process.rs), observation of its status and the bounded cleanup
-//! (preserving upstream #3419) here.
+//! The server process (SPEC §3 item 3, §3.1, §3.1a, §3.2): spawn with piped stdin/stdout
+//! (spawn.rs, clone.rs, in_child.rs), its handle (process.rs), observation of its status and the
+//! bounded cleanup (preserving upstream #3419) here.
 //!
-//! The server is spawned with `clone(CLONE_VM | CLONE_VFORK)`: the child borrows the wrapper's
-//! memory until it execs, so the spawn costs no copy of the wrapper's page tables. Everything is
-//! prepared before the clone (program.rs: argument vector, environment copy, `PATH` candidates).
-//! The calling thread blocks every signal around the clone. Between clone and exec the child
-//! (in_child.rs, async-signal-safe system calls only, no allocation), in this order:
+//! The server is spawned with `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)`: the child borrows
+//! the wrapper's memory until it execs, so the spawn copies no page table — in a host with a
+//! large heap that is the difference between ~2 ms and ~100 ms plus a copy-on-write fault for
+//! every page the host touches afterwards (bench/README.md, "Spawn"). When a sandbox or an
+//! emulator refuses that clone (`EPERM`, `ENOSYS`, `EINVAL`), a plain fork runs the same child
+//! code. The process handle is a pidfd from birth, used for every wait and kill (and by the
+//! signal forwarding); only kernels before 5.3 fall back to the PID.
+//!
+//! Everything is prepared before the spawn (program.rs: argument vector, environment copy,
+//! `PATH` candidates; the pipes; the child's stack). The calling thread blocks every signal
+//! around it. Between spawn and exec the child (in_child.rs: async-signal-safe system calls
+//! only, no allocation, no panic — enforced by lints), in this order:
 //! - installs its pipe ends as descriptors 0 and 1 and the stderr sink as 2 (inherited when
 //!   there is none), inheritable even where a descriptor already had its number;
 //! - gives every signal that has a handler its default disposition (a handler of the host must
@@ -15,19 +22,20 @@
 //!   exits at once if the wrapper is already gone — the session's thread spawns it and lives
 //!   until the session ends, so the server never outlives the wrapper, whatever ends it
 //!   (SPEC §3 item 9);
-//! - marks every descriptor from 3 up close-on-exec (`close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`,
-//!   or one `fcntl` per descriptor on kernels before 5.11), so it inherits exactly its stdin,
+//! - marks every descriptor from 3 up close-on-exec, visiting only descriptors that exist
+//!   (`close_range`, or the entries of `/proc/self/fd`), so it inherits exactly its stdin,
 //!   stdout and stderr — even descriptors a C host made without `FD_CLOEXEC` (SPEC §3 item 3);
 //! - starts with the signal mask the host thread had before the session blocked `SIGPIPE` and
 //!   `SIGXFSZ` for its own writes;
-//! - execs the first candidate that runs, or stores `errno` in memory the parent reads and
-//!   exits with 127; the parent then reaps it and returns the typed error (not found → 127,
-//!   not executable → 126).
+//! - execs the first candidate that runs, or writes `errno` to a close-on-exec error pipe and
+//!   exits with 127; the parent reads that pipe to its end (end of file: the exec succeeded),
+//!   reaps a failed child and returns the typed error (not found → 127, not executable → 126).
 //!
 //! Cleanup never blocks without bound: `try_wait`, then at most one kill attempt (SIGKILL), then
 //! at most [`KILL_POLL_BOUND`] of polling. The bound applies to cleanup only, never to a live
 //! tool call.
 
+mod clone;
 mod in_child;
 mod process;
 mod program;
@@ -42,6 +50,7 @@ use std::time::{Duration, Instant};
 
 use crate::outcome::{ChildStatus, Termination};
 
+pub(crate) use clone::Method;
 pub(crate) use process::ServerProcess;
 pub(crate) use spawn::{Spawned, spawn};
 

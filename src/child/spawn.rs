@@ -1,15 +1,19 @@
-//! Spawning the server with `clone(CLONE_VM | CLONE_VFORK)`: the new process borrows the
-//! parent's memory until it execs, so no page table is copied and no page is faulted in — the
-//! cost of `fork` in a large process. Everything is allocated before the clone; the child runs
-//! [`in_child::child_main`](super::in_child) and reports a failure through shared memory.
+//! Spawning the server (SPEC §3 item 3, §3.1a): everything is prepared before the spawn
+//! (program.rs), the child is created by the preferred method or the fork fallback (clone.rs),
+//! runs [`in_child`](super::in_child) and reports an exec failure through a close-on-exec error
+//! pipe: end of file there means the exec succeeded, 4 bytes are the `errno` of the failure.
+//! Reading the pipe works wherever the spawning thread is not really suspended until the exec
+//! (valgrind and qemu-user turn a `CLONE_VFORK` into a plain fork; the fork fallback never
+//! suspends it), so a command that cannot run is always a spawn failure (126/127), never a
+//! server that ran.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::in_child::{ChildArgs, FALLBACK_FD_CAP, child_main};
+use super::clone::{self, Created, Method};
+use super::in_child::ChildArgs;
 use super::process::ServerProcess;
 use super::program::ExecPlan;
 use crate::error::{Error, ErrorKind, Result};
@@ -22,6 +26,9 @@ pub(crate) struct Spawned {
     /// Reads the child's stdout.
     pub stdout: File,
     pub pid: u32,
+    /// How the child was created (the preferred method, or the fork fallback when it was
+    /// refused).
+    pub method: Method,
 }
 
 /// Spawns `argv` with piped stdin/stdout; its stderr is `stderr`, or the wrapper's own
@@ -32,27 +39,20 @@ pub(crate) fn spawn(
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
 ) -> Result<Spawned> {
-    spawn_with(argv, stderr, mask, memory_mode())
+    spawn_with(argv, stderr, mask, preferred())
 }
 
-/// Whether the child borrows the parent's memory (`CLONE_VM`) or gets a copy of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Memory {
-    Shared,
-    /// glibc before 2.25 caches the thread's PID and TID, and its `clone` overwrote the cache
-    /// of the calling thread when the child shares its memory. There the child gets a copy of
-    /// the parent's memory (still suspending the parent until exec), as `fork` would.
-    Copied,
-}
-
-/// The mode this process can use, found once.
-fn memory_mode() -> Memory {
-    static MODE: OnceLock<Memory> = OnceLock::new();
-    *MODE.get_or_init(|| {
+/// The method tried first in this process, found once: the shared-memory clone, except under
+/// glibc before 2.25, which caches the thread's PID and TID and whose `clone` overwrote the
+/// cache of the calling thread when the child shares its memory; there a fork is the first
+/// choice.
+fn preferred() -> Method {
+    static METHOD: OnceLock<Method> = OnceLock::new();
+    *METHOD.get_or_init(|| {
         if glibc_caches_pid() {
-            Memory::Copied
+            Method::Fork
         } else {
-            Memory::Shared
+            Method::Vfork
         }
     })
 }
@@ -78,32 +78,33 @@ fn glibc_caches_pid() -> bool {
     false
 }
 
+/// Spawns with `first` as the preferred method (the fork fallback follows a refusal).
 pub(super) fn spawn_with(
     argv: &[String],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
-    memory: Memory,
+    first: Method,
 ) -> Result<Spawned> {
     let program = argv
         .first()
         .ok_or_else(|| Error::config("command", "no server command given"))?;
-    start(argv, stderr, mask, memory).map_err(|e| spawn_error(program, &e))
+    start(argv, stderr, mask, first).map_err(|e| spawn_error(program, &e))
 }
 
 fn start(
     argv: &[String],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
-    memory: Memory,
+    first: Method,
 ) -> io::Result<Spawned> {
     let plan = ExecPlan::new(argv)?;
-    let (stdin_child, stdin_parent) = pipe()?;
-    let (stdout_parent, stdout_child) = pipe()?;
+    let (stdin_child, stdin_parent) = cloexec_pipe()?;
+    let (stdout_parent, stdout_child) = cloexec_pipe()?;
     // An explicit descriptor among 0..=2 could be overwritten by the child's own dup2 onto
     // 0 or 1 before it is installed as 2 (a host that closed its standard descriptors): move it
     // up first, as the standard library does.
     let stderr = stderr.map(|f| above_stdio(OwnedFd::from(f))).transpose()?;
-    let stack = ChildStack::new()?;
+    let (report_read, report_write) = cloexec_pipe()?;
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let args = ChildArgs {
@@ -112,35 +113,76 @@ fn start(
             stdout_child.as_raw_fd(),
             stderr.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         ],
+        report: report_write.as_raw_fd(),
+        go: [-1, -1],
         parent,
-        fd_limit: fd_limit(),
+        sigrtmax: libc::SIGRTMAX(),
         mask: *mask.as_ref(),
         candidates: plan.candidates.as_ptr(),
         candidate_count: plan.candidates.len(),
         argv: plan.argv.as_ptr(),
         envp: plan.envp.as_ptr(),
-        error: stack.error(),
     };
-    let pid = clone_vfork(&args, &stack, memory)?;
-    let child = ServerProcess::adopt(pid);
-    // SAFETY: the child has exec'd or exited (CLONE_VFORK), so nothing writes the cell now.
-    let failed = unsafe { (*stack.error()).load(Ordering::SeqCst) };
-    if failed != 0 {
+    // A refused or failed process creation is no fault of the command: never 126/127.
+    let (created, method) = create(&args, first)
+        .map_err(|e| io::Error::other(format!("cannot create a process: {e}")))?;
+    // The child's ends (the error pipe's write end included) are closed here: from now on end
+    // of file on the error pipe means the child exec'd.
+    drop((stdin_child, stdout_child, stderr, report_write));
+    let child = ServerProcess::adopt(created.pid, created.pidfd);
+    if let Some(errno) = exec_error(report_read)? {
         child.reap_exited();
-        return Err(io::Error::from_raw_os_error(failed));
+        return Err(io::Error::from_raw_os_error(errno));
     }
-    // The child's ends (and the stderr sink) are closed here; the parent keeps its own.
-    drop((stdin_child, stdout_child, stderr));
+    drop(plan);
     Ok(Spawned {
         pid: child.id(),
         child,
         stdin: File::from(stdin_parent),
         stdout: File::from(stdout_parent),
+        method,
+    })
+}
+
+/// Creates the child with `first`, and with a plain fork when `first` is refused (SPEC §3.1a).
+fn create(args: &ChildArgs, first: Method) -> io::Result<(Created, Method)> {
+    if first == Method::Vfork {
+        match clone::clone_vfork(args) {
+            Ok(c) => return Ok((c, Method::Vfork)),
+            Err(e) if clone::refused(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    clone::fork(args).map(|c| (c, Method::Fork))
+}
+
+/// Reads the error pipe to its end: `None` when the child exec'd (end of file with nothing
+/// written), else the `errno` it reported. A child that died before it could report (killed by
+/// a signal) also gives end of file; its status then tells what happened.
+fn exec_error(pipe: OwnedFd) -> io::Result<Option<i32>> {
+    let mut file = File::from(pipe);
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(match got {
+        0 => None,
+        4 => Some(i32::from_ne_bytes(buf))
+            .filter(|&e| e != 0)
+            .or(Some(libc::EIO)),
+        // A partial report cannot come from the child (a 4-byte pipe write is atomic).
+        _ => Some(libc::EIO),
     })
 }
 
 /// A close-on-exec pipe: (read end, write end).
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors into the array it is given.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -162,120 +204,6 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     }
     // SAFETY: `new` was just created and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
-}
-
-/// The close-on-exec fallback's bound: `RLIMIT_NOFILE`, capped.
-fn fd_limit() -> libc::c_int {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    let cap = if ok {
-        lim.rlim_cur.min(FALLBACK_FD_CAP)
-    } else {
-        FALLBACK_FD_CAP
-    };
-    libc::c_int::try_from(cap).unwrap_or(libc::c_int::MAX)
-}
-
-/// Bytes of stack the child gets (it needs a few hundred).
-const STACK_BYTES: usize = 64 * 1024;
-
-/// The child's stack: one shared anonymous mapping, a guard page at the bottom and the error
-/// cell at the top. Shared, so the cell is the parent's memory even in [`Memory::Copied`] mode.
-struct ChildStack {
-    base: *mut libc::c_void,
-    len: usize,
-}
-
-impl ChildStack {
-    fn new() -> io::Result<Self> {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .ok()
-            .filter(|&p| p > 0)
-            .unwrap_or(4096);
-        let len = STACK_BYTES.next_multiple_of(page) + page;
-        // SAFETY: a new anonymous mapping; no existing memory is affected.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = Self { base, len };
-        // SAFETY: the lowest page of our own mapping becomes inaccessible: an overflow faults.
-        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: the cell lies inside the mapping, 64-byte aligned, zero-filled (a valid 0).
-        unsafe { stack.error().cast_mut().write(AtomicI32::new(0)) };
-        Ok(stack)
-    }
-
-    /// The error cell: the last 64 bytes of the mapping.
-    fn error(&self) -> *const AtomicI32 {
-        // SAFETY: `len` ≥ 64, so the pointer stays inside the mapping.
-        unsafe {
-            self.base
-                .cast::<u8>()
-                .add(self.len - 64)
-                .cast::<AtomicI32>()
-        }
-    }
-
-    /// The initial stack pointer: just below the error cell, 16-byte aligned.
-    fn top(&self) -> *mut libc::c_void {
-        // SAFETY: inside the mapping (see `error`).
-        unsafe { self.base.cast::<u8>().add(self.len - 64).cast() }
-    }
-}
-
-impl Drop for ChildStack {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping `new` created; no pointer into it outlives `self`.
-        unsafe {
-            libc::munmap(self.base, self.len);
-        }
-    }
-}
-
-/// Clones the child with every signal blocked in the calling thread, so that no handler can run
-/// on the child's borrowed memory before it has reset the handlers (glibc's `posix_spawn` does
-/// the same); the thread's mask is restored after the child exec'd or exited.
-fn clone_vfork(args: &ChildArgs, stack: &ChildStack, memory: Memory) -> io::Result<libc::pid_t> {
-    let mut flags = libc::CLONE_VFORK | libc::SIGCHLD;
-    if memory == Memory::Shared {
-        flags |= libc::CLONE_VM;
-    }
-    // SAFETY: sigfillset and pthread_sigmask write only the sets they are given and this
-    // thread's mask. clone runs `child_main` on the separate stack, passing `args`, which
-    // outlives the child's use of it: with CLONE_VFORK this thread resumes only after the
-    // child exec'd or exited. The child allocates nothing and takes no lock (in_child.rs).
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = libc::clone(
-            child_main,
-            stack.top(),
-            flags,
-            std::ptr::from_ref(args).cast_mut().cast(),
-        );
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 { Err(clone_error) } else { Ok(pid) }
-    }
 }
 
 fn spawn_error(program: &str, e: &io::Error) -> Error {

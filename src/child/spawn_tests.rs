@@ -1,4 +1,4 @@
-//! The spawn against real processes, in both memory modes: what the server inherits
+//! The spawn against real processes, by both methods (the shared-memory clone and the fork): what the server inherits
 //! (descriptors, signal dispositions, signal mask), the `PATH` search and the exec errors.
 //!
 //! Tests that change process-wide state (signal handlers, closed standard descriptors, `PATH`)
@@ -14,12 +14,13 @@ use std::process::Command;
 
 use nix::sys::signal::{SigSet, Signal};
 
-use super::spawn::{Memory, spawn_with};
+use super::clone::Method;
+use super::spawn::spawn_with;
 use super::{Spawned, cleanup};
 use crate::error::ErrorKind;
 use crate::outcome::Termination;
 
-const MODES: [Memory; 2] = [Memory::Shared, Memory::Copied];
+const MODES: [Method; 2] = [Method::Vfork, Method::Fork];
 
 /// The environment variable naming the marker file of an inner test.
 const MARKER: &str = "ASSAY_SPAWN_TEST_MARKER";
@@ -28,12 +29,12 @@ fn strings(argv: &[&str]) -> Vec<String> {
     argv.iter().map(|s| (*s).to_string()).collect()
 }
 
-fn start(argv: &[&str], stderr: Option<File>, memory: Memory) -> Spawned {
+fn start(argv: &[&str], stderr: Option<File>, memory: Method) -> Spawned {
     spawn_with(&strings(argv), stderr, &SigSet::empty(), memory).unwrap()
 }
 
 /// Runs `argv` with no input and returns its standard output; the child exits 0.
-fn output_of(argv: &[&str], memory: Memory) -> String {
+fn output_of(argv: &[&str], memory: Method) -> String {
     let mut s = start(argv, None, memory);
     drop(s.stdin);
     let mut out = String::new();
@@ -131,6 +132,19 @@ fn the_child_starts_with_the_host_threads_original_mask() {
     .unwrap();
 }
 
+/// SPEC §3.1a: the handle is a pidfd from birth, whichever way the child was created (this
+/// machine's kernel has pidfds; the PID fallback runs under tests/fixtures/refuse_spawn.c).
+#[test]
+fn every_spawn_has_a_pidfd() {
+    for memory in MODES {
+        let mut s = start(&["/bin/sh", "-c", "exit 3"], None, memory);
+        assert!(s.child.has_pidfd(), "{memory:?}");
+        assert_eq!(s.method, memory);
+        drop(s.stdin);
+        assert_eq!(cleanup(&mut s.child).status.exit_code, Some(3));
+    }
+}
+
 #[test]
 fn a_bare_name_is_found_in_path() {
     for memory in MODES {
@@ -143,7 +157,7 @@ fn executable(path: &Path, text: &[u8], mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn spawn_error(argv: &[&str], memory: Memory) -> crate::error::Error {
+fn spawn_error(argv: &[&str], memory: Method) -> crate::error::Error {
     spawn_with(&strings(argv), None, &SigSet::empty(), memory)
         .err()
         .unwrap_or_else(|| panic!("{argv:?} started ({memory:?})"))

@@ -242,9 +242,9 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     // Installed before spawn so that a signal arriving while the server starts is forwarded too;
     // kept until this function returns, so a signal during cleanup or the stop write cannot
     // kill the wrapper before the record is written.
-    let mut forwarding = install_forwarding(&plan)?;
+    let forwarding = install_forwarding(&plan)?;
     // Spawn the server.
-    let spawned = spawn_server(&plan, stderr_file, &mask, forwarding.as_mut())?;
+    let spawned = spawn_server(&plan, stderr_file, &mask, forwarding.as_ref(), &diag)?;
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
@@ -294,7 +294,6 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     };
     let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
     if let Some(f) = &forwarding {
-        f.server_reaped();
         if let Some(sig) = f.received() {
             diag.say(&format!(
                 "signal {sig} received and forwarded to the server"
@@ -435,13 +434,17 @@ fn spawn_server(
     plan: &Plan,
     stderr_file: Option<File>,
     mask: &ThreadMask,
-    forwarding: Option<&mut Forwarding>,
+    forwarding: Option<&Forwarding>,
+    diag: &Diag,
 ) -> Result<child::Spawned> {
     // This thread spawns the server and lives until the session ends: PR_SET_PDEATHSIG (set in
     // the child) fires on the death of the spawning thread (SPEC §3 item 9).
-    let spawned = child::spawn(&plan.command, stderr_file, &mask.original())?;
+    let mut spawned = child::spawn(&plan.command, stderr_file, &mask.original())?;
+    if plan.verbose && spawned.method == child::Method::Fork {
+        diag.say("the preferred spawn (clone with CLONE_VM|CLONE_VFORK) was refused; the server was forked");
+    }
     if let Some(f) = forwarding {
-        f.target(spawned.pid);
+        spawned.child.forward_signals_to(f.target());
     }
     Ok(spawned)
 }

@@ -7,5 +7,5 @@
 mod forward;
 mod mask;
 
-pub(crate) use forward::Forwarding;
+pub(crate) use forward::{ForwardTarget, Forwarding};
 pub(crate) use mask::{ThreadMask, block_write_signals_in_this_thread};
