@@ -15,6 +15,11 @@ use crate::event_source::is_event_source;
 /// Default `max_line_bytes`: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Default `idle_drain`: after the client closed its input and no request of it is pending, a
+/// server that writes nothing and keeps its stdout open for this long is treated as done
+/// (SPEC §3 item 7).
+pub const DEFAULT_IDLE_DRAIN: Duration = Duration::from_secs(1);
+
 /// Default `server_id` label.
 pub const DEFAULT_LABEL: &str = "default-mcp-server";
 
@@ -72,6 +77,11 @@ pub struct WrapConfig {
     /// Bound, in seconds, on draining the child's stdout after client EOF (default: none).
     #[serde(default)]
     pub drain_timeout: Option<f64>,
+    /// After client EOF, once no client request is awaiting its response: seconds of silence
+    /// (the server writes nothing and keeps its stdout open) after which the server is treated
+    /// as done and the bounded cleanup runs (SPEC §3 item 7). `None`: 1 s; `0`: wait forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_drain: Option<f64>,
     /// Longest accepted line, newline included (default 16 MiB).
     #[serde(default)]
     pub max_line_bytes: Option<u64>,
@@ -118,6 +128,7 @@ impl WrapConfig {
             capture_root: None,
             dry_run: false,
             drain_timeout: None,
+            idle_drain: None,
             max_line_bytes: None,
             stdin: 0,
             stdout: 1,
@@ -177,6 +188,8 @@ pub(crate) struct Plan {
     pub stderr: Option<StderrSink>,
     pub dry_run: bool,
     pub drain_timeout: Option<Duration>,
+    /// `None`: wait forever.
+    pub idle_drain: Option<Duration>,
     pub max_line_bytes: usize,
     pub verbose: bool,
     pub forward_signals: bool,
@@ -330,6 +343,14 @@ impl WrapConfig {
                 return Err(Error::config(
                     "drain-timeout",
                     "must be a non-negative number of seconds",
+                ));
+            }
+        }
+        if let Some(t) = self.idle_drain {
+            if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
+                return Err(Error::config(
+                    "idle-drain",
+                    "must be a non-negative number of seconds (0: wait forever)",
                 ));
             }
         }
@@ -601,6 +622,11 @@ impl WrapConfig {
             stderr,
             dry_run: self.dry_run,
             drain_timeout: self.drain_timeout.map(Duration::from_secs_f64),
+            idle_drain: match self.idle_drain {
+                None => Some(DEFAULT_IDLE_DRAIN),
+                Some(0.0) => None,
+                Some(t) => Some(Duration::from_secs_f64(t)),
+            },
             max_line_bytes,
             verbose: self.verbose,
             forward_signals: self.forward_signals,

@@ -99,6 +99,7 @@ def wrap_session(
     drain_timeout: Optional[float] = None,
     max_line_bytes: Optional[int] = None,
     forward_signals: bool = False,
+    idle_drain: Optional[float] = None,
     stdin: FileDescriptorLike = 0,
     stdout: FileDescriptorLike = 1,
     stderr: Optional[StrPath] = None,
@@ -117,12 +118,17 @@ def wrap_session(
 
     The session ends when the client closes ``stdin``, or at most 2 s after the server closed its
     output if the client sends nothing more. The server never outlives the calling thread or the
-    process (it gets SIGKILL if either dies) and inherits only descriptors 0, 1 and 2.
+    process (it gets SIGKILL if either dies) and inherits only descriptors 0, 1 and 2. After
+    ``stdin`` is closed and no request is pending, a server that writes nothing for
+    ``idle_drain`` seconds (default 1; ``0`` waits forever) is treated as done and ended.
+    Every thread the call started has ended when it returns.
 
     ``forward_signals=True``: while the session runs, SIGTERM, SIGINT and SIGHUP received by this
     process go to the server instead of to Python's handlers (no ``KeyboardInterrupt``); the
     server ends, and the session ends normally with its stop record. The previous handlers are
-    restored when the call returns. With the default ``False`` no handler is touched.
+    restored when the call returns. With the default ``False`` no handler is touched. In a process
+    forked from this one while the session runs (``os.fork``, ``multiprocessing``) the handler
+    puts the previous handlers back and re-raises: the fork behaves as if it were never there.
 
     Returns a :class:`WrapOutcome`. Raises :class:`ConfigError` (a ``ValueError``) when the
     configuration is refused before anything is spawned or created, :class:`WrapError` (an
@@ -148,6 +154,7 @@ def wrap_session(
         drain_timeout=drain_timeout,
         max_line_bytes=max_line_bytes,
         forward_signals=forward_signals,
+        idle_drain=idle_drain,
         stdin=_fd("stdin", stdin),
         stdout=_fd("stdout", stdout),
         stderr=_opt_path(stderr),

@@ -43,6 +43,7 @@ def wrap_session(
     stderr: Optional[str] = None,
     verbose: bool = False,
     forward_signals: bool = False,
+    idle_drain: Optional[float] = None,
 ) -> WrapOutcome:
     """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
 
@@ -65,7 +66,10 @@ def wrap_session(
 
     The session ends when the client closes ``stdin``, or at most 2 s after the server closed
     its output if the client sends nothing more (a line sent after that ends it as
-    ``proxy_error``). The server is spawned by the calling thread and gets SIGKILL if that thread
+    ``proxy_error``). After the client closed ``stdin`` and no request of it is pending, a server
+    that writes nothing for ``idle_drain`` seconds (default 1; ``0`` waits forever) and keeps its
+    stdout open is treated as done and ended by the bounded cleanup. Every thread the call started
+    has ended when it returns, and none touches ``stdin`` or ``stdout`` afterwards. The server is spawned by the calling thread and gets SIGKILL if that thread
     or the process dies, so it never outlives them; it inherits only descriptors 0, 1 and 2.
 
     ``forward_signals`` (default ``False``): while the call runs, SIGTERM, SIGINT and SIGHUP
@@ -73,7 +77,10 @@ def wrap_session(
     ``KeyboardInterrupt``, no ``signal.signal`` handler); the server ends, and the session ends
     through its normal path with a stop record (e.g. ``termination == "signaled"``,
     ``signal == 15``). The previous dispositions are restored when the last such session of the
-    process ends. With ``False``, no handler is installed and no disposition is changed.
+    process ends. With ``False``, no handler is installed and no disposition is changed. In a
+    process forked from this one while the session runs (``os.fork``, ``multiprocessing``), the
+    handler puts back the previous dispositions and re-raises the signal, so the fork behaves as
+    if the wrapper had never been there.
 
     Raises:
         ConfigError: the configuration was refused; nothing was spawned or created.

@@ -79,10 +79,18 @@ pub(crate) struct WrapArgs {
     /// Longest accepted line in bytes, newline included (default 16 MiB).
     #[arg(long, value_name = "N")]
     pub max_line_bytes: Option<u64>,
-    /// Forward SIGTERM, SIGINT and SIGHUP to the server; the session then ends normally and
-    /// writes its stop record (without it, those signals end the wrapper and its server).
-    #[arg(long)]
+    /// After the client closes its input and no request is pending, end a server that writes
+    /// nothing for SECS seconds (default 1; 0 waits forever).
+    #[arg(long, value_name = "SECS")]
+    pub idle_drain: Option<f64>,
+    /// Forward SIGTERM, SIGINT and SIGHUP to the server, so the session ends normally and writes
+    /// its stop record (the default).
+    #[arg(long, overrides_with = "no_forward_signals")]
     pub forward_signals: bool,
+    /// Install no signal handler: SIGTERM, SIGINT and SIGHUP end the wrapper and its server, and
+    /// no stop record is written.
+    #[arg(long, overrides_with = "forward_signals")]
+    pub no_forward_signals: bool,
     /// The server command and its arguments: after `--`, or from the first argument that is not
     /// an option on. Everything from there belongs to the server, options included.
     // SPEC §10: hosts such as the MCP Inspector strip a `--`.
@@ -106,7 +114,9 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.verbose = a.verbose;
         c.drain_timeout = a.drain_timeout;
         c.max_line_bytes = a.max_line_bytes;
-        c.forward_signals = a.forward_signals;
+        c.idle_drain = a.idle_drain;
+        // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
+        c.forward_signals = !a.no_forward_signals;
         c
     }
 }

@@ -9,8 +9,28 @@ use assay::{package_capture, read_capture, read_captures};
 
 use crate::messages::{Failure, exit};
 
-/// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10).
+/// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10). A DIR
+/// that does not exist or is not a directory is a usage error (status 2) that says so, as
+/// `capture summary` does for ROOT: there is no capture to judge.
 pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
+    let missing = |why: String| Failure::Io {
+        what: "capture read",
+        error: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+        status: 2,
+    };
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(missing(format!(
+                "capture directory {} does not exist",
+                dir.display()
+            )));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(missing(format!("{} is not a directory", dir.display())));
+        }
+        // Anything else (a directory, or one that cannot be inspected) is the reader's to judge.
+        _ => {}
+    }
     let closure = read_capture(dir);
     let mut out = std::io::stdout().lock();
     let text = serde_json::to_string_pretty(&closure).unwrap_or_else(|_| closure.to_json());

@@ -92,8 +92,12 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   array of strings: the server command and its arguments) and `policy` (path of the policy
 ///   file). Optional keys: `event_source`, `label`, `decision_log`, `decision_log_new`,
 ///   `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `capture_root`,
-///   `dry_run`, `drain_timeout` (seconds), `max_line_bytes`, `stdin`, `stdout`, `stderr` (a path,
-///   or absent to inherit), `verbose`, `forward_signals`. Unknown or duplicate keys are refused.
+///   `dry_run`, `drain_timeout` (seconds), `idle_drain` (seconds), `max_line_bytes`, `stdin`,
+///   `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`. Unknown or
+///   duplicate keys are refused.
+///   `idle_drain` (default 1, 0 waits forever): after the client closed its input and no request
+///   of it is pending, a server that writes nothing for that long and keeps its stdout open is
+///   treated as done and ended by the bounded cleanup.
 ///   `capture_root` gives each call a new capture directory
 ///   `ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>` (mode 0700, created exclusively; `ROOT` is
 ///   created with mode 0700 when missing and its parent must exist; a symlinked `ROOT` is
@@ -110,7 +114,11 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   the session then ends through its normal path (its stop record shows the server's
 ///   observed end, e.g. `termination` `signaled`, `signal` 15). The library installs its
 ///   handler when the first such session starts and restores the previous dispositions when the
-///   last one ends. When false, no handler is installed and no disposition is changed.
+///   last one ends. When false, no handler is installed and no disposition is changed. In a
+///   process forked from the host while such a session runs, the handler puts back the previous
+///   dispositions and re-raises the signal (the fork behaves as if it were never installed).
+///   Every thread the call started has ended when it returns; none touches `stdin` or `stdout`
+///   afterwards.
 /// - `outcome_json`: NULL, or where to store the outcome JSON.
 ///
 /// # Returns

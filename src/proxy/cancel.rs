@@ -1,5 +1,6 @@
-//! Cancellation of blocked readers: each wait polls the reader's descriptor together with the
-//! read end of a private pipe; cancelling closes the write end, which wakes every waiter.
+//! Cancellation of blocked readers and writers (SPEC §3.1a): each wait polls the descriptor
+//! together with the read end of a private pipe; cancelling closes the write end, which wakes
+//! every waiter, now and later.
 
 use std::io::{self, PipeReader, PipeWriter};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -32,9 +33,18 @@ impl Cancel {
 
     /// Blocks until `fd` is readable (true) or the token is cancelled (false).
     pub(crate) fn wait_readable(&self, fd: BorrowedFd<'_>) -> io::Result<bool> {
+        self.wait(fd, PollFlags::POLLIN)
+    }
+
+    /// Blocks until `fd` is writable (true) or the token is cancelled (false).
+    pub(crate) fn wait_writable(&self, fd: BorrowedFd<'_>) -> io::Result<bool> {
+        self.wait(fd, PollFlags::POLLOUT)
+    }
+
+    fn wait(&self, fd: BorrowedFd<'_>, events: PollFlags) -> io::Result<bool> {
         loop {
             let mut fds = [
-                PollFd::new(fd, PollFlags::POLLIN),
+                PollFd::new(fd, events),
                 PollFd::new(self.reader.as_fd(), PollFlags::POLLIN),
             ];
             match poll(&mut fds, PollTimeout::NONE) {
@@ -46,10 +56,32 @@ impl Cancel {
             if cancelled {
                 return Ok(false);
             }
-            // Readable, hung up or in error: the read that follows reports which.
+            // Ready, hung up or in error: the read or write that follows reports which.
             if fds[0].revents().is_some_and(|r| !r.is_empty()) {
                 return Ok(true);
             }
         }
     }
+}
+
+/// The error a write (or a read) returns when the session cancelled it.
+#[derive(Debug)]
+pub(crate) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled by the session")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// An I/O error saying the session cancelled the operation.
+pub(crate) fn cancelled() -> io::Error {
+    io::Error::other(Cancelled)
+}
+
+/// Whether `e` is [`cancelled`]'s error.
+pub(crate) fn is_cancelled(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Cancelled>())
 }

@@ -3,7 +3,6 @@
 //! what may pass forwarded byte-exact — after its decision is written ([`super::emitter`]).
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,6 +11,7 @@ use serde_json::value::RawValue;
 
 use super::canonical;
 use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
+use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
 use super::recorder::Recorder;
@@ -41,7 +41,7 @@ impl Evaluated<'_, '_> {
 }
 
 pub(crate) struct ClientWorker {
-    pub reader: LineReader<File>,
+    pub reader: LineReader<Endpoint>,
     pub emitter: Emitter,
     pub recorder: Recorder,
     pub shared: Arc<Shared>,
@@ -382,6 +382,19 @@ fn refusal(ev: &Evaluated<'_, '_>, verdict: &VerdictRef<'_>, decision_id: &str) 
     ))
 }
 
+/// A message about to be forwarded: a request awaits its response from now on; a cancellation
+/// says the request it names will not be answered (SPEC §3 item 7, the idle drain).
+fn note_forwarded(shared: &Shared, m: &Message<'_>) {
+    if m.method.is_none() {
+        return;
+    }
+    match m.id {
+        Some(id) => shared.pending.note(id),
+        None if m.method_is("notifications/cancelled") => shared.pending.cancelled(m.params),
+        None => {}
+    }
+}
+
 /// One message: its decision (a `tools/call`), then forwarded or answered.
 fn handle_single(
     ctx: &mut Ctx<'_>,
@@ -392,6 +405,7 @@ fn handle_single(
 ) -> Op {
     note_message(ctx.shared, head);
     if !head.method_is("tools/call") {
+        note_forwarded(ctx.shared, head);
         return Op {
             decision: None,
             then: forward(batch, line, queued),
@@ -403,6 +417,7 @@ fn handle_single(
     let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
     let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
     let then = if pass {
+        note_forwarded(ctx.shared, head);
         forward(batch, line, queued)
     } else {
         match refusal(&ev, &ev.verdict, &decision_id) {
@@ -445,6 +460,7 @@ fn handle_batch(
             }
         });
         recorded?;
+        for_each_message(text, |m| note_forwarded(shared, m));
         return stage.forward(line);
     }
     // Refuse the whole batch: one decision per call, allowed calls logged as refused with it.
@@ -509,5 +525,5 @@ fn handle_batch(
         std::io::Write::write_all(out, b"]\n")
     });
     recorded?;
-    written.map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
+    written.map_err(super::emitter::to_client)
 }

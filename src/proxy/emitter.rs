@@ -19,11 +19,12 @@
 //! session has sealed the decision log ([`LogSlot::seal`]), no decision is written and no call
 //! is forwarded any more.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use super::cancel::is_cancelled;
+use super::endpoint::Endpoint;
 use super::shared::{LogSlot, Shared};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::Emitted;
@@ -128,20 +129,26 @@ impl Batch {
 
 /// The server's stdin and the way to the decision log: what carrying out an op needs.
 pub(crate) struct Stage {
-    to_child: BufWriter<File>,
+    to_child: BufWriter<Endpoint>,
     shared: Arc<Shared>,
 }
 
 fn to_server(e: std::io::Error) -> WorkerError {
+    if is_cancelled(&e) {
+        return WorkerError::Cancelled;
+    }
     WorkerError::Io(format!("writing to the server: {e}"))
 }
 
-fn to_client(e: std::io::Error) -> WorkerError {
+pub(crate) fn to_client(e: std::io::Error) -> WorkerError {
+    if is_cancelled(&e) {
+        return WorkerError::Cancelled;
+    }
     WorkerError::Io(format!("writing to the client: {e}"))
 }
 
 impl Stage {
-    pub(crate) fn new(to_child: File, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(to_child: Endpoint, shared: Arc<Shared>) -> Self {
         Self {
             to_child: BufWriter::with_capacity(64 * 1024, to_child),
             shared,

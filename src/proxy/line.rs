@@ -4,6 +4,8 @@
 
 use std::io::{self, Read};
 use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cancel::Cancel;
 
@@ -30,6 +32,8 @@ pub(crate) struct LineReader<R> {
     max: usize,
     eof: bool,
     cancel: Cancel,
+    /// Counts the bytes read (the session watches the server's output for activity).
+    activity: Option<Arc<AtomicU64>>,
 }
 
 impl<R: Read + AsFd> LineReader<R> {
@@ -43,7 +47,14 @@ impl<R: Read + AsFd> LineReader<R> {
             max,
             eof: false,
             cancel,
+            activity: None,
         }
+    }
+
+    /// Counts every byte read into `counter`.
+    pub(crate) fn with_activity(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.activity = Some(counter);
+        self
     }
 
     /// The next line. A final line without `\n` at end of input is returned as is. `idle` runs
@@ -86,8 +97,18 @@ impl<R: Read + AsFd> LineReader<R> {
             }
             match self.src.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => {
+                    self.end += n;
+                    if let Some(a) = &self.activity {
+                        a.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                }
+                // A non-blocking source with nothing there after all: wait again.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) => {}
                 Err(e) => return Err(LineError::Io(e)),
             }
         }

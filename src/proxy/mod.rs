@@ -7,9 +7,11 @@ mod canonical;
 mod client_io;
 mod client_to_server;
 mod emitter;
+mod endpoint;
 mod line;
 pub(crate) mod message;
 mod output;
+mod pending;
 mod recorder;
 mod respond;
 pub(crate) mod rpc_id;
@@ -17,14 +19,16 @@ mod server_to_client;
 mod session_end;
 mod shared;
 mod tools_list;
+mod undo;
 mod workers;
 
 use std::collections::BTreeSet;
 use std::fs::File;
 
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::child::{self, ChildGuard};
@@ -42,11 +46,14 @@ use crate::signals::{Forwarding, ThreadMask};
 
 use cancel::Cancel;
 pub use client_io::ClientIo;
+use endpoint::{Direction, Endpoint};
 use line::LineReader;
 use output::ClientOutput;
+use pending::PendingRequests;
 use recorder::Recorder;
 use session_end::run_workers;
 use shared::{LogSlot, Shared};
+use undo::StartupFiles;
 
 /// Opened before spawn: the decision log writer.
 struct OpenedLog {
@@ -57,7 +64,11 @@ struct OpenedLog {
     start: u64,
 }
 
-fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
+fn open_log(
+    plan: &Plan,
+    session_id: &str,
+    created: &mut StartupFiles,
+) -> Result<Option<OpenedLog>> {
     let (path, temporary) = match (plan.log_mode, &plan.decision_log) {
         (LogMode::Absent, _) => return Ok(None),
         (LogMode::Temporary, _) => (
@@ -73,6 +84,9 @@ fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
         file::create_new(&path)
     };
     let file = opened.map_err(|e| Error::io(&path, "cannot open decision log", &e))?;
+    if plan.log_mode != LogMode::Append {
+        created.file(&path);
+    }
     let start = file
         .metadata()
         .map_err(|e| Error::io(&path, "cannot inspect decision log", &e))?
@@ -85,12 +99,15 @@ fn open_log(plan: &Plan, session_id: &str) -> Result<Option<OpenedLog>> {
     }))
 }
 
-fn open_stderr(plan: &Plan) -> Result<Option<File>> {
+fn open_stderr(plan: &Plan, created: &mut StartupFiles) -> Result<Option<File>> {
     match &plan.stderr {
         None => Ok(None),
-        Some(StderrSink::New(p)) => file::create_new(p)
-            .map(Some)
-            .map_err(|e| Error::io(p, "cannot create stderr log", &e)),
+        Some(StderrSink::New(p)) => {
+            let f =
+                file::create_new(p).map_err(|e| Error::io(p, "cannot create stderr log", &e))?;
+            created.file(p);
+            Ok(Some(f))
+        }
         Some(StderrSink::Append(p)) => file::open_append_sink(p)
             .map(Some)
             .map_err(|e| Error::io(p, "cannot open stderr log", &e)),
@@ -99,24 +116,31 @@ fn open_stderr(plan: &Plan) -> Result<Option<File>> {
 
 /// SPEC §3 item 2: the capture directory (0700, when it does not exist yet) and its
 /// `protocol.json`, the first files a session creates.
-fn start_capture(plan: &Plan, session_id: &str, source: &str) -> Result<()> {
+fn start_capture(
+    plan: &Plan,
+    session_id: &str,
+    source: &str,
+    created: &mut StartupFiles,
+) -> Result<()> {
     if let Some(dir) = &plan.capture_dir {
         if !dir.is_dir() {
             std::fs::DirBuilder::new()
                 .mode(0o700)
                 .create(dir)
                 .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
+            created.dir(dir);
         }
     }
     if let Some(p) = &plan.protocol_out {
         protocol::write(p, session_id, source, &plan.server_id, &now_rfc3339())?;
+        created.file(p);
     }
     Ok(())
 }
 
 /// The child's stderr sink, and the wrapper's diagnostics writing to the same file.
-fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>)> {
-    let stderr_file = open_stderr(plan)?;
+fn open_diagnostics(plan: &Plan, created: &mut StartupFiles) -> Result<(Option<File>, Arc<Diag>)> {
+    let stderr_file = open_stderr(plan, created)?;
     let diag_file =
         match &stderr_file {
             Some(f) => Some(f.try_clone().map_err(|e| {
@@ -230,21 +254,42 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         source,
         cancel,
     } = prepare(config)?;
-    // Open the evidence. From here on files are created.
+    // Open the evidence. From here on files are created; until the server runs, a failure
+    // removes them again (SPEC §10).
+    let mut created = StartupFiles::default();
+    let started = open_evidence(plan, &session_id, &source, &policy, &mut created)
+        .and_then(|evidence| {
+            // Installed before spawn so that a signal arriving while the server starts is
+            // forwarded too; kept until this function returns, so a signal during cleanup or the
+            // stop write cannot kill the wrapper before the record is written.
+            let forwarding = install_forwarding(&evidence.plan)?;
+            Ok((evidence, forwarding))
+        })
+        .and_then(|(mut evidence, forwarding)| {
+            let spawned = spawn_server(
+                &evidence.plan,
+                evidence.stderr_file.take(),
+                &mask,
+                forwarding.as_ref(),
+                &evidence.diag,
+            )?;
+            Ok((evidence, forwarding, spawned))
+        });
+    let (evidence, forwarding, spawned) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            created.remove();
+            return Err(e);
+        }
+    };
     let Evidence {
         plan,
-        stderr_file,
         diag,
         log_writer,
         recorder,
         log,
-    } = open_evidence(plan, &session_id, &source, &policy)?;
-    // Installed before spawn so that a signal arriving while the server starts is forwarded too;
-    // kept until this function returns, so a signal during cleanup or the stop write cannot
-    // kill the wrapper before the record is written.
-    let forwarding = install_forwarding(&plan)?;
-    // Spawn the server.
-    let spawned = spawn_server(&plan, stderr_file, &mask, forwarding.as_ref(), &diag)?;
+        ..
+    } = evidence;
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
@@ -271,8 +316,12 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     }
 
     // Run the workers to the end of the session and the server's cleanup.
+    let client_bytes = Arc::new(AtomicU64::new(0));
     let shared = Arc::new(Shared {
-        output: ClientOutput::new(File::from(io.output)),
+        output: ClientOutput::new(
+            Endpoint::borrowed(io.output, Direction::Write, cancel.clone())
+                .with_progress(client_bytes.clone()),
+        ),
         policy,
         decision_log: Mutex::new(match log_writer {
             Some(w) => LogSlot::Open(w),
@@ -286,13 +335,22 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             hide_refused_tools,
         ),
         observed_tools: Mutex::new(BTreeSet::new()),
+        pending: PendingRequests::new(plan.idle_drain.is_some()),
     });
-    let streams = Streams {
-        client_input: File::from(io.input),
-        server_stdin: spawned.stdin,
-        server_stdout: spawned.stdout,
-    };
+    let streams = Streams::new(
+        io.input,
+        spawned.stdin,
+        spawned.stdout,
+        &cancel,
+        client_bytes,
+    )?;
     let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
+    if run.idle_ended {
+        diag.say(&format!(
+            "the client closed its input and the server wrote nothing for {:.1} s with no request pending: treated as done",
+            plan.idle_drain.unwrap_or_default().as_secs_f64()
+        ));
+    }
     if let Some(f) = &forwarding {
         if let Some(sig) = f.received() {
             diag.say(&format!(
@@ -387,11 +445,21 @@ struct SessionLog {
     initialized: bool,
 }
 
-fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) -> Result<Evidence> {
+fn open_evidence(
+    plan: Plan,
+    session_id: &str,
+    source: &str,
+    policy: &Policy,
+    created: &mut StartupFiles,
+) -> Result<Evidence> {
+    let new_run_dir = plan.capture_root.is_some();
     let plan = crate::capture_root::place_run(plan, session_id)?;
-    start_capture(&plan, session_id, source)?;
-    let (stderr_file, diag) = open_diagnostics(&plan)?;
-    let log = open_log(&plan, session_id)?;
+    if let (true, Some(dir)) = (new_run_dir, &plan.capture_dir) {
+        created.dir(dir);
+    }
+    start_capture(&plan, session_id, source, created)?;
+    let (stderr_file, diag) = open_diagnostics(&plan, created)?;
+    let log = open_log(&plan, session_id, created)?;
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
     let start = log.as_ref().map_or(0, |l| l.start);
@@ -449,11 +517,42 @@ fn spawn_server(
     Ok(spawned)
 }
 
-/// The byte streams the two I/O workers move.
+/// The byte streams the two I/O workers move, every one read or written cancellably (SPEC
+/// §3.1a), and what the session watches of them.
 struct Streams {
-    client_input: File,
-    server_stdin: File,
-    server_stdout: File,
+    client_input: Endpoint,
+    server_stdin: Endpoint,
+    server_stdout: Endpoint,
+    /// A duplicate of the server's stdout read end (the session polls it for `POLLHUP`).
+    server_stdout_probe: OwnedFd,
+    client_bytes: Arc<AtomicU64>,
+}
+
+impl Streams {
+    fn new(
+        client_input: OwnedFd,
+        server_stdin: File,
+        server_stdout: File,
+        cancel: &Cancel,
+        client_bytes: Arc<AtomicU64>,
+    ) -> Result<Self> {
+        let io_error = |e: std::io::Error| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot set up the server's pipes: {e}"),
+            )
+        };
+        let server_stdout_probe = server_stdout.try_clone().map_err(io_error)?.into();
+        Ok(Self {
+            client_input: Endpoint::borrowed(client_input, Direction::Read, cancel.clone()),
+            server_stdin: Endpoint::own_pipe(server_stdin.into(), cancel.clone())
+                .map_err(io_error)?,
+            server_stdout: Endpoint::own_pipe(server_stdout.into(), cancel.clone())
+                .map_err(io_error)?,
+            server_stdout_probe,
+            client_bytes,
+        })
+    }
 }
 
 /// SPEC §3 items 5 and 7: runs the two I/O workers until the session ends, then the bounded
@@ -472,13 +571,15 @@ fn run_session(
         recorder,
         shared: shared.clone(),
     };
+    let server_bytes = Arc::new(AtomicU64::new(0));
     let s2c = server_to_client::ServerWorker {
-        reader: LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone()),
+        reader: LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone())
+            .with_activity(server_bytes.clone()),
         shared: shared.clone(),
     };
     let started = workers::start_both(move || c2s.run(), move || s2c.run());
-    let rx = match started {
-        Ok(rx) => rx,
+    let (rx, threads) = match started {
+        Ok(started) => started,
         Err(e) => {
             cancel.cancel();
             return Err(Error::new(
@@ -490,7 +591,14 @@ fn run_session(
     let Some(child) = guard.0.as_mut() else {
         return Err(Error::new(ErrorKind::Internal, "child handle missing"));
     };
-    let run = run_workers(&rx, child, cancel, plan);
+    let watch = session_end::Watch {
+        shared: shared.clone(),
+        server_bytes,
+        client_bytes: streams.client_bytes,
+        server_stdout: streams.server_stdout_probe,
+        threads,
+    };
+    let run = run_workers(&rx, child, cancel, plan, watch);
     // Cleaned up by run_workers: the guard has nothing left to do.
     guard.0 = None;
     Ok(run)

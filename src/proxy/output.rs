@@ -6,15 +6,19 @@
 //! lock (SPEC §3 item 7): the client sees end of file as it would from the server itself, and no
 //! byte of the wrapper's own can follow, so none ever shares a line with a server line. Every
 //! later write fails ("client output closed").
+//!
+//! Writes go to an [`Endpoint`]: they wait for room cancellably, so a client that stopped
+//! reading holds this lock only until the session cancels (SPEC §3.1a).
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::endpoint::Endpoint;
+
 pub(crate) struct ClientOutput {
     /// `None` once closed.
-    inner: Mutex<Option<BufWriter<File>>>,
+    inner: Mutex<Option<BufWriter<Endpoint>>>,
     closed: AtomicBool,
 }
 
@@ -28,14 +32,14 @@ fn closed_error() -> io::Error {
 }
 
 impl ClientOutput {
-    pub(crate) fn new(file: File) -> Self {
+    pub(crate) fn new(out: Endpoint) -> Self {
         Self {
-            inner: Mutex::new(Some(BufWriter::with_capacity(BUFFER, file))),
+            inner: Mutex::new(Some(BufWriter::with_capacity(BUFFER, out))),
             closed: AtomicBool::new(false),
         }
     }
 
-    fn lock(&self) -> io::Result<std::sync::MutexGuard<'_, Option<BufWriter<File>>>> {
+    fn lock(&self) -> io::Result<std::sync::MutexGuard<'_, Option<BufWriter<Endpoint>>>> {
         self.inner
             .lock()
             .map_err(|_| io::Error::other("client output lock poisoned by a panicked worker"))
@@ -55,7 +59,7 @@ impl ClientOutput {
     /// closed.
     pub(crate) fn write_with(
         &self,
-        write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+        write: impl FnOnce(&mut BufWriter<Endpoint>) -> io::Result<()>,
     ) -> io::Result<()> {
         match self.lock()?.as_mut() {
             Some(w) => write(w),
@@ -98,7 +102,9 @@ mod tests {
     #[test]
     fn nothing_follows_the_final_fragment() {
         let (mut r, w) = io::pipe().unwrap();
-        let out = ClientOutput::new(File::from(std::os::fd::OwnedFd::from(w)));
+        let cancel = super::super::cancel::Cancel::new().unwrap();
+        let out =
+            ClientOutput::new(Endpoint::own_pipe(std::os::fd::OwnedFd::from(w), cancel).unwrap());
         out.write_line(b"{\"a\":1}\n").unwrap();
         out.finish(b"{\"partial").unwrap();
         assert!(out.is_closed());

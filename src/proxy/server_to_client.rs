@@ -3,16 +3,16 @@
 //! `hide_refused_tools` removes tools (`tools_list`, SPEC §5). When coverage is requested it also
 //! reads the tool names out of `tools/list` results.
 
-use std::fs::File;
 use std::sync::Arc;
 
+use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::shared::Shared;
 use super::tools_list;
 use super::workers::WorkerError;
 
 pub(crate) struct ServerWorker {
-    pub reader: LineReader<File>,
+    pub reader: LineReader<Endpoint>,
     pub shared: Arc<Shared>,
 }
 
@@ -27,6 +27,7 @@ impl ServerWorker {
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
+            shared.pending.on_server_line(line);
             let edited = tools_list::on_server_line(
                 &shared.tools_list,
                 &shared.observed_tools,
@@ -41,7 +42,7 @@ impl ServerWorker {
             shared
                 .output
                 .write_line(out)
-                .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))?;
+                .map_err(super::emitter::to_client)?;
         }
         finish(&shared, b"")
     }
@@ -52,5 +53,5 @@ fn finish(shared: &Shared, last: &[u8]) -> Result<(), WorkerError> {
     shared
         .output
         .finish(last)
-        .map_err(|e| WorkerError::Io(format!("writing to the client: {e}")))
+        .map_err(super::emitter::to_client)
 }

@@ -1,12 +1,27 @@
-//! How a running session ends (SPEC §3 item 7, §3.1): wait for the client's end of input, a
-//! worker's error or the server's end of output; give a silent client a bounded grace after the
-//! server's output ended; drain; run the bounded cleanup; settle or abandon the workers.
+//! How a running session ends (SPEC §3 item 7, §3.1, §3.1a): wait for the client's end of input,
+//! a worker's error or the server's end of output; give a silent client a bounded grace after the
+//! server's output ended; drain, with an idle deadline once no client request is pending; run the
+//! bounded cleanup; settle or abandon the workers; and make sure every thread the session started
+//! has ended before it returns.
+//!
+//! The output worker (server→client) and a slow client: once no process holds the server's
+//! stdout any more (`POLLHUP` on the pipe), what is left to deliver is bounded, so the worker is
+//! abandoned only after the client accepted no byte for a whole [`KILL_POLL_BOUND`] window, never
+//! while it keeps reading. While something still holds the pipe (a grandchild), the worker gets
+//! the same window after the child's exit (or the kill), as before.
 
 use std::collections::HashSet;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
 use super::cancel::Cancel;
+use super::shared::Shared;
 use super::workers::{Report, Worker, WorkerError};
 use crate::child::{self, KILL_POLL_BOUND};
 use crate::config::Plan;
@@ -17,6 +32,9 @@ pub(crate) struct RunResult {
     pub cleanup: child::Cleanup,
     /// The client sent a line longer than `max_line_bytes`.
     pub client_too_long: bool,
+    /// The drain ended because the server stayed silent for `idle_drain` with no request
+    /// pending.
+    pub idle_ended: bool,
 }
 
 /// After the server's stdout reached end of file (and the client output was closed), how long
@@ -26,12 +44,74 @@ pub(crate) struct RunResult {
 /// the process to exit) gets the session ended for it.
 pub(crate) const SERVER_EOF_GRACE: Duration = Duration::from_secs(2);
 
+/// How long the session waits, after it cancelled them, for its threads to end before it
+/// returns (they end within milliseconds: every wait of theirs is cancellable).
+const THREADS_BOUND: Duration = Duration::from_secs(2);
+
+/// How often the session looks at the server and the client while it waits for its workers.
+const TICK: Duration = Duration::from_millis(10);
+
+/// What the session watches besides its workers' reports.
+pub(crate) struct Watch {
+    pub shared: Arc<Shared>,
+    /// Bytes read from the server's stdout so far.
+    pub server_bytes: Arc<AtomicU64>,
+    /// Bytes the client accepted so far.
+    pub client_bytes: Arc<AtomicU64>,
+    /// A duplicate of the read end of the server's stdout: `POLLHUP` once no process holds the
+    /// write end.
+    pub server_stdout: OwnedFd,
+    /// The worker threads, joined once they reported.
+    pub threads: Vec<(Worker, JoinHandle<()>)>,
+}
+
+impl Watch {
+    /// No process holds the server's stdout any more (what is left in the pipe is bounded).
+    fn server_output_closed(&self) -> bool {
+        let mut fds = [PollFd::new(self.server_stdout.as_fd(), PollFlags::empty())];
+        poll(&mut fds, PollTimeout::ZERO).is_ok()
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+    }
+}
+
+/// When the client last accepted output.
+struct ClientProgress {
+    seen: u64,
+    at: Instant,
+}
+
+impl ClientProgress {
+    fn new(watch: &Watch) -> Self {
+        Self {
+            seen: watch.client_bytes.load(Ordering::Relaxed),
+            at: Instant::now(),
+        }
+    }
+
+    /// True when the client accepted no byte for a whole window (measured from now on if it
+    /// is the first look).
+    fn stalled(&mut self, watch: &Watch, now: Instant) -> bool {
+        let bytes = watch.client_bytes.load(Ordering::Relaxed);
+        if bytes != self.seen {
+            self.seen = bytes;
+            self.at = now;
+        }
+        now >= self.at + KILL_POLL_BOUND
+    }
+}
+
+const STALLED_CLIENT: &str = "the client accepted no output for 2 s after the server's output ended; the rest was not delivered";
+const GRANDCHILD: &str = "server output stayed open after the child ended (a grandchild holds the pipe?); worker abandoned";
+
 /// Waits for the session to end, drains, runs the bounded cleanup and settles the workers.
 pub(crate) fn run_workers(
     rx: &mpsc::Receiver<Report>,
     child: &mut child::ServerProcess,
     cancel: &Cancel,
     plan: &Plan,
+    watch: Watch,
 ) -> RunResult {
     let mut state = Settled {
         pending: [Worker::ClientToServer, Worker::ServerToClient].into(),
@@ -43,15 +123,25 @@ pub(crate) fn run_workers(
     };
 
     // Phase 1: until the client closes its input, a worker fails, or the server's output ends.
+    // A client that stopped reading while it keeps its input open is given up on once the
+    // server's output has closed and the client accepted nothing for the whole window.
+    let mut progress: Option<ClientProgress> = None;
     while state.pending.contains(&Worker::ClientToServer)
         && state.pending.contains(&Worker::ServerToClient)
         && !state.proxy_error
     {
-        match rx.recv() {
+        match rx.recv_timeout(TICK * 5) {
             Ok((w, r)) => state.settle(w, r),
-            Err(_) => {
+            Err(RecvTimeoutError::Timeout) => {
+                if watch.server_output_closed() {
+                    let p = progress.get_or_insert_with(|| ClientProgress::new(&watch));
+                    if p.stalled(&watch, Instant::now()) {
+                        state.abandon_output(STALLED_CLIENT);
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
                 state.proxy_error = true;
-                break;
             }
         }
     }
@@ -79,37 +169,11 @@ pub(crate) fn run_workers(
         }
     }
 
-    // Phase 2: drain the child's stdout after client EOF (no deadline unless drain_timeout). A
-    // grandchild can keep the pipe open after the child exits: once the child has a status, the
-    // worker gets the same 2 s window as after a kill.
-    let mut drain_window_spent = false;
-    if !state.proxy_error && state.pending.contains(&Worker::ServerToClient) {
-        let drain_deadline = plan.drain_timeout.map(|d| Instant::now() + d);
-        let mut exited_at: Option<Instant> = None;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(10)) {
-                Ok((w, r)) => {
-                    state.settle(w, r);
-                    break;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {}
-            }
-            let now = Instant::now();
-            if drain_deadline.is_some_and(|d| now >= d) {
-                break;
-            }
-            // An error (ECHILD: the kernel reaped a child whose SIGCHLD the host ignores) also
-            // means the child is gone.
-            if exited_at.is_none() && !matches!(child.try_wait(), Ok(None)) {
-                exited_at = Some(now);
-            }
-            if exited_at.is_some_and(|t| now >= t + KILL_POLL_BOUND) {
-                drain_window_spent = true;
-                break;
-            }
-        }
-    }
+    let drained = if state.proxy_error {
+        Drained::default()
+    } else {
+        drain(rx, child, plan, &watch, &mut state)
+    };
 
     if state.proxy_error {
         // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
@@ -117,54 +181,161 @@ pub(crate) fn run_workers(
     }
     let cleanup = child::cleanup(child);
 
-    // The server→client worker must finish within the same 2 s window, or it is abandoned. When
-    // the drain already gave it that window after the child's exit, it is not given another.
-    let window_end = if drain_window_spent {
+    // The server→client worker must finish within the same 2 s window, or it is abandoned;
+    // when the drain already gave it that window after the child's exit, it gets no other. A
+    // worker still delivering the bounded rest of a closed output to a client that keeps
+    // reading is never abandoned.
+    let window_end = if drained.window_spent {
         Instant::now()
     } else if cleanup.kill_requested {
         cleanup.window_start + KILL_POLL_BOUND
     } else {
         Instant::now() + KILL_POLL_BOUND
     };
+    let mut progress: Option<ClientProgress> = None;
     while !state.pending.is_empty() {
+        match rx.recv_timeout(TICK) {
+            Ok((w, r)) => {
+                state.settle(w, r);
+                continue;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
         let now = Instant::now();
-        if now >= window_end {
-            break;
-        }
-        match rx.recv_timeout(window_end - now) {
-            Ok((w, r)) => state.settle(w, r),
-            Err(_) => break,
-        }
-    }
-    if !state.pending.is_empty() {
-        if state.pending.contains(&Worker::ServerToClient) && !state.proxy_error {
-            state.proxy_error = true;
-            state.message = Some(
-                "server output stayed open after the child ended (a grandchild holds the pipe?); worker abandoned"
-                    .to_string(),
-            );
-        }
-        cancel.cancel();
-        // Cancelled readers return at once; a worker blocked in a write is left behind.
-        let give_up = Instant::now() + Duration::from_millis(200);
-        while !state.pending.is_empty() {
-            let now = Instant::now();
-            if now >= give_up {
+        if state.pending.contains(&Worker::ServerToClient) && watch.server_output_closed() {
+            let p = progress.get_or_insert_with(|| ClientProgress::new(&watch));
+            if p.stalled(&watch, now) {
+                state.abandon_output(STALLED_CLIENT);
                 break;
             }
-            match rx.recv_timeout(give_up - now) {
-                Ok((w, _)) => {
-                    state.pending.remove(&w);
-                }
-                Err(_) => break,
+        } else if now >= window_end {
+            if state.pending.contains(&Worker::ServerToClient) {
+                state.abandon_output(GRANDCHILD);
             }
+            break;
         }
     }
+    finish_threads(rx, cancel, &mut state, watch.threads);
     RunResult {
         proxy_error: state.proxy_error,
         message: state.message,
         cleanup,
         client_too_long: state.client_too_long,
+        idle_ended: drained.idle_ended,
+    }
+}
+
+/// How the drain ended.
+#[derive(Default)]
+struct Drained {
+    /// The output worker already had its 2 s window after the child's exit.
+    window_spent: bool,
+    /// The server stayed silent for `idle_drain` with no request pending.
+    idle_ended: bool,
+}
+
+/// Phase 2: drain the child's stdout after client EOF. No deadline while a client request is
+/// pending (unless `drain_timeout`, which bounds the whole drain); once none is, a server that
+/// writes nothing for `idle_drain` and keeps its stdout open is treated as done. A grandchild can
+/// keep the pipe open after the child exits: once the child has a status, the worker gets the
+/// same 2 s window as after a kill. Once nothing holds the pipe, the worker delivering its rest
+/// is waited for as long as the client keeps accepting output.
+fn drain(
+    rx: &mpsc::Receiver<Report>,
+    child: &mut child::ServerProcess,
+    plan: &Plan,
+    watch: &Watch,
+    state: &mut Settled,
+) -> Drained {
+    let mut drained = Drained::default();
+    if !state.pending.contains(&Worker::ServerToClient) {
+        return drained;
+    }
+    let started = Instant::now();
+    let drain_deadline = plan.drain_timeout.map(|d| started + d);
+    let mut exited_at: Option<Instant> = None;
+    let mut server_seen = watch.server_bytes.load(Ordering::Relaxed);
+    let mut quiet_since = started;
+    let mut progress: Option<ClientProgress> = None;
+    loop {
+        match rx.recv_timeout(TICK) {
+            Ok((w, r)) => {
+                state.settle(w, r);
+                if !state.pending.contains(&Worker::ServerToClient) || state.proxy_error {
+                    return drained;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return drained,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if drain_deadline.is_some_and(|d| now >= d) {
+            return drained;
+        }
+        if watch.server_output_closed() {
+            let p = progress.get_or_insert_with(|| ClientProgress::new(watch));
+            if p.stalled(watch, now) {
+                state.abandon_output(STALLED_CLIENT);
+                return drained;
+            }
+            continue;
+        }
+        // An error (ECHILD: the kernel reaped a child whose SIGCHLD the host ignores) also
+        // means the child is gone.
+        if exited_at.is_none() && !matches!(child.try_wait(), Ok(None)) {
+            exited_at = Some(now);
+        }
+        if exited_at.is_some_and(|t| now >= t + KILL_POLL_BOUND) {
+            drained.window_spent = true;
+            return drained;
+        }
+        let server_bytes = watch.server_bytes.load(Ordering::Relaxed);
+        if server_bytes != server_seen || !watch.shared.pending.none() {
+            server_seen = server_bytes;
+            quiet_since = now;
+        }
+        if plan.idle_drain.is_some_and(|d| now >= quiet_since + d) {
+            drained.idle_ended = true;
+            return drained;
+        }
+    }
+}
+
+/// Cancels whatever still runs, waits (bounded) for every worker to report, and joins the
+/// threads that did: when the session returns, none of its threads is left touching a
+/// descriptor.
+fn finish_threads(
+    rx: &mpsc::Receiver<Report>,
+    cancel: &Cancel,
+    state: &mut Settled,
+    threads: Vec<(Worker, JoinHandle<()>)>,
+) {
+    cancel.cancel();
+    let deadline = Instant::now() + THREADS_BOUND;
+    while !state.pending.is_empty() {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        match rx.recv_timeout(deadline - now) {
+            Ok((w, r)) => {
+                // After abandonment or an error, a worker's late result changes nothing but
+                // what is pending (its cancellation is expected).
+                if state.proxy_error || state.ended_by_session {
+                    state.pending.remove(&w);
+                } else {
+                    state.settle(w, r);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    for (worker, handle) in threads {
+        if !state.pending.contains(&worker) {
+            let _ = handle.join();
+        }
     }
 }
 
@@ -199,6 +370,14 @@ impl Settled {
                     self.message = Some(e.describe(self.max_line_bytes));
                 }
             }
+        }
+    }
+
+    /// The output worker is given up on (SPEC §3.1): the session is a `proxy_error`.
+    fn abandon_output(&mut self, why: &str) {
+        if !self.proxy_error {
+            self.proxy_error = true;
+            self.message = Some(why.to_string());
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::ClientOutput;
+use super::pending::PendingRequests;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
     pub tools_list: ToolsListWatch,
     pub observed_tools: Mutex<BTreeSet<String>>,
+    /// Client requests forwarded and not yet answered (the idle drain, SPEC §3 item 7).
+    pub pending: PendingRequests,
 }
 
 /// The decision-log writer as the session holds it.

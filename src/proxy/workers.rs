@@ -47,7 +47,12 @@ pub(crate) enum Worker {
 
 pub(crate) type Report = (Worker, std::result::Result<(), WorkerError>);
 
-fn start_worker<F>(name: &str, which: Worker, tx: mpsc::Sender<Report>, f: F) -> io::Result<()>
+fn start_worker<F>(
+    name: &str,
+    which: Worker,
+    tx: mpsc::Sender<Report>,
+    f: F,
+) -> io::Result<thread::JoinHandle<()>>
 where
     F: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
 {
@@ -62,22 +67,33 @@ where
                 .unwrap_or(Err(WorkerError::Panicked));
             let _ = tx.send((which, r));
         })
-        .map(|_| ())
 }
 
-/// Starts the client→server and server→client workers; both report on the returned channel.
-pub(crate) fn start_both<C, S>(c2s: C, s2c: S) -> io::Result<mpsc::Receiver<Report>>
+/// The channel both workers report on, and their threads (each reports just before it ends).
+pub(crate) type Started = (
+    mpsc::Receiver<Report>,
+    Vec<(Worker, thread::JoinHandle<()>)>,
+);
+
+/// Starts the client→server and server→client workers.
+pub(crate) fn start_both<C, S>(c2s: C, s2c: S) -> io::Result<Started>
 where
     C: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
     S: FnOnce() -> std::result::Result<(), WorkerError> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<Report>();
-    start_worker(
+    let first = start_worker(
         "assay-client-to-server",
         Worker::ClientToServer,
         tx.clone(),
         c2s,
     )?;
-    start_worker("assay-server-to-client", Worker::ServerToClient, tx, s2c)?;
-    Ok(rx)
+    let second = start_worker("assay-server-to-client", Worker::ServerToClient, tx, s2c)?;
+    Ok((
+        rx,
+        vec![
+            (Worker::ClientToServer, first),
+            (Worker::ServerToClient, second),
+        ],
+    ))
 }
