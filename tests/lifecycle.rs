@@ -17,21 +17,21 @@ use crate::faults::{
 use crate::util::*;
 
 /// How long anything may take before the test calls it a hang (the machine may be loaded).
-const HANG: Duration = Duration::from_secs(30);
+pub(crate) const HANG: Duration = Duration::from_secs(30);
 
 /// A wrapper process the test talks to while it runs, as an MCP client would.
-struct Live {
-    child: Child,
-    stdin: Option<ChildStdin>,
+pub(crate) struct Live {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<ChildStdin>,
     /// Chunks of the wrapper's stdout; the channel closes at end of file.
     out: mpsc::Receiver<Vec<u8>>,
-    seen: Vec<u8>,
-    eof: bool,
+    pub(crate) seen: Vec<u8>,
+    pub(crate) eof: bool,
     err: std::thread::JoinHandle<String>,
 }
 
 impl Live {
-    fn spawn(mut cmd: Command) -> Live {
+    pub(crate) fn spawn(mut cmd: Command) -> Live {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -68,23 +68,23 @@ impl Live {
         }
     }
 
-    fn wrap(opts: &[String], server: &[&str]) -> Live {
+    pub(crate) fn wrap(opts: &[String], server: &[&str]) -> Live {
         Live::spawn(wrap_command(&strs(opts), server))
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         self.stdin.take();
     }
 
     /// Reads until `pred(seen)` holds or end of file; panics after [`HANG`].
-    fn read_until(&mut self, pred: impl Fn(&[u8]) -> bool) {
+    pub(crate) fn read_until(&mut self, pred: impl Fn(&[u8]) -> bool) {
         let deadline = Instant::now() + HANG;
         while !pred(&self.seen) && !self.eof {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -100,12 +100,12 @@ impl Live {
     }
 
     /// Reads the wrapper's stdout to end of file (the client's view of "connection closed").
-    fn read_to_eof(&mut self) {
+    pub(crate) fn read_to_eof(&mut self) {
         self.read_until(|_| false);
     }
 
     /// Waits for the wrapper to exit; kills it and panics after [`HANG`].
-    fn wait(&mut self) -> ExitStatus {
+    pub(crate) fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + HANG;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -123,14 +123,14 @@ impl Live {
         }
     }
 
-    fn stderr(self) -> String {
+    pub(crate) fn stderr(self) -> String {
         drop(self.stdin);
         self.err.join().unwrap()
     }
 }
 
 /// The server's PID as the session context recorded it.
-fn server_pid(cap: &Path) -> i32 {
+pub(crate) fn server_pid(cap: &Path) -> i32 {
     let deadline = Instant::now() + HANG;
     let path = cap.join("session-context.json");
     loop {
@@ -146,7 +146,7 @@ fn server_pid(cap: &Path) -> i32 {
 
 /// True while `pid` is a live process (a zombie waiting for a reaper counts as gone: it runs
 /// nothing and holds nothing but its PID).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat
@@ -159,7 +159,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// Asserts the server `pid` is gone within [`HANG`]; kills it if not, so no test leaks it.
-fn assert_gone(pid: i32) {
+pub(crate) fn assert_gone(pid: i32) {
     let deadline = Instant::now() + HANG;
     while alive(pid) {
         if Instant::now() >= deadline {
@@ -171,7 +171,7 @@ fn assert_gone(pid: i32) {
     }
 }
 
-fn kill(child: &Child, sig: i32) {
+pub(crate) fn kill(child: &Child, sig: i32) {
     // SAFETY: signalling our own unreaped child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
 }
@@ -269,9 +269,9 @@ fn sigkill_of_the_wrapper_leaves_no_orphan() {
     assert_gone(pid);
 }
 
-/// The official SDKs' shutdown: close stdin, wait about 2 s, SIGTERM the wrapper. `server`
-/// outlives stdin EOF. Returns the wrapper's status and the server's PID.
-fn sdk_shutdown(cap: &Path, extra: &[&str], server: &str) -> (ExitStatus, i32, Live) {
+/// The official SDKs' shutdown: close stdin, wait about 2 s, SIGTERM the wrapper (a wrapper
+/// that already ended is left alone). Returns the wrapper's status and the server's PID.
+pub(crate) fn sdk_shutdown(cap: &Path, extra: &[&str], server: &str) -> (ExitStatus, i32, Live) {
     let mut opts = capture_opts(cap);
     opts.extend(extra.iter().map(|s| s.to_string()));
     let mut live = Live::wrap(&opts, &["python3", &fault_server(), server]);
@@ -282,36 +282,72 @@ fn sdk_shutdown(cap: &Path, extra: &[&str], server: &str) -> (ExitStatus, i32, L
     let pid = server_pid(cap);
     live.close_stdin();
     std::thread::sleep(Duration::from_secs(2));
-    assert!(alive(pid), "the server outlives stdin EOF");
-    kill(&live.child, libc::SIGTERM);
+    if live.child.try_wait().unwrap().is_none() {
+        kill(&live.child, libc::SIGTERM);
+    }
     let status = live.wait();
     (status, pid, live)
 }
 
-/// Without `--forward-signals` the SIGTERM ends the wrapper (no handler is installed), and the
-/// server goes with it: no orphan. No stop record can be written.
+/// With `--no-forward-signals` (and no idle deadline, so the lingering server outlives stdin
+/// EOF) the SIGTERM ends the wrapper (no handler is installed), and the server goes with it: no
+/// orphan. No stop record can be written.
 #[test]
 fn sdk_shutdown_without_forward_signals_leaves_no_orphan() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let (status, pid, _live) = sdk_shutdown(&cap, &[], "linger");
+    let (status, pid, _live) = sdk_shutdown(
+        &cap,
+        &["--no-forward-signals", "--idle-drain", "0"],
+        "linger",
+    );
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     assert_gone(pid);
     assert!(!cap.join("session-stop.json").exists());
 }
 
-/// With `--forward-signals` the SIGTERM goes to the server; the session ends through the normal
-/// path: drain, cleanup, a stop record with the observed signal, exit 143, a closed capture.
+/// SPEC §3 item 9: the CLI forwards by default (`--forward-signals` is still accepted). With no
+/// idle deadline the server outlives stdin EOF; the SIGTERM goes to it and the session ends
+/// through the normal path: drain, cleanup, a stop record with the observed signal, exit 143, a
+/// closed capture.
 #[test]
-fn sdk_shutdown_with_forward_signals_closes_the_capture() {
+fn sdk_shutdown_forwards_sigterm_by_default_and_closes_the_capture() {
+    for extra in [
+        &["--idle-drain", "0"][..],
+        &["--forward-signals", "--idle-drain", "0"],
+    ] {
+        let dir = tempdir();
+        let cap = dir.path().join("cap");
+        let (status, pid, live) = sdk_shutdown(&cap, extra, "linger");
+        let stderr = live.stderr();
+        assert_eq!(
+            status.code(),
+            Some(128 + 15),
+            "{extra:?} {status:?}\n{stderr}"
+        );
+        assert_gone(pid);
+        let mut e = ended("signaled", Value::Null, json!(15));
+        e.core_dumped = Some(json!(false));
+        assert_stop_record(&cap, &e);
+    }
+}
+
+/// SPEC §3 item 7, 9 with the CLI's defaults (no flag): the SDK shutdown of a server that
+/// outlives stdin EOF leaves a closed capture. The idle deadline (1 s, no request pending) ends
+/// the server before the client's SIGTERM would.
+#[test]
+fn sdk_shutdown_with_cli_defaults_closes_the_capture() {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let (status, pid, live) = sdk_shutdown(&cap, &["--forward-signals"], "linger");
+    let (status, pid, live) = sdk_shutdown(&cap, &[], "linger");
     let stderr = live.stderr();
-    assert_eq!(status.code(), Some(128 + 15), "{status:?}\n{stderr}");
+    assert_eq!(status.code(), Some(128 + 9), "{status:?}\n{stderr}");
+    let log = std::fs::read_to_string(cap.join("proxy-stderr.log")).unwrap();
+    assert!(log.contains("treated as done"), "{log}");
     assert_gone(pid);
-    let mut e = ended("signaled", Value::Null, json!(15));
+    let mut e = ended("signaled", Value::Null, json!(9));
     e.core_dumped = Some(json!(false));
+    e.kill_requested = true;
     assert_stop_record(&cap, &e);
 }
 

@@ -21,6 +21,7 @@ mod lenient_fold;
 mod lifecycle;
 mod memory;
 mod pipelined;
+mod process;
 mod properties;
 mod proxy;
 mod regression;
