@@ -41,7 +41,7 @@ mod process;
 mod program;
 mod spawn;
 #[cfg(test)]
-mod spawn_tests;
+pub(crate) mod spawn_tests;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;

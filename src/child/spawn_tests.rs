@@ -201,12 +201,19 @@ fn exec_errors_map_to_not_found_and_not_executable() {
 
 /// Starts this test binary on the inner test `name` with `env`, and checks that it passed.
 fn run_isolated(name: &str, env: &[(&str, &str)]) {
+    run_isolated_test(&format!("child::spawn_tests::{name}"), env);
+}
+
+/// Starts this test binary on the inner test at `path` (e.g. `signals::forward_tests::inner`)
+/// with `env`, and checks that it passed.
+pub(crate) fn run_isolated_test(path: &str, env: &[(&str, &str)]) {
+    let name = path;
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("passed");
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            &format!("child::spawn_tests::{name}"),
+            name,
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -231,13 +238,13 @@ fn run_isolated(name: &str, env: &[(&str, &str)]) {
 }
 
 /// The marker file of an inner test, or `None` when it was not started by [`run_isolated`].
-fn inner_marker() -> Option<std::path::PathBuf> {
+pub(crate) fn inner_marker() -> Option<std::path::PathBuf> {
     std::env::var_os(MARKER).map(std::path::PathBuf::from)
 }
 
 /// Reports a failure of an inner test through its marker file too (its standard descriptors
 /// may be closed).
-fn report_panics_to(marker: &Path) {
+pub(crate) fn report_panics_to(marker: &Path) {
     let marker = marker.to_path_buf();
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -246,7 +253,7 @@ fn report_panics_to(marker: &Path) {
     }));
 }
 
-fn mark_passed(marker: &Path) {
+pub(crate) fn mark_passed(marker: &Path) {
     std::fs::write(marker, "passed").unwrap();
 }
 

@@ -66,13 +66,25 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
+    /// The server's stdout pipe as poll sees it.
+    fn server_stdout_events(&self) -> PollFlags {
+        let mut fds = [PollFd::new(self.server_stdout.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(_) => fds[0].revents().unwrap_or(PollFlags::empty()),
+            Err(_) => PollFlags::empty(),
+        }
+    }
+
     /// No process holds the server's stdout any more (what is left in the pipe is bounded).
     fn server_output_closed(&self) -> bool {
-        let mut fds = [PollFd::new(self.server_stdout.as_fd(), PollFlags::empty())];
-        poll(&mut fds, PollTimeout::ZERO).is_ok()
-            && fds[0]
-                .revents()
-                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+        self.server_stdout_events()
+            .intersects(PollFlags::POLLHUP | PollFlags::POLLERR)
+    }
+
+    /// The server wrote something the output worker has not read yet (it is busy delivering
+    /// earlier output to the client): the server is not idle, whatever the client's pace.
+    fn server_output_waiting(&self) -> bool {
+        self.server_stdout_events().contains(PollFlags::POLLIN)
     }
 }
 
@@ -237,7 +249,8 @@ struct Drained {
 
 /// Phase 2: drain the child's stdout after client EOF. No deadline while a client request is
 /// pending (unless `drain_timeout`, which bounds the whole drain); once none is, a server that
-/// writes nothing for `idle_drain` and keeps its stdout open is treated as done. A grandchild can
+/// writes nothing for `idle_drain` and keeps its stdout open is treated as done. Output the
+/// server wrote and the worker has not read yet (a slow client) counts as writing. A grandchild can
 /// keep the pipe open after the child exits: once the child has a status, the worker gets the
 /// same 2 s window as after a kill. Once nothing holds the pipe, the worker delivering its rest
 /// is waited for as long as the client keeps accepting output.
@@ -292,7 +305,10 @@ fn drain(
             return drained;
         }
         let server_bytes = watch.server_bytes.load(Ordering::Relaxed);
-        if server_bytes != server_seen || !watch.shared.pending.none() {
+        if server_bytes != server_seen
+            || watch.server_output_waiting()
+            || !watch.shared.pending.none()
+        {
             server_seen = server_bytes;
             quiet_since = now;
         }

@@ -9,3 +9,5 @@ mod mask;
 
 pub(crate) use forward::{ForwardTarget, Forwarding};
 pub(crate) use mask::{ThreadMask, block_write_signals_in_this_thread};
+#[cfg(test)]
+mod forward_tests;
