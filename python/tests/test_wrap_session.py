@@ -231,6 +231,7 @@ def test_discovery_only_run_writes_no_stop(tmp_path: Path, client: Client, demo_
         (dict(event_source="not a uri"), "event_source"),
         (dict(event_source=SOURCE, decision_log="LOG", session_stop_out="STOP"), "decision_log_new"),
         (dict(drain_timeout=-1.0), "drain_timeout"),
+        (dict(idle_drain=float("nan")), "idle_drain"),
         (dict(max_line_bytes=0), "max_line_bytes"),
         (dict(label=""), "label"),
         (dict(event_source=SOURCE, capture_dir="CAP", decision_log="LOG"), "decision_log"),

@@ -35,6 +35,7 @@
 //! at most [`KILL_POLL_BOUND`] of polling. The bound applies to cleanup only, never to a live
 //! tool call.
 
+mod activity;
 mod clone;
 mod in_child;
 mod process;
@@ -50,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use crate::outcome::{ChildStatus, Termination};
 
+pub(crate) use activity::tree_cpu_ticks;
 pub(crate) use clone::Method;
 pub(crate) use process::ServerProcess;
 pub(crate) use spawn::{Spawned, spawn};

@@ -250,7 +250,8 @@ struct Drained {
 /// Phase 2: drain the child's stdout after client EOF. No deadline while a client request is
 /// pending (unless `drain_timeout`, which bounds the whole drain); once none is, a server that
 /// writes nothing for `idle_drain` and keeps its stdout open is treated as done. Output the
-/// server wrote and the worker has not read yet (a slow client) counts as writing. A grandchild can
+/// server wrote and the worker has not read yet (a slow client) counts as writing, and CPU time
+/// its process tree used (a server still starting) counts as being busy. A grandchild can
 /// keep the pipe open after the child exits: once the child has a status, the worker gets the
 /// same 2 s window as after a kill. Once nothing holds the pipe, the worker delivering its rest
 /// is waited for as long as the client keeps accepting output.
@@ -270,6 +271,8 @@ fn drain(
     let mut exited_at: Option<Instant> = None;
     let mut server_seen = watch.server_bytes.load(Ordering::Relaxed);
     let mut quiet_since = started;
+    // The server's CPU time when the quiet time began (`Some(None)`: not readable).
+    let mut cpu_mark: Option<Option<u64>> = None;
     let mut progress: Option<ClientProgress> = None;
     loop {
         match rx.recv_timeout(TICK) {
@@ -311,12 +314,32 @@ fn drain(
         {
             server_seen = server_bytes;
             quiet_since = now;
+            cpu_mark = None;
+        } else if cpu_mark.is_none() {
+            cpu_mark = Some(server_cpu(child, exited_at));
         }
         if plan.idle_drain.is_some_and(|d| now >= quiet_since + d) {
+            // A server whose processes used CPU during the quiet time is busy (still starting,
+            // or working), not idle.
+            let cpu = server_cpu(child, exited_at);
+            if cpu.is_some() && Some(cpu) != cpu_mark {
+                quiet_since = now;
+                cpu_mark = Some(cpu);
+                continue;
+            }
             drained.idle_ended = true;
             return drained;
         }
     }
+}
+
+/// The CPU time of the server's process tree while it runs (`None` once it exited: its PID may
+/// no longer be its own).
+fn server_cpu(child: &child::ServerProcess, exited_at: Option<Instant>) -> Option<u64> {
+    if exited_at.is_some() {
+        return None;
+    }
+    child::tree_cpu_ticks(child.id())
 }
 
 /// Cancels whatever still runs, waits (bounded) for every worker to report, and joins the

@@ -18,9 +18,11 @@ of a stop record. Judge them all with ``assay capture summary ROOT`` (or
 one run into DIR, which must not already hold a capture.
 
 Signals are forwarded (``forward_signals=True``): the official MCP SDKs shut a server down by
-closing its stdin, waiting about 2 s, then sending SIGTERM to this process. The SIGTERM goes on to
-SERVER, and the session ends through its normal path, so that shutdown still leaves a closed
-capture (its stop record shows how SERVER ended). Whatever ends this process, SERVER ends too.
+closing its stdin, waiting about 2 s, then sending SIGTERM to this process. A SERVER that is still
+running then gets the SIGTERM, and the session ends through its normal path, so that shutdown
+still leaves a closed capture (its stop record shows how SERVER ended); a SERVER that stays silent
+after its stdin closed, with no request pending, is ended by the bounded cleanup after 1 s (the
+default ``idle_drain``). Whatever ends this process, SERVER ends too.
 
 Exit status: that of ``assay mcp wrap`` (the server's exit code, 128+signal, 3 for a wrapper or
 evidence failure including a failed stop write, 2 for a configuration error, 126/127 when the
