@@ -17,7 +17,7 @@
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -159,11 +159,16 @@ impl PendingRequests {
     /// A line from the server: every response in it (a single object or a batch) answers its
     /// request.
     pub(crate) fn on_server_line(&self, line: &[u8]) {
-        if !self.enabled || memchr::memmem::find(line, b"\"id\"").is_none() {
+        if !self.enabled {
             return;
         }
         if let Some(id) = common_response_id(line) {
             self.lock().take(id);
+            return;
+        }
+        static ID_KEY: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\""));
+        if ID_KEY.find(line).is_none() {
             return;
         }
         let Ok(text) = std::str::from_utf8(line) else {
