@@ -182,7 +182,7 @@ pub(super) fn fork(args: &ChildArgs) -> io::Result<Created> {
 /// anything; the parent opens the pidfd (or, before Linux 5.3, keeps the PID), then closes its
 /// end of the pipe.
 fn fork_then_open(args: &ChildArgs) -> io::Result<Created> {
-    let (go_read, go_write) = super::spawn::cloexec_pipe()?;
+    let (go_read, go_write) = cloexec_pipe()?;
     let with_go = ChildArgs {
         go: [
             std::os::fd::AsRawFd::as_raw_fd(&go_read),
@@ -238,4 +238,15 @@ fn raw_fork(args: &ChildArgs, extra: libc::c_int) -> io::Result<Created> {
         pid,
         pidfd: owned(pidfd),
     })
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

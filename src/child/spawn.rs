@@ -12,7 +12,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use super::clone::{self, Created, Method};
+use super::clone::{self, Created, Method, cloexec_pipe};
 use super::in_child::ChildArgs;
 use super::process::ServerProcess;
 use super::program::ExecPlan;
@@ -179,17 +179,6 @@ fn exec_error(pipe: OwnedFd) -> io::Result<Option<i32>> {
         // A partial report cannot come from the child (a 4-byte pipe write is atomic).
         _ => Some(libc::EIO),
     })
-}
-
-/// A close-on-exec pipe: (read end, write end).
-pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into the array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `fd` itself if it is 3 or more, else a close-on-exec duplicate numbered 3 or more.
