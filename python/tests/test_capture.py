@@ -134,12 +134,19 @@ def test_python_m_read_matches_the_cli(
     tmp_path: Path, cli_capture: Path, assay_bin: Path, client: Client, demo_server: Path, demo_policy: Path
 ) -> None:
     incomplete = _incomplete_capture(tmp_path, client, demo_server, demo_policy)
-    for cap, status in ((cli_capture, 0), (incomplete, 1), (tmp_path / "absent", 3)):
+    for cap, status in ((cli_capture, 0), (incomplete, 1)):
         py = _module_read("read", str(cap))
         cli = subprocess.run([str(assay_bin), "capture", "read", str(cap)], capture_output=True, timeout=60)
         assert py.returncode == cli.returncode == status, (py, cli)
         assert py.stdout == cli.stdout
-        assert json.loads(py.stdout)["closure"] == ("closed", "incomplete", "unknown")[[0, 1, 3].index(status)]
+        assert json.loads(py.stdout)["closure"] == ("closed", "incomplete")[status]
+    # A DIR that does not exist is a usage error that says so (SPEC §10), with no verdict.
+    absent = tmp_path / "absent"
+    py = _module_read("read", str(absent))
+    cli = subprocess.run([str(assay_bin), "capture", "read", str(absent)], capture_output=True, timeout=60)
+    assert py.returncode == cli.returncode == 2, (py, cli)
+    assert py.stdout == cli.stdout == b""
+    assert py.stderr == cli.stderr and b"does not exist" in cli.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["read"], ["read", "a", "b"], ["package", "x"], ["read", "--bogus"]])
