@@ -225,7 +225,12 @@ fn remove_temporary_log(log_path: Option<&std::path::Path>, diag: &Diag) {
 /// `io` and the child until the client closes its input (or an I/O error ends the session), runs
 /// the bounded cleanup, and writes the requested evidence. When the server's output ends first,
 /// `io.output` is flushed and closed; the session then ends when the client closes its input, at
-/// its next line (`proxy_error`), or 2 s later.
+/// its next line (`proxy_error`), or 2 s later. After the client closed its input and no request
+/// of it is pending, a server that stays silent for [`WrapConfig::idle_drain`] (1 s by default)
+/// is treated as done.
+///
+/// Every read and write of the session is cancellable: when this returns, every thread it
+/// started has ended and none touches `io`'s descriptors any more (SPEC §3.1a).
 ///
 /// The calling thread spawns the server and must live until this returns: the server gets
 /// SIGKILL when that thread dies (`PR_SET_PDEATHSIG`). The server inherits only descriptors 0, 1
@@ -236,7 +241,8 @@ fn remove_temporary_log(log_path: Option<&std::path::Path>, diag: &Diag) {
 /// # Errors
 /// - [`ErrorKind::Config`]: a SPEC §6 check failed; nothing was spawned or created.
 /// - [`ErrorKind::CommandNotFound`] / [`ErrorKind::CommandNotExecutable`] / [`ErrorKind::Io`]:
-///   the session could not start.
+///   the session could not start; the files it had created (and a capture directory it created)
+///   are removed again.
 /// - [`ErrorKind::StopWrite`]: the session ran but the stop record could not be written; the
 ///   error carries the [`WrapOutcome`] with the observed child status.
 ///
@@ -257,31 +263,14 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     // Open the evidence. From here on files are created; until the server runs, a failure
     // removes them again (SPEC §10).
     let mut created = StartupFiles::default();
-    let started = open_evidence(plan, &session_id, &source, &policy, &mut created)
-        .and_then(|evidence| {
-            // Installed before spawn so that a signal arriving while the server starts is
-            // forwarded too; kept until this function returns, so a signal during cleanup or the
-            // stop write cannot kill the wrapper before the record is written.
-            let forwarding = install_forwarding(&evidence.plan)?;
-            Ok((evidence, forwarding))
-        })
-        .and_then(|(mut evidence, forwarding)| {
-            let spawned = spawn_server(
-                &evidence.plan,
-                evidence.stderr_file.take(),
-                &mask,
-                forwarding.as_ref(),
-                &evidence.diag,
-            )?;
-            Ok((evidence, forwarding, spawned))
-        });
-    let (evidence, forwarding, spawned) = match started {
-        Ok(started) => started,
-        Err(e) => {
-            created.remove();
-            return Err(e);
-        }
-    };
+    let (evidence, forwarding, spawned) =
+        match start_server(plan, &session_id, &source, &policy, &mask, &mut created) {
+            Ok(started) => started,
+            Err(e) => {
+                created.remove();
+                return Err(e);
+            }
+        };
     let Evidence {
         plan,
         diag,
@@ -483,6 +472,31 @@ fn open_evidence(
             initialized,
         },
     })
+}
+
+/// SPEC §3 items 3–4 up to the running server: the evidence opened, the signal forwarding
+/// installed — before spawn, so a signal that arrives while the server starts is forwarded too,
+/// and kept until `wrap_session` returns, so a signal during cleanup or the stop write cannot
+/// kill the wrapper before the record is written — and the server spawned. What it creates is
+/// recorded in `created`, for the caller to remove when this fails.
+fn start_server(
+    plan: Plan,
+    session_id: &str,
+    source: &str,
+    policy: &Policy,
+    mask: &ThreadMask,
+    created: &mut StartupFiles,
+) -> Result<(Evidence, Option<Forwarding>, child::Spawned)> {
+    let mut evidence = open_evidence(plan, session_id, source, policy, created)?;
+    let forwarding = install_forwarding(&evidence.plan)?;
+    let spawned = spawn_server(
+        &evidence.plan,
+        evidence.stderr_file.take(),
+        mask,
+        forwarding.as_ref(),
+        &evidence.diag,
+    )?;
+    Ok((evidence, forwarding, spawned))
 }
 
 /// SIGTERM, SIGINT and SIGHUP forwarding, when requested.
