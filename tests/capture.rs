@@ -119,9 +119,17 @@ fn discovery_only_and_missing_captures_read_unknown() {
     assert_eq!(codes(&v), ["no_session"], "{v}");
     assert!(!cap.join("session-stop.json").exists());
 
-    let (r, v) = read_verdict(Path::new("/nonexistent/capture"));
-    r.expect_status(3);
-    assert_eq!(v["closure"], "unknown");
+    // SPEC §10: a DIR that does not exist is a usage error that says so (no verdict to print);
+    // the library reader (read_capture) still judges it `unknown`.
+    let r = run(
+        &["capture".into(), "read".into(), "/nonexistent/capture".into()],
+        b"",
+    );
+    r.expect_status(2);
+    assert!(r.stdout.is_empty(), "{}", r.report());
+    assert!(r.stderr.contains("does not exist"), "{}", r.report());
+    let v = assay::read_capture(Path::new("/nonexistent/capture"));
+    assert_eq!(v.closure, assay::ClosureKind::Unknown);
 }
 
 #[test]
