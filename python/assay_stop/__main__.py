@@ -25,10 +25,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     path = args[1]
     # Like `assay capture read`: no directory there is a usage error that says so.
     if not os.path.exists(path):
-        print(f"assay: capture read: capture directory {path} does not exist", file=sys.stderr)
+        print(f"assay: capture read: missing capture directory: {path} does not exist",
+              file=sys.stderr)
         return 2
     if not os.path.isdir(path):
-        print(f"assay: capture read: {path} is not a directory", file=sys.stderr)
+        print(f"assay: capture read: not a capture directory: {path} is not a directory",
+              file=sys.stderr)
         return 2
     closure = read_capture(path)
     try:

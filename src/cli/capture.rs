@@ -21,12 +21,15 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(missing(format!(
-                "capture directory {} does not exist",
+                "missing capture directory: {} does not exist",
                 dir.display()
             )));
         }
         Ok(m) if !m.is_dir() => {
-            return Err(missing(format!("{} is not a directory", dir.display())));
+            return Err(missing(format!(
+                "not a capture directory: {} is not a directory",
+                dir.display()
+            )));
         }
         // Anything else (a directory, or one that cannot be inspected) is the reader's to judge.
         _ => {}
