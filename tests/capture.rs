@@ -122,7 +122,11 @@ fn discovery_only_and_missing_captures_read_unknown() {
     // SPEC §10: a DIR that does not exist is a usage error that says so (no verdict to print);
     // the library reader (read_capture) still judges it `unknown`.
     let r = run(
-        &["capture".into(), "read".into(), "/nonexistent/capture".into()],
+        &[
+            "capture".into(),
+            "read".into(),
+            "/nonexistent/capture".into(),
+        ],
         b"",
     );
     r.expect_status(2);

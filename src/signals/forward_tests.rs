@@ -26,6 +26,17 @@ fn inner_storm() {
     let Some(marker) = inner_marker() else { return };
     report_panics_to(&marker);
     let forwarding = Forwarding::install().unwrap();
+    // Installed with SA_ONSTACK (Go hosts via cgo require it) and SA_RESTART.
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: reads the current disposition only.
+        let flags = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            assert_eq!(libc::sigaction(sig, std::ptr::null(), &mut old), 0);
+            old.sa_flags
+        };
+        assert_ne!(flags & libc::SA_ONSTACK, 0, "signal {sig}");
+        assert_ne!(flags & libc::SA_RESTART, 0, "signal {sig}");
+    }
     let none = SigSet::empty();
     let argv = |s: &str| vec!["/bin/sh".to_string(), "-c".to_string(), s.to_string()];
     // SIGTERM to this process, as fast as it goes, while targets come and go.
