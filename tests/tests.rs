@@ -19,6 +19,7 @@ mod interop;
 mod layering;
 mod lenient_fold;
 mod lifecycle;
+mod list_differential;
 mod memory;
 mod pipelined;
 mod properties;

@@ -244,7 +244,7 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
         return;
     }
     shared.session_message.store(true, Ordering::Relaxed);
-    if shared.tools_list.active() && head.method_is("tools/list") {
+    if head.method_is("tools/list") {
         if let Some(id) = head.id {
             shared.tools_list.note_request(id);
         }

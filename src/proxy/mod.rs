@@ -16,10 +16,9 @@ pub(crate) mod rpc_id;
 mod server_to_client;
 mod session_end;
 mod shared;
-mod tools_list;
+pub(crate) mod tools_list;
 mod workers;
 
-use std::collections::BTreeSet;
 use std::fs::File;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -167,11 +166,7 @@ fn write_coverage(
     log_start: u64,
 ) -> Option<String> {
     let out = plan.coverage_out.as_ref()?;
-    let observed = shared
-        .observed_tools
-        .lock()
-        .map(|o| o.clone())
-        .unwrap_or_default();
+    let observed = shared.tools_list.observed_names();
     coverage::write(
         out,
         session_id,
@@ -281,11 +276,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
-        tools_list: tools_list::ToolsListWatch::new(
-            plan.coverage_out.is_some(),
-            hide_refused_tools,
-        ),
-        observed_tools: Mutex::new(BTreeSet::new()),
+        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools),
     });
     let streams = Streams {
         client_input: File::from(io.input),

@@ -1,277 +1,235 @@
-//! `tools/list` results answering the client's own `tools/list` requests: the tool names they
-//! hold (for coverage, SPEC §4.4) and, with the policy's `hide_refused_tools`, the same line with
-//! the tools refused by name removed (SPEC §5).
+//! Answers to the client's `tools/list` requests (SPEC §5, "Reading the server fails closed
+//! too"; §4.4 coverage).
 //!
-//! The client→server worker records the id of every `tools/list` request it forwards
-//! ([`ToolsListWatch::note_request`]); the server→client worker matches response ids against
-//! them ([`on_server_line`]). Ids are compared by value, not by spelling: `"a"` and `"\u0061"`
-//! are one id, `1` and `1.0` are one id (a server may re-serialize the id it echoes), and a
-//! string id never equals a number id. The set is bounded: past [`MAX_PENDING`] unanswered
-//! requests the oldest id is forgotten, and a late answer to it is forwarded unchanged.
+//! The client→server worker records the id of every `tools/list` request the client sends
+//! ([`ToolsListWatch::note_request`]). From then on every server line is read with the
+//! client-line rules ([`walk`]), and every message in it that *any* MCP client could take for
+//! the answer to one of those requests — a `result` member beside an id that matches one of
+//! them the way the SDKs compare ids ([`crate::proxy::rpc_id`]), keys by lenient class — is a
+//! **candidate**, for the rest of the session.
 //!
-//! The rewrite edits the line's text: the bytes before and after the `tools` array are kept
-//! exactly, and so is every remaining tool's own text (its `_meta`, annotations, unknown keys,
-//! member order and escapes); only the separators inside the array are rebuilt. A result that
-//! loses no tool is forwarded byte-exact, and so is every line the rewrite cannot read (not
-//! strict JSON, not a single response object, no `tools` array, a tool without a string name):
-//! hiding is a view for the model, the policy still refuses every call to a hidden tool.
+//! With the filter in effect (`hide_refused_tools`), every candidate is either rewritten (a
+//! well-formed result: `tools` an array of objects with a string `name`, every key spelled
+//! exactly) with the refused tools removed, or replaced by a JSON-RPC error for the client's
+//! id; a line the strict rules cannot read is replaced by errors for the ids a tolerant reading
+//! finds in it ([`unreadable`]). Nothing a candidate could be is forwarded unfiltered. Every
+//! other line, and a candidate that loses nothing, is forwarded byte-exact.
+//!
+//! Without the filter nothing is changed; well-formed candidates are still read for the tool
+//! names they offer (coverage).
+//!
+//! A line is read in up to three passes over its text, none of which builds a value: find the
+//! candidates, judge their tools ([`rewrite`]), write the result straight to the client output.
+//! Memory beyond the line is a few words per candidate and one bit per judged tool.
 
-use std::collections::{BTreeSet, VecDeque};
+mod candidates;
+mod rewrite;
+mod unreadable;
+mod walk;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-use super::message::CLIENT_MAX_DEPTH;
-use super::rpc_id::IdKeys;
+use super::rpc_id::{Found, IdSet};
 use crate::policy::Policy;
+use crate::strict_json::ScanError;
+use candidates::{Candidate, Candidates, withheld_error};
+pub(crate) use rewrite::Rewrite;
+use walk::{Hooks, MessageInfo};
 
-/// Unanswered `tools/list` request ids remembered at most.
-pub(crate) const MAX_PENDING: usize = 1024;
+/// Distinct `tools/list` request ids a session remembers; past this many, every id counts as
+/// one of them (the set saturates, fail closed).
+pub(crate) const MAX_REQUEST_IDS: usize = 4096;
 
-/// What the session watches `tools/list` results for.
+/// Distinct tool names a session remembers from `tools/list` results.
+pub(crate) const MAX_REMEMBERED_TOOLS: usize = 10_000;
+
+/// What the session watches `tools/list` answers for.
 pub(crate) struct ToolsListWatch {
-    /// Record the tool names offered (a coverage report was requested).
-    pub coverage: bool,
-    /// Remove the tools the policy refuses by name (`hide_refused_tools`).
-    pub hide: bool,
-    pending: Mutex<Pending>,
+    /// Rewrite or replace candidates (`hide_refused_tools` in effect).
+    filter: bool,
+    /// The client's `tools/list` request ids.
+    ids: Mutex<IdSet>,
+    /// Tool names offered by well-formed candidates (coverage, SPEC §4.4).
+    observed: Mutex<BTreeSet<String>>,
 }
 
-#[derive(Default)]
-struct Pending {
-    /// Oldest first.
-    ids: VecDeque<IdKeys>,
-}
-
-impl Pending {
-    fn position(&self, key: &IdKeys) -> Option<usize> {
-        self.ids.iter().position(|k| k.matches(key))
-    }
-}
-
-fn id_key(text: &str) -> Option<IdKeys> {
-    IdKeys::of_json(text)
+/// What to do with one server line.
+pub(crate) enum ServerLine<'l> {
+    /// Forward it unchanged.
+    Forward,
+    /// Write this instead.
+    Rewrite(Rewrite<'l>),
 }
 
 impl ToolsListWatch {
-    pub(crate) fn new(coverage: bool, hide: bool) -> Self {
+    pub(crate) fn new(filter: bool) -> Self {
         Self {
-            coverage,
-            hide,
-            pending: Mutex::new(Pending::default()),
+            filter,
+            ids: Mutex::new(IdSet::new(MAX_REQUEST_IDS)),
+            observed: Mutex::new(BTreeSet::new()),
         }
     }
 
-    /// Whether `tools/list` traffic is watched at all.
-    pub(crate) fn active(&self) -> bool {
-        self.coverage || self.hide
-    }
-
-    /// Remembers the id of a `tools/list` request the client sent (ids that are neither a
-    /// string nor a number are not answered by id and are ignored).
+    /// Records the id (raw JSON text) of a `tools/list` request the client sent. Called before
+    /// the request is forwarded, so no answer can arrive first.
     pub(crate) fn note_request(&self, id: &str) {
-        if !self.active() {
-            return;
-        }
-        let Some(key) = id_key(id) else {
-            return;
-        };
-        let Ok(mut p) = self.pending.lock() else {
-            return;
-        };
-        if p.position(&key).is_some() {
-            return;
-        }
-        if p.ids.len() >= MAX_PENDING {
-            p.ids.pop_front();
-        }
-        p.ids.push_back(key);
-    }
-
-    /// Forgets `id` if it is pending; whether it was.
-    fn take(&self, id: &RawValue) -> bool {
-        let Some(key) = id_key(id.get()) else {
-            return false;
-        };
-        let Ok(mut p) = self.pending.lock() else {
-            return false;
-        };
-        match p.position(&key) {
-            Some(i) => p.ids.remove(i).is_some(),
-            None => false,
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(id);
         }
     }
 
-    fn none_pending(&self) -> bool {
-        self.pending.lock().map_or(true, |p| p.ids.is_empty())
+    /// The tool names offered by the well-formed `tools/list` results of this session.
+    pub(crate) fn observed_names(&self) -> BTreeSet<String> {
+        self.observed.lock().map(|o| o.clone()).unwrap_or_default()
     }
 
-    fn is_pending(&self, id: &RawValue) -> bool {
-        let Some(key) = id_key(id.get()) else {
-            return false;
+    /// Remembers a tool a well-formed result offered (at most [`MAX_REMEMBERED_TOOLS`] names).
+    fn remember(&self, name: &str) {
+        if let Ok(mut observed) = self.observed.lock() {
+            if observed.len() < MAX_REMEMBERED_TOOLS || observed.contains(name) {
+                observed.insert(name.to_string());
+            }
+        }
+    }
+}
+
+/// Pass one: which messages are candidates.
+struct Finder<'s> {
+    ids: &'s IdSet,
+    out: Candidates,
+    /// Index in the id set → index in `out.spellings`.
+    spelled: BTreeMap<usize, usize>,
+}
+
+impl<'a> Hooks<'a> for Finder<'_> {
+    fn message(&mut self, m: &MessageInfo<'a>) {
+        if !m.has_result {
+            return;
+        }
+        let Some(found) = m.id.and_then(|id| self.ids.find(id)) else {
+            return;
         };
-        self.pending
-            .lock()
-            .is_ok_and(|p| p.position(&key).is_some())
+        let client = match found {
+            Found::Client(at, spelling) => {
+                let next = self.out.spellings.len();
+                let i = *self.spelled.entry(at).or_insert(next);
+                if i == next {
+                    self.out.spellings.push(spelling.into());
+                }
+                Some(i)
+            }
+            Found::Saturated => None,
+        };
+        self.out.list.push(Candidate {
+            start: m.start,
+            client,
+            problem: m.problem,
+            loses: false,
+        });
     }
 }
 
-#[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct ListResult<'a> {
-    #[serde(borrow)]
-    tools: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct ToolName {
-    name: Option<String>,
-}
-
-/// Looks at one server line. Returns the rewritten line when tools were hidden from it; `None`
-/// means: forward `line` unchanged.
-/// Tool names it reads go to `observed_tools` when coverage is on; `policy` says which to hide.
-pub(crate) fn on_server_line(
+/// Judges one server line (`\n` included). `policy` says which tools are refused by name.
+pub(crate) fn on_server_line<'l>(
     watch: &ToolsListWatch,
-    observed_tools: &Mutex<BTreeSet<String>>,
     policy: &Policy,
-    line: &[u8],
-) -> Option<Vec<u8>> {
-    if !watch.active() || watch.none_pending() || memchr::memmem::find(line, b"\"id\"").is_none() {
-        return None;
+    line: &'l [u8],
+) -> ServerLine<'l> {
+    let Ok(ids) = watch.ids.lock() else {
+        return ServerLine::Forward;
+    };
+    if ids.is_empty() {
+        return ServerLine::Forward;
     }
-    let text = std::str::from_utf8(line).ok()?;
-    let body = text.trim_end_matches(['\n', '\r']);
-    if !body.trim_start().starts_with('{')
-        || crate::strict_json::scan_str(body, CLIENT_MAX_DEPTH).is_err()
-    {
-        return None;
-    }
-    let resp = serde_json::from_str::<Response<'_>>(body).ok()?;
-    let id = resp.id?;
-    if resp.result.is_none() && resp.error.is_none() {
-        return None; // a request from the server, not a response
-    }
-    if !watch.is_pending(id) {
-        return None;
-    }
-    // The request is answered, whatever the answer holds.
-    watch.take(id);
-    let tools_raw = resp
-        .result
-        .filter(|r| r.get().starts_with('{'))
-        .and_then(|r| serde_json::from_str::<ListResult<'_>>(r.get()).ok())
-        .and_then(|r| r.tools)?;
-    let tools = serde_json::from_str::<Vec<&RawValue>>(tools_raw.get()).ok()?;
-    let mut names = Vec::with_capacity(tools.len());
-    for t in &tools {
-        let name = serde_json::from_str::<ToolName>(t.get())
-            .ok()
-            .and_then(|n| n.name);
-        names.push(name);
-    }
-    if watch.coverage {
-        if let Ok(mut observed) = observed_tools.lock() {
-            observed.extend(names.iter().flatten().cloned());
-        }
-    }
-    if !watch.hide || names.iter().any(Option::is_none) {
-        return None;
-    }
-    let keep: Vec<bool> = names
+    let Some(first) = line
         .iter()
-        .flatten()
-        .map(|n| !policy.refuses_by_name(n))
-        .collect();
-    if keep.iter().all(|k| *k) {
-        return None;
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    else {
+        return ServerLine::Forward;
+    };
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => return unreadable_line(watch, &ids, line, Unreadable::NotUtf8(e.valid_up_to())),
+    };
+    let last = line
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(first);
+    if let Some(cr) = memchr::memchr(b'\r', &line[first..last]) {
+        return unreadable_line(watch, &ids, line, Unreadable::CarriageReturn(first + cr));
     }
-    let start = offset_in(text, tools_raw.get())?;
-    let end = start + tools_raw.get().len();
-    let mut out = Vec::with_capacity(line.len());
-    out.extend_from_slice(&line[..start]);
-    out.push(b'[');
-    let mut first = true;
-    for (t, k) in tools.iter().zip(&keep) {
-        if !k {
-            continue;
-        }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(t.get().as_bytes());
+    let mut finder = Finder {
+        ids: &ids,
+        out: Candidates::default(),
+        spelled: BTreeMap::new(),
+    };
+    if let Err(e) = walk::walk(text, &mut finder) {
+        return unreadable_line(watch, &ids, line, Unreadable::Scan(e));
     }
-    out.push(b']');
-    out.extend_from_slice(&line[end..]);
-    Some(out)
+    let candidates = finder.out;
+    drop(ids);
+    if candidates.list.is_empty() {
+        return ServerLine::Forward;
+    }
+    let judged = rewrite::judge(text, candidates, |name, _tool| {
+        watch.remember(name);
+        !(watch.filter && policy.refuses_by_name(name))
+    });
+    if !watch.filter || !judged.changes_anything() {
+        return ServerLine::Forward;
+    }
+    ServerLine::Rewrite(Rewrite::edit(text, judged))
 }
 
-/// Byte offset of `part` inside `whole`, when `part` borrows from it.
-fn offset_in(whole: &str, part: &str) -> Option<usize> {
-    let base = whole.as_ptr() as usize;
-    let at = part.as_ptr() as usize;
-    let off = at.checked_sub(base)?;
-    (off + part.len() <= whole.len()).then_some(off)
+/// Why a line cannot be read strictly.
+#[derive(Clone, Copy, Debug)]
+enum Unreadable {
+    NotUtf8(usize),
+    CarriageReturn(usize),
+    Scan(ScanError),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::NotUtf8(at) => write!(f, "invalid UTF-8 at byte {at}"),
+            Unreadable::CarriageReturn(at) => {
+                write!(f, "carriage return inside the line at byte {at}")
+            }
+            Unreadable::Scan(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// A line the strict rules refuse, while `tools/list` requests were sent: forwarded unchanged
+/// without the filter (nothing is learnt from it), else replaced by errors.
+fn unreadable_line<'l>(
+    watch: &ToolsListWatch,
+    ids: &IdSet,
+    line: &'l [u8],
+    why: Unreadable,
+) -> ServerLine<'l> {
+    if !watch.filter {
+        return ServerLine::Forward;
+    }
+    let batch = line
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        == Some(&b'[');
+    let errors: Vec<Vec<u8>> = unreadable::message_ids(line)
+        .into_iter()
+        .map(|id| {
+            // An id that answers a `tools/list` request is echoed as the client spelled it.
+            let echoed: Option<Box<str>> = id.map(|id| match ids.find(id) {
+                Some(Found::Client(_, spelling)) => spelling.into(),
+                _ => id.into(),
+            });
+            withheld_error(echoed.as_deref(), &format!("server line withheld: {why}"))
+        })
+        .collect();
+    ServerLine::Rewrite(Rewrite::replace(errors, batch, why.to_string()))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(s: &str) -> Option<IdKeys> {
-        id_key(s)
-    }
-
-    #[test]
-    fn ids_compare_by_value() {
-        let same = |a: &str, b: &str| key(a).unwrap().matches(&key(b).unwrap());
-        assert!(same("\"a\"", "\"\\u0061\""));
-        assert!(same("1", "1.0"));
-        assert!(same("100", "1e2"));
-        assert!(same("1", "\"1\""));
-        assert!(!same("1", "2"));
-        assert_eq!(key("null"), None);
-        assert!(!same("1.5", "1"));
-    }
-
-    #[test]
-    fn pending_ids_are_bounded_and_forgotten_oldest_first() {
-        let w = ToolsListWatch::new(false, true);
-        let raw = |i: usize| RawValue::from_string(i.to_string()).unwrap();
-        for i in 0..MAX_PENDING + 5 {
-            w.note_request(raw(i).get());
-        }
-        let p = w.pending.lock().unwrap();
-        assert_eq!(p.ids.len(), MAX_PENDING);
-        drop(p);
-        assert!(!w.is_pending(&raw(4)), "the oldest were forgotten");
-        assert!(w.is_pending(&raw(5)));
-        assert!(w.take(&raw(MAX_PENDING + 4)));
-        assert!(!w.take(&raw(MAX_PENDING + 4)), "answered once");
-    }
-
-    #[test]
-    fn an_inactive_watch_remembers_nothing() {
-        let w = ToolsListWatch::new(false, false);
-        w.note_request("1");
-        assert!(!w.is_pending(&RawValue::from_string("1".into()).unwrap()));
-    }
-
-    #[test]
-    fn offsets() {
-        let s = "abc";
-        assert_eq!(offset_in(s, &s[1..]), Some(1));
-        assert_eq!(offset_in(s, &s[3..]), Some(3));
-    }
-}
+mod tests;
