@@ -108,7 +108,7 @@ pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> O
         std::path::Path::new("fuzz.json"),
     )
     .unwrap_or_else(|e| panic!("fuzz policy: {e}"));
-    let watch = ToolsListWatch::new(true);
+    let watch = ToolsListWatch::new(true, false);
     for id in requests {
         watch.note_request(id);
     }

@@ -17,6 +17,7 @@ pub mod capture;
 pub mod error;
 pub mod ffi;
 pub mod outcome;
+pub mod pins;
 pub mod policy;
 pub mod strict_json;
 
@@ -29,6 +30,7 @@ pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
+mod canonical;
 mod capture_files;
 mod capture_root;
 mod child;

@@ -21,6 +21,7 @@ mod lenient_fold;
 mod lifecycle;
 mod list_differential;
 mod memory;
+mod pins;
 mod pipelined;
 mod properties;
 mod proxy;

@@ -77,6 +77,9 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     if d.arguments_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
     }
+    if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
+        schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
+    }
     if (d.decision == Decision::Allow) != (d.reason_code == PolicyCode::PolicyAllow) {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
     }

@@ -33,6 +33,40 @@ pub(crate) enum Command {
 pub(crate) enum McpCommand {
     /// Run COMMAND as an MCP stdio server behind the policy.
     Wrap(WrapArgs),
+    /// List COMMAND's tools as an MCP client would, then write pins for them (--out) or check
+    /// them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be
+    /// listed.
+    Pin(PinArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PinArgs {
+    /// Write the pins of every listed tool to PINS (a new file, mode 0600) and print a table.
+    #[arg(
+        long,
+        value_name = "PINS",
+        conflicts_with = "check",
+        required_unless_present = "check"
+    )]
+    pub out: Option<PathBuf>,
+    /// With --out: replace an existing PINS (atomically).
+    #[arg(long, requires = "out")]
+    pub update: bool,
+    /// With --out: print a starter policy (YAML) that allows exactly the listed tools and pins
+    /// them on stdout (the table goes to stderr).
+    #[arg(long, requires = "out")]
+    pub policy_template: bool,
+    /// Check the server's tools against PINS: exit 0 when every tool matches its pin, 1 when
+    /// a tool was added, removed or changed (printed with a diff).
+    #[arg(long, value_name = "PINS")]
+    pub check: Option<PathBuf>,
+    /// Give up on the server after SECS seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// The server command and its arguments (after `--`, or from the first argument that is
+    /// not an option on).
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Args, Debug)]

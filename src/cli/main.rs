@@ -8,6 +8,7 @@ mod args;
 mod capture;
 mod demo;
 mod messages;
+mod pin;
 mod wrap;
 
 use std::process::ExitCode;
@@ -47,6 +48,7 @@ fn run() -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
+        Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root }) => capture::summary(&root),
         Command::Capture(CaptureCommand::Package {

@@ -30,6 +30,8 @@ pub(crate) enum Failure {
     /// then. A broken pipe (the reader went away, as in `assay capture summary ROOT | head -1`)
     /// is a normal end and prints nothing.
     Output { error: io::Error, status: i32 },
+    /// A diagnostic of the command line's own, then `status`.
+    Message { text: String, status: i32 },
     /// Any other I/O failure of the command line itself: `what: error`, then `status`.
     Io {
         what: &'static str,
@@ -39,6 +41,14 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// One diagnostic, then `status`.
+    pub(crate) fn message(text: impl Into<String>, status: i32) -> Self {
+        Self::Message {
+            text: text.into(),
+            status,
+        }
+    }
+
     /// The library's error, with no context.
     pub(crate) fn library(error: assay::Error) -> Self {
         Self::Library { context: "", error }
@@ -67,6 +77,10 @@ impl Failure {
             }
             Self::Output { error, status } => {
                 eprint_assay(&format!("cannot write to stdout: {error}"));
+                exit(status)
+            }
+            Self::Message { text, status } => {
+                eprint_assay(&text);
                 exit(status)
             }
             Self::Io {

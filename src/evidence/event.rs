@@ -83,8 +83,14 @@ static HEX_PAIRS: [[u8; 2]; 256] = {
 };
 
 /// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HexDigest([u8; 64]);
+
+impl std::fmt::Debug for HexDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 impl HexDigest {
     /// The lowercase hex SHA-256 of `bytes`.
@@ -103,7 +109,6 @@ impl HexDigest {
     }
 
     /// The 64 hex digits.
-    #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
         // Only ASCII hex digits are ever stored.
         std::str::from_utf8(&self.0).unwrap_or_default()

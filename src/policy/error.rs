@@ -11,6 +11,14 @@ use serde_json::{Map, Value};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
+    /// The pins file the policy names (`pins:`) cannot be used.
+    #[error("policy file {}: key `pins`: {source}", shown(path))]
+    Pins {
+        /// The policy file.
+        path: PathBuf,
+        /// What is wrong with the pins file.
+        source: Box<crate::pins::PinsError>,
+    },
     /// The file could not be opened or read.
     #[error(
         "cannot read policy file {}: {source}; check the path and its permissions",
@@ -120,7 +128,8 @@ impl PolicyError {
             | PolicyError::MissingKey { path, .. }
             | PolicyError::Invalid { path, .. }
             | PolicyError::BadRegex { path, .. }
-            | PolicyError::BadSchema { path, .. } => path,
+            | PolicyError::BadSchema { path, .. }
+            | PolicyError::Pins { path, .. } => path,
         }
     }
 
@@ -133,6 +142,7 @@ impl PolicyError {
             | PolicyError::Invalid { key, .. }
             | PolicyError::BadRegex { key, .. }
             | PolicyError::BadSchema { key, .. } => Some(key),
+            PolicyError::Pins { .. } => Some("pins"),
             PolicyError::Read { .. }
             | PolicyError::TooLarge { .. }
             | PolicyError::Syntax { .. } => None,

@@ -13,6 +13,7 @@
 //!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
 //! hide_refused_tools: false    # optional boolean; true: tools/list results omit tools refused
 //!                              # by name (see `Policy::refuses_by_name`)
+//! pins: assay.pins.json        # optional; a pins file (SPEC §5.1), relative to this file
 //! ```
 //!
 //! Loading is strict and fails closed: unknown keys anywhere, duplicate keys (YAML and JSON),
@@ -76,6 +77,7 @@ const TOP_KEYS: &[&str] = &[
     "constraints",
     "schemas",
     "hide_refused_tools",
+    "pins",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 
@@ -160,14 +162,28 @@ impl Policy {
     /// Evaluates one `tools/call` of `tool` with `params.arguments` (`None` when absent) in the
     /// order of SPEC §5. Never returns [`Decision::Error`], [`ReasonCode::P_MALFORMED`] or
     /// [`ReasonCode::P_BATCH_REFUSED`]; those are the proxy's.
+    ///
+    /// With `pins` (SPEC §5.1) a pinned tool also needs the definition a session listed for it;
+    /// this call knows of no session, so it judges a pinned tool `P_TOOL_UNLISTED`.
     pub fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
-        self.rules.evaluate(tool, arguments)
+        self.rules.evaluate(tool, arguments, None)
     }
 
-    /// [`Policy::evaluate`] with the texts borrowed from the policy where they can be (no
-    /// allocation for a call judged by name alone).
-    pub(crate) fn decide(&self, tool: &str, arguments: Option<&Value>) -> VerdictRef<'_> {
-        self.rules.decide(tool, arguments)
+    /// [`Policy::evaluate`] in a session that remembers `listed` as the tool's definition digest
+    /// (SPEC §5.1), with the texts borrowed from the policy where they can be (no allocation for
+    /// a call judged by name alone).
+    pub(crate) fn decide(
+        &self,
+        tool: &str,
+        arguments: Option<&Value>,
+        listed: Option<&crate::evidence::event::HexDigest>,
+    ) -> VerdictRef<'_> {
+        self.rules.decide(tool, arguments, listed)
+    }
+
+    /// The pins the policy names (SPEC §5.1 `pins`), if any.
+    pub fn pins(&self) -> Option<&crate::pins::Pins> {
+        self.rules.pins.as_ref()
     }
 
     /// Whether [`Policy::evaluate`] for `tool` depends on the arguments at all (a constraint or
@@ -265,11 +281,30 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         }
     };
 
+    // SPEC §5.1: a path relative to the policy file.
+    let pins = match top.get("pins") {
+        None => None,
+        Some(v) => {
+            let rel = ctx.string(v, "pins")?;
+            if rel.is_empty() {
+                return Err(ctx.invalid("pins", "is empty; name the pins file or remove the key"));
+            }
+            let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
+            Some(
+                crate::pins::Pins::load(&path).map_err(|e| PolicyError::Pins {
+                    path: ctx.file.to_path_buf(),
+                    source: Box::new(e),
+                })?,
+            )
+        }
+    };
+
     let rules = Rules {
         deny: RuleList::new("deny", &deny),
         allow: allow.as_deref().map(|a| RuleList::new("allow", a)),
         constraints,
         schemas,
+        pins,
     };
 
     let mut declared: Vec<String> = rules

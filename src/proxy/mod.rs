@@ -3,7 +3,6 @@
 //! bounded cleanup, and write the stop record.
 
 mod cancel;
-mod canonical;
 mod client_io;
 mod client_to_server;
 mod emitter;
@@ -149,6 +148,7 @@ fn write_context(
         session_stop_requested: plan.stop_out.is_some(),
         dry_run: plan.dry_run,
         hide_refused_tools,
+        pins_sha256: policy.pins().map(crate::pins::Pins::sha256),
         command_sha256: &crate::evidence::event::command_sha256(&plan.command),
         producer: crate::evidence::event::PRODUCER,
         assertion_basis: "producer_observation",
@@ -248,6 +248,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let mut evidence_errors: Vec<String> = Vec::new();
     // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
+    let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
     let context_id = plan
         .context_out
         .as_ref()
@@ -276,7 +277,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
-        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools),
+        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
     });
     let streams = Streams {
         client_input: File::from(io.input),

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 
 mod convert;
 mod errors;
+mod listing;
 
 use convert::{Closure, PackageManifest, Reason, WrapOutcome};
 use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
@@ -126,6 +127,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(read_captures, m)?)?;
     m.add_function(wrap_pyfunction!(package_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(listing::list_tools, m)?)?;
+    m.add_class::<listing::ToolListing>()?;
+    m.add_class::<listing::ListedTool>()?;
     m.add_class::<WrapOutcome>()?;
     m.add_class::<Closure>()?;
     m.add_class::<Reason>()?;

@@ -8,15 +8,17 @@
 //! them the way the SDKs compare ids ([`crate::proxy::rpc_id`]), keys by lenient class — is a
 //! **candidate**, for the rest of the session.
 //!
-//! With the filter in effect (`hide_refused_tools`), every candidate is either rewritten (a
-//! well-formed result: `tools` an array of objects with a string `name`, every key spelled
-//! exactly) with the refused tools removed, or replaced by a JSON-RPC error for the client's
-//! id; a line the strict rules cannot read is replaced by errors for the ids a tolerant reading
+//! With the filter in effect (`hide_refused_tools`, or `pins` — SPEC §5.1), every candidate is
+//! either rewritten (a well-formed result: `tools` an array of objects with a string `name`,
+//! every key spelled exactly) with the refused, unpinned and drifted tools removed, or replaced
+//! by a JSON-RPC error for the client's id; a line the strict rules cannot read is replaced by errors for the ids a tolerant reading
 //! finds in it ([`unreadable`]). Nothing a candidate could be is forwarded unfiltered. Every
 //! other line, and a candidate that loses nothing, is forwarded byte-exact.
 //!
-//! Without the filter nothing is changed; well-formed candidates are still read for the tool
-//! names they offer (coverage).
+//! Filter or not, every tool of a well-formed candidate is remembered with its definition digest
+//! (SPEC §5.1: the most recent listing of a name wins, a listing without it does not forget it):
+//! decisions record it as `tool_definition_sha256`, pins judge calls by it, coverage lists the
+//! names.
 //!
 //! A line is read in up to three passes over its text, none of which builds a value: find the
 //! candidates, judge their tools ([`rewrite`]), write the result straight to the client output.
@@ -25,12 +27,13 @@
 mod candidates;
 mod rewrite;
 mod unreadable;
-mod walk;
+pub(crate) mod walk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use super::rpc_id::{Found, IdSet};
+use crate::evidence::event::HexDigest;
 use crate::policy::Policy;
 use crate::strict_json::ScanError;
 use candidates::{Candidate, Candidates, withheld_error};
@@ -46,12 +49,15 @@ pub(crate) const MAX_REMEMBERED_TOOLS: usize = 10_000;
 
 /// What the session watches `tools/list` answers for.
 pub(crate) struct ToolsListWatch {
-    /// Rewrite or replace candidates (`hide_refused_tools` in effect).
-    filter: bool,
+    /// Remove the tools the policy refuses by name (`hide_refused_tools` in effect).
+    hide: bool,
+    /// Remove unpinned and drifted tools (`pins` in effect).
+    pins: bool,
     /// The client's `tools/list` request ids.
     ids: Mutex<IdSet>,
-    /// Tool names offered by well-formed candidates (coverage, SPEC §4.4).
-    observed: Mutex<BTreeSet<String>>,
+    /// Every tool name well-formed candidates offered, with the definition digest of its most
+    /// recent listing (`None`: that listing's definition could not be canonicalized).
+    definitions: Mutex<BTreeMap<String, Option<HexDigest>>>,
 }
 
 /// What to do with one server line.
@@ -63,12 +69,28 @@ pub(crate) enum ServerLine<'l> {
 }
 
 impl ToolsListWatch {
-    pub(crate) fn new(filter: bool) -> Self {
+    /// A watch that removes what `hide` and `pins` say (both off in dry run).
+    pub(crate) fn new(hide: bool, pins: bool) -> Self {
         Self {
-            filter,
+            hide,
+            pins,
             ids: Mutex::new(IdSet::new(MAX_REQUEST_IDS)),
-            observed: Mutex::new(BTreeSet::new()),
+            definitions: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Whether answers are rewritten or replaced (the filter is in effect).
+    fn filter(&self) -> bool {
+        self.hide || self.pins
+    }
+
+    /// The definition digest this session remembers for `tool` (SPEC §5.1), if a readable
+    /// listing held it.
+    pub(crate) fn definition_of(&self, tool: &str) -> Option<HexDigest> {
+        self.definitions
+            .lock()
+            .ok()
+            .and_then(|d| d.get(tool).copied().flatten())
     }
 
     /// Records the id (raw JSON text) of a `tools/list` request the client sent. Called before
@@ -81,14 +103,21 @@ impl ToolsListWatch {
 
     /// The tool names offered by the well-formed `tools/list` results of this session.
     pub(crate) fn observed_names(&self) -> BTreeSet<String> {
-        self.observed.lock().map(|o| o.clone()).unwrap_or_default()
+        self.definitions
+            .lock()
+            .map(|d| d.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
-    /// Remembers a tool a well-formed result offered (at most [`MAX_REMEMBERED_TOOLS`] names).
-    fn remember(&self, name: &str) {
-        if let Ok(mut observed) = self.observed.lock() {
-            if observed.len() < MAX_REMEMBERED_TOOLS || observed.contains(name) {
-                observed.insert(name.to_string());
+    /// Remembers a tool a well-formed result offered, with its digest (at most
+    /// [`MAX_REMEMBERED_TOOLS`] names; past that, new names are not remembered and their calls
+    /// are judged as unlisted).
+    fn remember(&self, name: &str, digest: Option<HexDigest>) {
+        if let Ok(mut d) = self.definitions.lock() {
+            if let Some(slot) = d.get_mut(name) {
+                *slot = digest;
+            } else if d.len() < MAX_REMEMBERED_TOOLS {
+                d.insert(name.to_string(), digest);
             }
         }
     }
@@ -172,11 +201,18 @@ pub(crate) fn on_server_line<'l>(
     if candidates.list.is_empty() {
         return ServerLine::Forward;
     }
-    let judged = rewrite::judge(text, candidates, |name, _tool| {
-        watch.remember(name);
-        !(watch.filter && policy.refuses_by_name(name))
+    let judged = rewrite::judge(text, candidates, |name, tool| {
+        let digest = crate::canonical::digest_of(tool);
+        watch.remember(name, digest);
+        let hidden = watch.hide && policy.refuses_by_name(name);
+        let unpinned = watch.pins
+            && match (policy.pins(), &digest) {
+                (Some(pins), Some(d)) => !pins.matches(name, d),
+                _ => true,
+            };
+        !(hidden || unpinned)
     });
-    if !watch.filter || !judged.changes_anything() {
+    if !watch.filter() || !judged.changes_anything() {
         return ServerLine::Forward;
     }
     ServerLine::Rewrite(Rewrite::edit(text, judged))
@@ -210,7 +246,7 @@ fn unreadable_line<'l>(
     line: &'l [u8],
     why: Unreadable,
 ) -> ServerLine<'l> {
-    if !watch.filter {
+    if !watch.filter() {
         return ServerLine::Forward;
     }
     let batch = line

@@ -16,7 +16,7 @@ fn through(filter: bool, ids: &[&str], line: &str) -> String {
 }
 
 fn through_bytes(filter: bool, ids: &[&str], line: &[u8]) -> String {
-    let watch = ToolsListWatch::new(filter);
+    let watch = ToolsListWatch::new(filter, false);
     for id in ids {
         watch.note_request(id);
     }
@@ -88,7 +88,7 @@ fn every_candidate_is_rewritten_or_replaced() {
         assert!(!exec(&out), "{id}: {out}");
     }
     // 4. decoys do not consume the id: every later answer is still filtered
-    let watch = ToolsListWatch::new(true);
+    let watch = ToolsListWatch::new(true, false);
     watch.note_request("1");
     let p = policy();
     for line in [
@@ -196,7 +196,7 @@ fn unreadable_lines_are_withheld_while_filtering() {
 
 #[test]
 fn coverage_remembers_names_of_readable_results_only() {
-    let watch = ToolsListWatch::new(false);
+    let watch = ToolsListWatch::new(false, false);
     watch.note_request("1");
     let p = policy();
     let _ = on_server_line(
@@ -227,4 +227,21 @@ fn a_huge_list_of_non_tools_is_replaced_cheaply() {
     line.push_str("]}}\n");
     let out = through(true, &["1"], &line);
     assert!(error_for("1")(&out), "{out}");
+}
+
+#[test]
+fn remembers_definition_digests_of_every_readable_listing() {
+    let watch = ToolsListWatch::new(false, false);
+    watch.note_request("1");
+    let p = policy();
+    let line = br#"{"id":1,"result":{"tools":[{"name":"a","description":"x\ny","inputSchema":{"type":"object","properties":{"m":{"type":"string"}}}},{"name":"b"}]}}"#;
+    let _ = on_server_line(&watch, &p, line);
+    let a = watch.definition_of("a").expect("a remembered");
+    let want = crate::canonical::digest_of(
+        r#"{"name":"a","description":"x\ny","inputSchema":{"type":"object","properties":{"m":{"type":"string"}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(a, want);
+    assert!(watch.definition_of("b").is_some());
+    assert!(watch.definition_of("c").is_none());
 }

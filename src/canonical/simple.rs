@@ -1,33 +1,6 @@
-//! RFC 8785 (JCS) canonical form of simple `params.arguments` straight from the line's text, so
-//! the common `arguments_sha256` (SPEC §4.1) needs no `serde_json::Value`. Anything outside the
-//! simple subset is declined and canonicalized by `serde_json_canonicalizer` on a parsed value.
-
-use crate::evidence::event::HexDigest;
-
-/// The `arguments_sha256` of `raw` (SPEC §4.1): SHA-256 of its RFC 8785 canonical form. Simple
-/// arguments are transcribed into `scratch` (reused line after line); anything else is parsed
-/// and canonicalized in general, and the parsed value is returned so that the policy does not
-/// parse it again. `Err(())` when `raw` does not parse (it cannot after the strict scan accepted
-/// the line, but the caller treats it as malformed params rather than assume so).
-pub(crate) fn arguments_digest(
-    raw: &str,
-    scratch: &mut Vec<u8>,
-) -> Result<(Option<HexDigest>, Option<serde_json::Value>), ()> {
-    let simple = canonicalize_simple(raw.as_bytes(), scratch);
-    let digest = simple.then(|| HexDigest::of(scratch));
-    if scratch.capacity() > 64 * 1024 {
-        // Do not keep a huge line's buffer for the rest of the session.
-        *scratch = Vec::new();
-    }
-    if simple {
-        return Ok((digest, None));
-    }
-    let v = crate::strict_json::parse_value(raw).map_err(|_| ())?;
-    let digest = serde_json_canonicalizer::to_vec(&v)
-        .ok()
-        .map(|canon| HexDigest::of(&canon));
-    Ok((digest, Some(v)))
-}
+//! The fast path of the canonical form: texts in a simple subset (the common `arguments` of a
+//! `tools/call`) are transcribed without decoding anything. Anything outside the subset is
+//! declined and goes to the general canonicalizer ([`super::full`]).
 
 /// Writes the RFC 8785 (JCS) canonical form of `raw` into `out`, straight from the text, when
 /// `raw` is in a simple subset where that form is a plain transcription: object keys that are
