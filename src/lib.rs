@@ -43,6 +43,7 @@ pub mod fuzzing;
 mod lenient;
 mod lenient_table;
 mod proxy;
+mod sha256;
 mod signals;
 
 pub use config::WrapConfig;

@@ -12,7 +12,6 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::checks::judge;
@@ -22,7 +21,7 @@ use super::limits::{
 };
 use super::verdict::Closure;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::event::hex;
+use crate::sha256::Sha256;
 
 /// The `schema` of `manifest.json`.
 pub const PACKAGE_SCHEMA: &str = "assay.capture.package.v1";
@@ -159,7 +158,7 @@ fn stream(
                 .map_err(|e| Error::io(*p, "cannot write", &e))?;
         }
     }
-    Ok((total, hex(&hasher.finalize())))
+    Ok((total, hasher.finalize_hex()))
 }
 
 /// A new file through the one exclusive evidence opener (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,

@@ -998,10 +998,7 @@ fn verdict_json_shape() {
     for name in [PROTOCOL, CONTEXT, STOP, LOG] {
         let bytes = std::fs::read(dir.path().join(name)).unwrap();
         assert_eq!(files[name]["bytes"], bytes.len());
-        assert_eq!(
-            files[name]["sha256"],
-            crate::evidence::event::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
-        );
+        assert_eq!(files[name]["sha256"], crate::sha256::digest_hex(&bytes));
     }
 }
 

@@ -9,10 +9,9 @@
 use std::fs::File;
 use std::io::{self, Write};
 
-use sha2::{Digest, Sha256};
-
-use super::event::{Clock, HexDigest, TYPE_DECISION, hex, push_json_str};
+use super::event::{Clock, HexDigest, TYPE_DECISION, push_json_str};
 use crate::policy::{Decision, ReasonCode};
+use crate::sha256::Sha256;
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
 pub(crate) trait DecisionSink: Send {
@@ -331,7 +330,7 @@ impl DecisionLog {
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
-            prefix_sha256: hex(&hasher.finalize()),
+            prefix_sha256: hasher.finalize_hex(),
             poisoned: self.poisoned,
         }
     }

@@ -46,9 +46,6 @@ use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-use crate::evidence::event::hex;
 
 use self::constraints::Constraints;
 use self::decide::{RuleList, Rules};
@@ -137,7 +134,7 @@ impl Policy {
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
         let ctx = Ctx::new(path);
         let root = read::parse(&ctx, bytes, Format::for_path(path))?;
-        let sha256 = hex(&Sha256::digest(bytes));
+        let sha256 = crate::sha256::digest_hex(bytes);
         build(&ctx, &root, sha256)
     }
 
@@ -368,7 +365,7 @@ mod tests {
     fn sha256_is_of_the_file_bytes() {
         let body = "version: \"1\"\nallow: [\"*\"]\n";
         let p = ok(load_yaml(body));
-        assert_eq!(p.sha256(), hex(&Sha256::digest(body.as_bytes())));
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(body.as_bytes()));
         assert_eq!(p.sha256().len(), 64);
         assert!(
             p.sha256()
@@ -377,9 +374,9 @@ mod tests {
         );
         // Known vector: SHA-256 of `version: "1"\n`.
         let p = ok(load_yaml("version: \"1\"\n"));
-        assert_eq!(p.sha256(), hex(&Sha256::digest(b"version: \"1\"\n")),);
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(b"version: \"1\"\n"),);
         assert_eq!(
-            hex(&Sha256::digest(b"abc")),
+            crate::sha256::digest_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         // Same meaning, different bytes → different digest.
@@ -641,7 +638,7 @@ schemas:
         }
         let p = ok(Policy::load(&path));
         assert_eq!(p.name(), "ci");
-        assert_eq!(p.sha256(), hex(&Sha256::digest(body)));
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(body));
         assert_eq!(
             p.evaluate("exec", None).reason_code,
             ReasonCode::P_TOOL_DENIED

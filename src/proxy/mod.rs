@@ -271,7 +271,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         output: ClientOutput::new(File::from(io.output)),
         policy,
         decision_log: Mutex::new(match log_writer {
-            Some(w) => LogSlot::Open(w),
+            Some(w) => LogSlot::Open(Box::new(w)),
             None => LogSlot::Absent,
         }),
         diag: diag.clone(),

@@ -40,8 +40,8 @@ pub(crate) struct Shared {
 pub(crate) enum LogSlot {
     /// No decision log is kept.
     Absent,
-    /// Lines are written here.
-    Open(DecisionLog),
+    /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
+    Open(Box<DecisionLog>),
     /// The session read the accounting: no line may be written (or call forwarded) any more.
     Sealed,
 }
