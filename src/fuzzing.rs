@@ -122,3 +122,9 @@ pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> O
         }
     }
 }
+
+/// How the SDKs read a string id (SPEC §5): JavaScript's `Number(s)` (`None` for `NaN`) and
+/// Python's `int(s)` as canonical decimal text (`None` where it raises).
+pub fn id_string_readings(s: &str) -> (Option<f64>, Option<String>) {
+    crate::proxy::rpc_id::string_readings(s)
+}

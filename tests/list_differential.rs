@@ -139,3 +139,118 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
         assert_eq!(row["tools"], expected, "{row}");
     }
 }
+
+/// The id readings of `src/proxy/rpc_id.rs` against the real ones: Node's `Number(s)` and
+/// Python's `int(s)`, over a corpus of spellings (whitespace of both languages, signs, radix
+/// prefixes, exponents, underscores, Unicode digits, and what each refuses).
+#[test]
+fn id_readings_match_node_and_python() {
+    let mut corpus: Vec<String> = [
+        "",
+        " ",
+        "0",
+        "1",
+        "-1",
+        "+1",
+        "00",
+        "007",
+        "1.",
+        ".5",
+        "1.0",
+        "1e0",
+        "1E2",
+        "1e",
+        "e1",
+        "1_0",
+        "1__0",
+        "_1",
+        "1_",
+        "0x10",
+        "0X1f",
+        "+0x10",
+        "-0x10",
+        "0b11",
+        "0o7",
+        "0x",
+        "0b2",
+        "Infinity",
+        "-Infinity",
+        "+Infinity",
+        "infinity",
+        "inf",
+        "nan",
+        "NaN",
+        "1 2",
+        "--1",
+        "9007199254740993",
+        "123456789012345678901234567890",
+        "١٢",
+        "１０",
+        "𝟎",
+        "1١",
+        "\u{a0}1\u{a0}",
+        "\u{feff}1",
+        "\u{85}1",
+        "\u{1c}1",
+        "\u{2028}7\u{2029}",
+        "\u{3000}3",
+        "\t\n\u{b}\u{c}\r 4 ",
+        "\u{180e}1",
+        "0.1e-2",
+        "-0",
+        "+-1",
+        "1e309",
+        "0e999999",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for c in ['\u{2000}', '\u{200a}', '\u{202f}', '\u{205f}', '\u{1680}'] {
+        corpus.push(format!("{c}5{c}"));
+    }
+    let input = serde_json::to_string(&corpus).unwrap();
+    let node = std::process::Command::new("node")
+        .arg("-e")
+        .arg(
+            "const xs = JSON.parse(require('fs').readFileSync(0, 'utf8'));\
+             console.log(JSON.stringify(xs.map((x) => { const n = Number(x); \
+             return Number.isNaN(n) ? null : (Number.isFinite(n) ? n : String(n)); })));",
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    let python = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json,sys\nxs=json.load(sys.stdin)\nout=[]\nfor x in xs:\n  try: out.append(str(int(x)))\n  except ValueError: out.append(None)\nprint(json.dumps(out))",
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let run = |mut child: std::process::Child| {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap()
+    };
+    let (js, py) = (run(node), run(python));
+    for (i, s) in corpus.iter().enumerate() {
+        let (ours_js, ours_py) = assay::fuzzing::id_string_readings(s);
+        let want_js = match &js[i] {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(t) if t == "Infinity" => Some(f64::INFINITY),
+            serde_json::Value::String(t) if t == "-Infinity" => Some(f64::NEG_INFINITY),
+            v => v.as_f64(),
+        };
+        assert_eq!(ours_js, want_js, "Number({s:?})");
+        assert_eq!(ours_py.as_deref(), py[i].as_str(), "int({s:?})");
+    }
+}

@@ -183,6 +183,12 @@ fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
     a.is_some() && a == b
 }
 
+/// The readings of a string id, for the differential tests: JavaScript's `Number(s)` (`None`
+/// for `NaN`) and Python's `int(s)` as decimal text (`None` where it raises).
+pub(crate) fn string_readings(s: &str) -> (Option<f64>, Option<String>) {
+    (js_number(s), python_int(s))
+}
+
 /// The bits of a double as a lookup key: `-0` and `0` are one number.
 fn double_key(v: f64) -> u64 {
     if v == 0.0 { 0 } else { v.to_bits() }
