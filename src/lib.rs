@@ -21,8 +21,8 @@ pub mod policy;
 pub mod strict_json;
 
 pub use capture::{
-    CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, PackageManifest,
-    package_capture, read_capture, read_captures,
+    CaptureCounts, CaptureReport, CaptureStatus, CaptureVerdict, Closure, ClosureKind,
+    PackageManifest, package_capture, read_capture, read_captures, show_capture,
 };
 pub use error::{Error, ErrorKind, OptionSpelling, Result};
 pub use outcome::{

@@ -27,6 +27,23 @@ pub(crate) enum Command {
     /// Run the bundled demo: an example server wrapped with an example policy, a scripted client
     /// session, then the reader's verdict.
     Demo(DemoArgs),
+    /// Print the shell completion script for SHELL (bash, zsh or fish) on stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// The shells `assay completions` writes scripts for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum Shell {
+    /// bash: `source <(assay completions bash)`.
+    Bash,
+    /// zsh: write `_assay` into a directory on `$fpath`.
+    Zsh,
+    /// fish: write `assay.fish` into `~/.config/fish/completions/`.
+    Fish,
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,6 +140,15 @@ pub(crate) enum CaptureCommand {
     Summary {
         /// The capture root.
         root: PathBuf,
+        /// `json`: one JSON line per capture, then the summary line; `table`: a table for people.
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Json)]
+        format: SummaryFormat,
+    },
+    /// Show a capture for people: who ran, when, how it ended, the verdict in words, then one
+    /// row per decision and the counts; exit 0 closed, 1 incomplete, 3 unknown.
+    Show {
+        /// The capture directory.
+        dir: PathBuf,
     },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {
@@ -134,6 +160,15 @@ pub(crate) enum CaptureCommand {
         #[arg(long = "hash-file", value_name = "PATH")]
         hash_file: Vec<PathBuf>,
     },
+}
+
+/// How `assay capture summary` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SummaryFormat {
+    /// One JSON line per capture, then `{"summary":{…}}` (SPEC §10).
+    Json,
+    /// A table: one row per capture, then the counts.
+    Table,
 }
 
 #[derive(Args, Debug)]
