@@ -16,6 +16,7 @@
 pub mod capture;
 pub mod error;
 pub mod ffi;
+pub mod host_config;
 pub mod outcome;
 pub mod policy;
 pub mod strict_json;

@@ -50,6 +50,29 @@ pub(crate) enum Shell {
 pub(crate) enum McpCommand {
     /// Run COMMAND as an MCP stdio server behind the policy.
     Wrap(WrapArgs),
+    /// Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run
+    /// through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them.
+    WrapConfig(WrapConfigArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WrapConfigArgs {
+    /// The host's configuration file (Claude Desktop, Cursor, VS Code `mcp.json`, the MCP
+    /// Inspector's config).
+    pub file: PathBuf,
+    /// The policy every wrapped server runs under (made absolute).
+    #[arg(long, required_unless_present = "unwrap", conflicts_with = "unwrap")]
+    pub policy: Option<PathBuf>,
+    /// Give every launch of every wrapped server a new capture directory under ROOT (made
+    /// absolute); each entry also gets its name as label and event source.
+    #[arg(long, value_name = "ROOT", conflicts_with = "unwrap")]
+    pub capture_root: Option<PathBuf>,
+    /// Print the change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Restore the original command and arguments of every wrapped entry.
+    #[arg(long)]
+    pub unwrap: bool,
 }
 
 #[derive(Args, Debug)]

@@ -17,6 +17,7 @@ mod messages;
 mod show;
 mod text;
 mod wrap;
+mod wrap_config;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -91,6 +92,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
+        Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config::run(args),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {
             SummaryFormat::Json => capture::summary(&root),
