@@ -113,6 +113,11 @@ pub(crate) struct WrapArgs {
     /// Log each decision to stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Where the server's stderr goes in a capture: `log` (default) into its proxy-stderr.log
+    /// only, `tee` also to assay's own stderr (the host's log). Without a capture the server's
+    /// stderr is assay's stderr either way.
+    #[arg(long, value_enum, value_name = "WHERE", default_value_t = ServerStderr::Log)]
+    pub server_stderr: ServerStderr,
     /// Bound on draining the server's output after the client closes, in seconds.
     #[arg(long, value_name = "SECS")]
     pub drain_timeout: Option<f64>,
@@ -144,6 +149,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.capture_root = a.capture_root;
         c.dry_run = a.dry_run;
         c.verbose = a.verbose;
+        c.tee_server_stderr = a.server_stderr == ServerStderr::Tee;
         c.drain_timeout = a.drain_timeout;
         c.max_line_bytes = a.max_line_bytes;
         c.forward_signals = a.forward_signals;
@@ -183,6 +189,15 @@ pub(crate) enum CaptureCommand {
         #[arg(long = "hash-file", value_name = "PATH")]
         hash_file: Vec<PathBuf>,
     },
+}
+
+/// Where `mcp wrap --server-stderr` sends the server's stderr in a capture.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ServerStderr {
+    /// Into the capture's proxy-stderr.log only.
+    Log,
+    /// Into proxy-stderr.log and to assay's own stderr.
+    Tee,
 }
 
 /// How `assay capture summary` prints.
