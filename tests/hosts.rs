@@ -348,3 +348,103 @@ fn a_relative_policy_and_root_are_written_absolute() {
     assert_eq!(args[3], s(&dir.join("p.yaml")));
     assert_eq!(args[5], s(&dir.join("caps")));
 }
+
+/// The MCP Inspector's CLI (pinned in tests/interop), started as a user starts it.
+fn inspector(args: &[String]) -> Run {
+    let bin = root().join("tests/interop/node_modules/.bin/mcp-inspector");
+    assert!(
+        bin.exists(),
+        "the MCP Inspector is installed by `npm ci` in tests/interop (scripts/test.sh)"
+    );
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(args)
+        .env("MCP_INSPECTOR_SECRET_STORE", "memory")
+        .current_dir("/");
+    run_command(cmd, b"")
+}
+
+/// The one capture under `root`, which must be closed with label `label`.
+fn only_capture_closed(root: &Path, label: &str) {
+    let runs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let (_, verdict) = read_verdict(&runs[0]);
+    assert_eq!(verdict["closure"], "closed", "{verdict}");
+    assert_eq!(verdict["server_id"], label);
+}
+
+#[test]
+fn the_mcp_inspector_runs_wrapped_servers_from_its_config_and_its_command_line() {
+    let dir = tempdir();
+    let file = dir.path().join("inspector.json");
+    let config = json!({"mcpServers": {"demo": {"command": "python3", "args": [demo_server()]}}});
+    std::fs::write(&file, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let captures = dir.path().join("captures");
+    wrap_config(
+        &file,
+        &[
+            "--policy",
+            &s(&demo_policy()),
+            "--capture-root",
+            &s(&captures),
+        ],
+    )
+    .expect_status(0);
+    let r = inspector(
+        &[
+            "--cli",
+            "--config",
+            &s(&file),
+            "--server",
+            "demo",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "text=through the inspector",
+        ]
+        .map(String::from),
+    );
+    r.expect_status(0);
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("through the inspector"),
+        "{}",
+        r.report()
+    );
+    only_capture_closed(&captures, "demo");
+
+    // The command line form: the Inspector strips the `--`; assay needs none.
+    let captures = dir.path().join("captures-cli");
+    let mut args: Vec<String> = vec!["--cli".into(), s(&bin())];
+    args.extend(
+        [
+            "mcp",
+            "wrap",
+            "--policy",
+            &s(&demo_policy()),
+            "--event-source",
+            "assay://inspector/cli",
+            "--label",
+            "cli",
+            "--capture-root",
+            &s(&captures),
+            "--",
+            "python3",
+            &demo_server(),
+            "--method",
+            "tools/list",
+        ]
+        .map(String::from),
+    );
+    let r = inspector(&args);
+    r.expect_status(0);
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("\"echo\""),
+        "{}",
+        r.report()
+    );
+    only_capture_closed(&captures, "cli");
+}
