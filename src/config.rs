@@ -562,13 +562,17 @@ impl WrapConfig {
                         .capture_dir
                         .as_deref()
                         .filter(|d| path.parent() == Some(*d));
-                    if let (false, Some(dir)) = (may_exist, in_capture) {
+                    if let (false, Some(_)) = (may_exist, in_capture) {
+                        let what = if m.file_type().is_symlink() {
+                            "is a symbolic link (a capture's files are created new, never through a link)"
+                        } else {
+                            "already exists: a capture directory records one run"
+                        };
                         return Err(Error::config(
                             "capture-dir",
                             format!(
-                                "{} already holds {} from an earlier run (a capture directory records one run); give a new directory, or {} ROOT for a new one per run",
-                                dir.display(),
-                                path.file_name().unwrap_or_default().to_string_lossy(),
+                                "{} {what}; give a new directory, or {} ROOT for a new one per run",
+                                path.display(),
                                 option_name(CAPTURE_ROOT)
                             ),
                         ));

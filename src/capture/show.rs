@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bounded;
+use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop};
 use super::decision_line::{Expect, LineReasons};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
@@ -154,7 +155,7 @@ impl DecisionLines {
 /// collects what a person needs to read it (see the module docs for what is trusted). Never
 /// panics and never returns an error; reads each file at most its bound plus one byte.
 pub fn show_capture(dir: &Path) -> CaptureReport {
-    let closure = super::read_capture(dir);
+    let closure = judge(dir);
     // The reasons of this second read are the verdict's already; they are not reported twice.
     let mut scratch = Reasons::default();
     let companion = |name: &str, scratch: &mut Reasons| -> Option<Map<String, Value>> {

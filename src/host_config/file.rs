@@ -9,13 +9,24 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::{Rewrite, RewriteAction, backup_name, rewrite};
+use super::rewrite::{Rewrite, RewriteAction, rewrite};
 use crate::error::{Error, Result};
 
 /// A host configuration larger than this is refused (they hold a few servers).
 const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 /// Backup names tried: `.assay-backup`, `.assay-backup.1`, … `.assay-backup.999`.
 const MAX_BACKUPS: u32 = 1000;
+
+/// The `n`-th backup name of `file`: `<file>.assay-backup`, then `<file>.assay-backup.1`, `.2`, …
+/// (the first that does not exist yet is used; an older backup is never overwritten).
+fn backup_name(file: &Path, n: u32) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".assay-backup");
+    if n > 0 {
+        name.push(format!(".{n}"));
+    }
+    PathBuf::from(name)
+}
 
 /// What [`rewrite_file`] did.
 #[derive(Debug, Clone)]

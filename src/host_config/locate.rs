@@ -8,7 +8,7 @@
 //! case-insensitive decoders (Go's `encoding/json`) read it as that name, so an entry could run
 //! a command this rewrite never saw.
 
-use super::HostConfigError;
+use super::error::HostConfigError;
 use crate::strict_json::{self, ScanError, Visitor};
 
 /// Nesting limit for a host configuration (deeper is refused as too deep).
