@@ -45,5 +45,9 @@ mod proxy;
 mod signals;
 
 pub use config::WrapConfig;
+
+/// This library's version (the producer version recorded in evidence, and the `assay` command
+/// line's `--version`), e.g. `0.1.0`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};

@@ -11,6 +11,7 @@ __all__ = [
     "read_capture",
     "read_captures",
     "package_capture",
+    "run_cli",
     "WrapOutcome",
     "Closure",
     "Reason",

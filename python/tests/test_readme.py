@@ -76,7 +76,7 @@ def _assay_on_path() -> str:
     return str(Path(found).parent)
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(3600)
 def test_readme_examples_run_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -100,7 +100,7 @@ def test_readme_examples_run_as_written(tmp_path: Path) -> None:
         where = f"README.md:{b.line}"
         if b.lang == "sh":
             r = subprocess.run(["bash", "-euo", "pipefail", "-c", b.text], cwd=cwd, env=env,
-                               capture_output=True, text=True, timeout=1200, stdin=subprocess.DEVNULL)
+                               capture_output=True, text=True, timeout=2400, stdin=subprocess.DEVNULL)
         elif b.lang == "python":
             r = subprocess.run([sys.executable, "-c", b.text], cwd=cwd, env=env, capture_output=True,
                                text=True, timeout=300, stdin=subprocess.DEVNULL)

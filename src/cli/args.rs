@@ -7,8 +7,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// MCP stdio wrapper with a tool policy, a decision log and session-stop evidence.
+// Name, version and description are spelled here, not taken from the compiling crate: the same
+// definitions are compiled into the Python extension for its `assay` console script.
 #[derive(Parser, Debug)]
-#[command(name = "assay", version, about)]
+#[command(
+    name = "assay",
+    version = assay::VERSION,
+    about = "MCP stdio wrapper with a tool policy, a decision log, session-stop evidence and a bounded capture reader"
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
