@@ -24,6 +24,7 @@ grep -q '"text":"hello"' "$tmp/responses" || { echo "check-install: no echo resp
 grep -q '"reason_code":"P_TOOL_DENIED"' "$tmp/responses" || { echo "check-install: exec was not refused" >&2; exit 1; }
 "$assay" capture read "$tmp/capture" > "$tmp/verdict"   # exit 0: closed
 grep -q '"closure": "closed"' "$tmp/verdict" || { echo "check-install: capture not closed" >&2; exit 1; }
-"$assay" capture show "$tmp/capture" | grep -q 'server_id       installed' \
+"$assay" capture show "$tmp/capture" > "$tmp/shown"
+grep -q 'server_id       installed' "$tmp/shown" \
   || { echo "check-install: capture show did not name the label" >&2; exit 1; }
 echo "check-install: cargo install --path . gave a working assay ($("$assay" --version))"
