@@ -118,7 +118,8 @@ def run_cli(argv: List[str], exe: str) -> int:
     exit status: the command line of the native ``assay`` binary, compiled into this module.
     ``exe`` is the path of the ``assay`` program being run. The GIL is released while it runs.
     Used by the ``assay`` console script (``assay_stop._cli``); it reads this process's stdin
-    and writes its stdout and stderr as the binary does."""
+    and writes its stdout and stderr as the binary does (``mcp wrap`` takes descriptors 0 and 1
+    for the session and leaves descriptor 1 on ``/dev/null``: run it in a process of its own)."""
 
 @final
 class WrapOutcome:

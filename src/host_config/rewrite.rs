@@ -153,8 +153,12 @@ fn prefix_for(w: &WrapWith, name: &str) -> Prefix {
         elements.push(root.to_string_lossy().into_owned());
         elements.push("--event-source".to_string());
         elements.push(format!("assay://host-config/{}", segment(name)));
-        // `=`: an entry name may begin with `-`.
-        elements.push(format!("--label={name}"));
+        // `=`: an entry name may begin with `-`. A name `--label` cannot take (empty, or with a
+        // control character) gets none: the server then runs with the default label instead of
+        // failing at every launch.
+        if !name.is_empty() && !name.chars().any(char::is_control) {
+            elements.push(format!("--label={name}"));
+        }
     }
     Prefix {
         elements,

@@ -306,3 +306,21 @@ fn entries_without_command_or_url_are_left_alone() {
     assert_eq!(r.text, text);
     assert!(r.entries.iter().all(|e| e.change == EntryChange::NoCommand));
 }
+
+#[test]
+fn a_name_no_label_can_hold_gets_no_label() {
+    for name in ["", "a\\u0001b"] {
+        let text = format!(r#"{{"mcpServers":{{"{name}":{{"command":"x"}}}}}}"#);
+        let v = parse(&wrap(&text).text);
+        let entry = v["mcpServers"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone();
+        let args: Vec<String> = serde_json::from_value(entry["args"].clone()).unwrap();
+        assert!(!args.iter().any(|a| a.starts_with("--label")), "{args:?}");
+        assert_eq!(args[args.len() - 1], "x");
+    }
+}
