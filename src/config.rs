@@ -84,6 +84,11 @@ pub struct WrapConfig {
     /// Child stderr sink: a file path (appended to), or inherit when absent.
     #[serde(default)]
     pub stderr: Option<PathBuf>,
+    /// With a capture (whose `proxy-stderr.log` receives the child's stderr), copy the child's
+    /// stderr also to this process's stderr (`assay mcp wrap --server-stderr tee`). A command-line
+    /// option: not a `config_json` key.
+    #[serde(skip)]
+    pub tee_server_stderr: bool,
     /// Log each decision to the diagnostics sink.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verbose: bool,
@@ -122,6 +127,7 @@ impl WrapConfig {
             stdin: 0,
             stdout: 1,
             stderr: None,
+            tee_server_stderr: false,
             verbose: false,
             forward_signals: false,
         }
@@ -175,6 +181,8 @@ pub(crate) struct Plan {
     pub capture_root: Option<PathBuf>,
     pub protocol_out: Option<PathBuf>,
     pub stderr: Option<StderrSink>,
+    /// Copy the child's stderr to this process's stderr too (only with a stderr sink).
+    pub tee_stderr: bool,
     pub dry_run: bool,
     pub drain_timeout: Option<Duration>,
     pub max_line_bytes: usize,
@@ -189,6 +197,26 @@ pub(crate) enum StderrSink {
     New(PathBuf),
     /// A user-given path: appended to.
     Append(PathBuf),
+}
+
+/// `path` for a message about a file that cannot be read: a relative path also shows the
+/// absolute path it resolved to and the working directory, which a host sets (often `/`).
+fn with_working_dir(path: &Path) -> String {
+    if path.is_absolute() {
+        return path.display().to_string();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => format!(
+            "{} ({}: a relative path is resolved against the working directory {})",
+            path.display(),
+            cwd.join(path).display(),
+            cwd.display()
+        ),
+        Err(_) => format!(
+            "{} (relative to an unknown working directory)",
+            path.display()
+        ),
+    }
 }
 
 /// Resolves a capture directory that may not exist yet: its parent canonicalized, its name kept.
@@ -316,7 +344,7 @@ impl WrapConfig {
         let policy_meta = std::fs::metadata(&self.policy).map_err(|e| {
             Error::config(
                 "policy",
-                format!("cannot read policy {}: {e}", self.policy.display()),
+                format!("cannot read policy {}: {e}", with_working_dir(&self.policy)),
             )
         })?;
         if !policy_meta.is_file() {
@@ -528,6 +556,27 @@ impl WrapConfig {
             }
             match std::fs::symlink_metadata(path) {
                 Ok(m) => {
+                    // A file of the capture directory: the directory was used before (a
+                    // capture records one run), whatever option names that file.
+                    let in_capture = self
+                        .capture_dir
+                        .as_deref()
+                        .filter(|d| path.parent() == Some(*d));
+                    if let (false, Some(_)) = (may_exist, in_capture) {
+                        let what = if m.file_type().is_symlink() {
+                            "is a symbolic link (a capture's files are created new, never through a link)"
+                        } else {
+                            "already exists: a capture directory records one run"
+                        };
+                        return Err(Error::config(
+                            "capture-dir",
+                            format!(
+                                "{} {what}; give a new directory, or {} ROOT for a new one per run",
+                                path.display(),
+                                option_name(CAPTURE_ROOT)
+                            ),
+                        ));
+                    }
                     if !may_exist {
                         return Err(Error::config(
                             option,
@@ -599,6 +648,7 @@ impl WrapConfig {
             capture_root: None,
             protocol_out,
             stderr,
+            tee_stderr: self.tee_server_stderr,
             dry_run: self.dry_run,
             drain_timeout: self.drain_timeout.map(Duration::from_secs_f64),
             max_line_bytes,

@@ -14,6 +14,7 @@ __all__ = [
     "list_tools",
     "ToolListing",
     "ListedTool",
+    "run_cli",
     "WrapOutcome",
     "Closure",
     "Reason",
@@ -114,6 +115,14 @@ def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> Package
     Raises:
         WrapError: ``dst`` exists or cannot be created, a source is refused, a copy failed.
     """
+
+def run_cli(argv: List[str], exe: str) -> int:
+    """Run the ``assay`` command line with ``argv`` (``argv[0]`` the program name) and return its
+    exit status: the command line of the native ``assay`` binary, compiled into this module.
+    ``exe`` is the path of the ``assay`` program being run. The GIL is released while it runs.
+    Used by the ``assay`` console script (``assay_stop._cli``); it reads this process's stdin
+    and writes its stdout and stderr as the binary does (``mcp wrap`` takes descriptors 0 and 1
+    for the session and leaves descriptor 1 on ``/dev/null``: run it in a process of its own)."""
 
 @final
 class WrapOutcome:

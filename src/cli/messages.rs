@@ -26,6 +26,9 @@ pub(crate) enum Failure {
         context: &'static str,
         error: assay::Error,
     },
+    /// A usage error found after parsing (a directory that does not exist, a file that cannot
+    /// be used): its one-line message, status 2 (SPEC §10).
+    Invalid(String),
     /// Writing the command's own output to stdout failed; `status` is what the command reports
     /// then. A broken pipe (the reader went away, as in `assay capture summary ROOT | head -1`)
     /// is a normal end and prints nothing.
@@ -64,6 +67,10 @@ impl Failure {
         match self {
             Self::Usage(e) => {
                 let _ = e.print();
+                ExitCode::from(2)
+            }
+            Self::Invalid(message) => {
+                eprint_assay(&message);
                 ExitCode::from(2)
             }
             Self::Library { context, error } => {

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use assay::pins::{self, Pins, ToolListing, WriteMode};
 
-use crate::args::PinArgs;
-use crate::messages::{Failure, eprint_assay};
+use super::args::PinArgs;
+use super::messages::{Failure, eprint_assay};
 
 pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {

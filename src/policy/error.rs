@@ -41,6 +41,15 @@ pub enum PolicyError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The file holds no document: nothing but whitespace (or, in YAML, comments).
+    #[error(
+        "policy file {} is empty; write a policy in it (at least `version: \"1\"` and an `allow` list)",
+        shown(path)
+    )]
+    Empty {
+        /// The policy file.
+        path: PathBuf,
+    },
     /// The file is not valid YAML or JSON.
     #[error(
         "policy file {} is not valid {format}: {detail}; fix the syntax",
@@ -122,6 +131,7 @@ impl PolicyError {
         match self {
             PolicyError::Read { path, .. }
             | PolicyError::TooLarge { path, .. }
+            | PolicyError::Empty { path }
             | PolicyError::Syntax { path, .. }
             | PolicyError::DuplicateKey { path, .. }
             | PolicyError::UnknownKey { path, .. }
@@ -145,6 +155,7 @@ impl PolicyError {
             PolicyError::Pins { .. } => Some("pins"),
             PolicyError::Read { .. }
             | PolicyError::TooLarge { .. }
+            | PolicyError::Empty { .. }
             | PolicyError::Syntax { .. } => None,
         }
     }

@@ -133,7 +133,17 @@ impl Policy {
     /// A [`PolicyError`] naming the file and the offending key.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
         let ctx = Ctx::new(path);
+        let empty = || PolicyError::Empty {
+            path: path.to_path_buf(),
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(empty());
+        }
         let root = read::parse(&ctx, bytes, Format::for_path(path))?;
+        // A YAML file of comments only holds no document (read as null).
+        if root.is_null() {
+            return Err(empty());
+        }
         let sha256 = crate::sha256::digest_hex(bytes);
         build(&ctx, &root, sha256)
     }
@@ -540,11 +550,24 @@ schemas:
     }
 
     #[test]
+    fn an_empty_file_is_called_empty() {
+        for (doc, name) in [
+            ("", "p.yaml"),
+            ("  \n\n", "p.yaml"),
+            ("# only a comment\n", "p.yaml"),
+            ("", "p.json"),
+        ] {
+            let e = Policy::from_bytes(doc.as_bytes(), Path::new(name)).unwrap_err();
+            assert!(matches!(e, PolicyError::Empty { .. }), "{doc:?}: {e}");
+            assert!(e.to_string().contains("is empty"), "{e}");
+        }
+    }
+
+    #[test]
     fn wrong_types() {
         for (doc, key) in [
             ("- version\n", "(top level)"),
             ("\"just a string\"\n", "(top level)"),
-            ("", "(top level)"),
             ("version: '1'\nname: 5\n", "name"),
             ("version: '1'\nname: ''\n", "name"),
             ("version: '1'\nallow: '*'\n", "allow"),

@@ -174,10 +174,19 @@ impl Schemas {
             Err(e) => {
                 let at = e.schema_path().as_str();
                 let at = if at.is_empty() { "/" } else { at };
+                // A missing required property is named: the name comes from the policy's
+                // `required` list, never from the arguments.
+                let missing = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { property } => property
+                        .as_str()
+                        .map(|p| format!(": missing required property `{}`", p.escape_debug()))
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
                 Err(Failure {
                     rule: &s.rule,
                     reason: format!(
-                        "arguments do not match the tool's schema (schema location {})",
+                        "arguments do not match the tool's schema (schema location {}{missing})",
                         at.escape_debug()
                     ),
                 })
@@ -272,6 +281,7 @@ mod tests {
         let s = ok(json!({"t": {"type": "object", "required": ["x"]}, "u": {"type": "object"}}));
         let r = reason(&s, "t", None).unwrap_or_default();
         assert!(r.contains("/required"), "{r}");
+        assert!(r.contains("missing required property `x`"), "{r}");
         assert!(reason(&s, "u", None).is_none());
     }
 

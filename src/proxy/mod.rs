@@ -15,6 +15,7 @@ pub(crate) mod rpc_id;
 mod server_to_client;
 mod session_end;
 mod shared;
+mod stderr_tee;
 pub(crate) mod tools_list;
 mod workers;
 
@@ -24,6 +25,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
@@ -45,6 +47,7 @@ use output::ClientOutput;
 use recorder::Recorder;
 use session_end::run_workers;
 use shared::{LogSlot, Shared};
+use stderr_tee::Tee;
 
 /// Opened before spawn: the decision log writer.
 struct OpenedLog {
@@ -112,8 +115,9 @@ fn start_capture(plan: &Plan, session_id: &str, source: &str) -> Result<()> {
     Ok(())
 }
 
-/// The child's stderr sink, and the wrapper's diagnostics writing to the same file.
-fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>)> {
+/// The child's stderr sink, the wrapper's diagnostics writing to the same file, and with
+/// `tee_stderr` the thread that copies the child's stderr into the sink and to our stderr.
+fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>, Option<Tee>)> {
     let stderr_file = open_stderr(plan)?;
     let diag_file =
         match &stderr_file {
@@ -122,7 +126,20 @@ fn open_diagnostics(plan: &Plan) -> Result<(Option<File>, Arc<Diag>)> {
             })?),
             None => None,
         };
-    Ok((stderr_file, Arc::new(Diag::new(diag_file, plan.verbose))))
+    let (stderr_file, tee) = match stderr_file {
+        Some(log) if plan.tee_stderr => {
+            let (pipe, tee) = stderr_tee::start(log).map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot start the stderr copy: {e}"))
+            })?;
+            (Some(pipe), Some(tee))
+        }
+        other => (other, None),
+    };
+    Ok((
+        stderr_file,
+        Arc::new(Diag::new(diag_file, plan.verbose)),
+        tee,
+    ))
 }
 
 /// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
@@ -229,6 +246,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let Evidence {
         plan,
         stderr_file,
+        tee,
         diag,
         log_writer,
         recorder,
@@ -285,6 +303,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         server_stdout: spawned.stdout,
     };
     let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
+    if let Some(tee) = tee {
+        // The server is reaped: its stderr reaches end of file now, unless a process it left
+        // behind holds it.
+        tee.finish(Duration::from_secs(1));
+    }
     if let Some(f) = &forwarding {
         f.server_reaped();
         if let Some(sig) = f.received() {
@@ -364,6 +387,8 @@ struct Evidence {
     plan: Plan,
     /// The child's stderr sink.
     stderr_file: Option<File>,
+    /// `--server-stderr tee`: the copy of the child's stderr.
+    tee: Option<Tee>,
     diag: Arc<Diag>,
     /// The decision-log writer, when a log is kept.
     log_writer: Option<DecisionLog>,
@@ -383,7 +408,7 @@ struct SessionLog {
 fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) -> Result<Evidence> {
     let plan = crate::capture_root::place_run(plan, session_id)?;
     start_capture(&plan, session_id, source)?;
-    let (stderr_file, diag) = open_diagnostics(&plan)?;
+    let (stderr_file, diag, tee) = open_diagnostics(&plan)?;
     let log = open_log(&plan, session_id)?;
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
@@ -398,6 +423,7 @@ fn open_evidence(plan: Plan, session_id: &str, source: &str, policy: &Policy) ->
     Ok(Evidence {
         plan,
         stderr_file,
+        tee,
         diag,
         log_writer,
         recorder,
