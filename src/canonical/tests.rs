@@ -58,6 +58,50 @@ fn refuses_what_is_not_strict_json_or_too_long() {
     assert!(digest(&format!("[{}]", vec!["1e20"; 20_000].join(",")), &mut out).is_none());
 }
 
+/// The fast path either declines or writes exactly what serde_json_canonicalizer writes.
+fn check_canon(text: &str) -> bool {
+    let mut out = Vec::new();
+    let took = simple::canonicalize_simple(text.as_bytes(), &mut out);
+    if took {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let want = serde_json_canonicalizer::to_vec(&v).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&want),
+            "input {text}"
+        );
+    }
+    took
+}
+
+#[test]
+fn canonical_fast_path_matches_the_canonicalizer() {
+    for text in [
+        r#"{}"#,
+        r#"[]"#,
+        r#" { "b" : 1 , "a" : [ true, false, null, "x" ], "c": {"z": {}, "y": []} } "#,
+        r#"{"n":123456789012345,"m":-42,"z":0,"text":"héllo wörld 日本 😀 /"}"#,
+        r#"{"b":{"d":1,"c":2},"a":"","ab":1,"a0":2,"A":3}"#,
+        r#"[1,[2,[3,{"k":"v"}]]]"#,
+        "\"just a string\"",
+        "7",
+    ] {
+        assert!(check_canon(text), "fast path declined {text}");
+    }
+    // Declined: the general path handles these.
+    for text in [
+        r#"{"a":1.0}"#,
+        r#"{"a":1e3}"#,
+        r#"{"a":-0}"#,
+        r#"{"a":1234567890123456}"#,
+        r#"{"a":"esc\"aped"}"#,
+        r#"{"a\u0062":1}"#,
+        r#"{"é":1}"#,
+    ] {
+        assert!(!check_canon(text), "fast path took {text}");
+    }
+}
+
 proptest::proptest! {
     #[test]
     fn matches_the_reference_on_generated_json(v in json_value()) {
@@ -66,6 +110,9 @@ proptest::proptest! {
         same(&compact);
         same(&pretty);
         same(&escaped(&v));
+        // The fast path declines or agrees.
+        check_canon(&compact);
+        check_canon(&pretty);
     }
 }
 
