@@ -313,18 +313,7 @@ impl WrapConfig {
                 "no server command given (put it after `--`)",
             ));
         }
-        let policy_meta = std::fs::metadata(&self.policy).map_err(|e| {
-            Error::config(
-                "policy",
-                format!("cannot read policy {}: {e}", self.policy.display()),
-            )
-        })?;
-        if !policy_meta.is_file() {
-            return Err(Error::config(
-                "policy",
-                format!("{} is not a regular file", self.policy.display()),
-            ));
-        }
+        let policy_meta = crate::policy::policy_metadata(&self.policy)?;
         if let Some(t) = self.drain_timeout {
             if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
                 return Err(Error::config(

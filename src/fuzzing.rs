@@ -86,3 +86,10 @@ pub fn fold_table() -> &'static [(u32, u32)] {
 pub fn normalize_key(key: &str) -> String {
     key.trim_end_matches('\0').chars().map(fold).collect()
 }
+
+/// The value the policy reader makes of a policy file's bytes (before any policy rule is
+/// checked), or its one-line error: the tree SPEC §5 says must equal what PyYAML `safe_load`
+/// reads. `json` selects the `.json` reader, as the extension does.
+pub fn policy_document(bytes: &[u8], json: bool) -> Result<serde_json::Value, String> {
+    crate::policy::read_document(bytes, json).map_err(|e| e.to_string())
+}

@@ -21,6 +21,8 @@ mod lenient_fold;
 mod lifecycle;
 mod memory;
 mod pipelined;
+mod policy;
+mod policy_differential;
 mod properties;
 mod proxy;
 mod regression;

@@ -8,13 +8,14 @@ mod args;
 mod capture;
 mod demo;
 mod messages;
+mod policy;
 mod wrap;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::{CaptureCommand, Cli, Command, McpCommand};
+use args::{CaptureCommand, Cli, Command, McpCommand, PolicyCommand};
 use messages::Failure;
 
 fn main() -> ExitCode {
@@ -54,6 +55,7 @@ fn run() -> Result<ExitCode, Failure> {
             out,
             hash_file,
         }) => capture::package(&dir, &out, &hash_file),
+        Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
         Command::Demo(args) => demo::run(args),
     }
 }

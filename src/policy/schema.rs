@@ -29,6 +29,8 @@ use super::verdict::Failure;
 
 struct ToolSchema {
     validator: Validator,
+    /// The schema as the policy wrote it (for `Policy::summary`).
+    source: Value,
     /// Every property name the schema names (`properties` keys and `required` entries, at any
     /// depth): an argument key that is a lenient variant of one of them is refused.
     names: Vec<String>,
@@ -131,11 +133,13 @@ impl Schemas {
                     "is not a literal tool name; schemas are keyed by exact tool name (no * or ?)",
                 ));
             }
+            super::vocabulary::check(ctx, tool, schema)?;
             let validator = compile(schema).map_err(|e| ctx.bad_schema(&key, &e))?;
             out.map.insert(
                 tool.clone(),
                 ToolSchema {
                     validator,
+                    source: schema.clone(),
                     names: property_names(schema),
                     rule: format!("schemas:{tool}"),
                 },
@@ -147,6 +151,11 @@ impl Schemas {
     /// The tool names that have a schema (unordered).
     pub(crate) fn tools(&self) -> impl Iterator<Item = &str> {
         self.map.keys().map(String::as_str)
+    }
+
+    /// Each tool's schema as written (unordered).
+    pub(crate) fn sources(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.map.iter().map(|(t, s)| (t.as_str(), &s.source))
     }
 
     /// Whether `tool` has a schema.
@@ -314,7 +323,10 @@ mod tests {
         ] {
             let e = parse(json!({"t": {"$ref": r}}));
             assert!(
-                matches!(e, Err(PolicyError::BadSchema { .. })),
+                matches!(
+                    e,
+                    Err(PolicyError::BadSchema { .. } | PolicyError::BadSchemaReference { .. })
+                ),
                 "{r}: {:?}",
                 e.err()
             );

@@ -1,0 +1,109 @@
+//! The policy-reader differential (SPEC §5): for every policy file we load, the value our
+//! reader builds equals what PyYAML `safe_load` reads from the same bytes (and, for `.json`
+//! files, what Python's `json` reads) — or we refuse the file.
+//!
+//! tests/fixtures/policy_yaml.py writes the corpus (the hand-written attacks of the red-team
+//! passes plus generated documents in every YAML style, salted with the scalars and constructs
+//! readers disagree on) and reports PyYAML's reading of each file; the library reads the same
+//! files through `assay::fuzzing::policy_document` (the tree `Policy` compiles). PyYAML is pinned
+//! in python/requirements-test.txt: `$ASSAY_TEST_PYTHON` (scripts/test.sh points it at the repo
+//! .venv), else `python3`; a missing PyYAML fails this test.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn python() -> String {
+    std::env::var("ASSAY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// Runs the fixture; one JSON line per file.
+fn pyyaml(args: &[&str]) -> Vec<Value> {
+    let out = Command::new(python())
+        .arg(root().join("tests/fixtures/policy_yaml.py"))
+        .args(args)
+        .output()
+        .expect("run tests/fixtures/policy_yaml.py");
+    assert!(
+        out.status.success(),
+        "policy_yaml.py failed (is PyYAML installed? pip install -r python/requirements-test.txt): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("a JSON line"))
+        .collect()
+}
+
+/// Compares every file of `dir` the fixture described; returns (accepted, refused).
+fn compare(dir: &Path, lines: &[Value]) -> (usize, usize) {
+    let mut accepted = 0;
+    let mut refused = 0;
+    let mut mismatches = Vec::new();
+    for line in lines {
+        let name = line["file"].as_str().expect("file");
+        let bytes = std::fs::read(dir.join(name)).expect("read a corpus file");
+        let json = name.ends_with(".json");
+        match assay::fuzzing::policy_document(&bytes, json) {
+            Err(_) => refused += 1,
+            Ok(ours) => {
+                accepted += 1;
+                let expected = serde_json::json!({ "value": ours });
+                if line["pyyaml"] != expected {
+                    mismatches.push(format!(
+                        "{name}: we read {ours}\n  pyyaml: {}\n  text: {:?}",
+                        line["pyyaml"],
+                        String::from_utf8_lossy(&bytes)
+                    ));
+                }
+                if json && line["json"] != expected {
+                    mismatches.push(format!(
+                        "{name}: we read {ours}\n  json: {}\n  text: {:?}",
+                        line["json"],
+                        String::from_utf8_lossy(&bytes)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} files we load read differently:\n{}",
+        mismatches.len(),
+        lines.len(),
+        mismatches.join("\n")
+    );
+    (accepted, refused)
+}
+
+#[test]
+fn what_we_load_is_what_pyyaml_reads() {
+    let dir = tempdir();
+    let count = std::env::var("ASSAY_POLICY_CORPUS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500usize);
+    let seed = std::env::var("ASSAY_POLICY_SEED").unwrap_or_else(|_| "28".into());
+    let lines = pyyaml(&[
+        "corpus",
+        &dir.path().display().to_string(),
+        &count.to_string(),
+        &seed,
+    ]);
+    assert!(
+        lines.len() > count,
+        "the corpus holds the hand-written cases too"
+    );
+    let (accepted, refused) = compare(dir.path(), &lines);
+    eprintln!("{accepted} files accepted, {refused} refused");
+    // The differential must compare something: a good share of the corpus is loadable.
+    assert!(
+        accepted * 5 >= lines.len(),
+        "only {accepted} of {} files were accepted ({refused} refused)",
+        lines.len()
+    );
+}
