@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use assay::policy::{PolicySummary, load_policy};
+use assay::config::load_policy;
+use assay::policy::summary::PolicySummary;
 
 use crate::args::SummaryFormat;
 use crate::messages::{Failure, exit};

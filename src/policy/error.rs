@@ -301,7 +301,7 @@ impl std::fmt::Display for Refusal {
             Refusal::TooDeep => write!(
                 f,
                 "nested deeper than {} levels; flatten the policy",
-                super::read::MAX_DEPTH
+                super::prescan::MAX_DEPTH
             ),
             Refusal::Tab => f.write_str(
                 "a tab character: YAML readers disagree on tabs; indent with spaces (inside a double-quoted string write \\t)",
@@ -343,6 +343,14 @@ fn one_line(msg: &str) -> String {
         return what.to_owned();
     }
     msg.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The 1-based line of byte `offset`.
+pub(crate) fn line_of(bytes: &[u8], offset: usize) -> usize {
+    bytes
+        .get(..offset)
+        .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+        + 1
 }
 
 /// The 1-based line and column (in characters) of byte `offset` of `text` (clamped to the

@@ -10,9 +10,8 @@
 
 use serde_json::Value;
 
-use super::error::{Ctx, PolicyError, Refusal};
-use super::prescan::{Mode, PrescanErrorKind, prescan};
-use super::read::{MAX_DEPTH, line_of};
+use super::error::{Ctx, PolicyError, Refusal, line_of};
+use super::prescan::{MAX_DEPTH, Mode, PrescanErrorKind, prescan};
 use super::scalar::{Disagreement, resolve};
 use crate::strict_json::{self, ScanErrorKind};
 

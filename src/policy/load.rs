@@ -1,48 +1,17 @@
-//! Opening a policy file: [`Policy::load`] (the file's bytes, bounded, never blocking on a FIFO)
-//! and [`load_policy`], the load a configuration makes (SPEC §6: "policy readable and valid"),
-//! whose one-line `--policy: …` message every surface prints — `assay mcp wrap` before spawning
-//! and `assay policy check` (SPEC §10) alike.
+//! Reading a policy file's bytes: bounded by [`MAX_POLICY_BYTES`], never blocking on a FIFO,
+//! never reading anything but a regular file. (`crate::config::load_policy` adds the messages
+//! a configuration gives, SPEC §6.)
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::{MAX_POLICY_BYTES, Policy, PolicyError};
-use crate::error::{Error, Result};
+use super::error::PolicyError;
 
-/// The option a policy error is reported against.
-const OPTION: &str = "policy";
-
-/// The policy path of a configuration must name an existing regular file; the two messages
-/// `wrap_session` gives before reading it.
-pub(crate) fn policy_metadata(path: &Path) -> Result<Metadata> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        Error::config(
-            OPTION,
-            format!("cannot read policy {}: {e}", path.display()),
-        )
-    })?;
-    if !meta.is_file() {
-        return Err(Error::config(
-            OPTION,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    Ok(meta)
-}
-
-/// Loads and checks the policy file at `path` the way `wrap_session` does before it spawns
-/// anything (SPEC §6), with the same errors: [`crate::ErrorKind::Config`] on the `policy`
-/// option, rendered `--policy: …` on the command line. Spawns nothing, creates nothing.
-///
-/// # Errors
-/// A configuration error when the file is missing, not a regular file, or not a valid policy
-/// (the message is the [`PolicyError`]'s).
-pub fn load_policy(path: &Path) -> Result<Policy> {
-    policy_metadata(path)?;
-    Policy::load(path).map_err(|e| Error::config(OPTION, e.to_string()))
-}
+/// Largest policy file accepted (SPEC §5: 1 MiB). A policy is a small hand-written file; the
+/// bound keeps a mistaken path (a log, a dump) from being read, and bounds what loading costs.
+pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
 
 /// Opens `path` for reading without blocking (a FIFO has no writer to wait for) and checks by
 /// `fstat` that it is a regular file; then reads at most [`MAX_POLICY_BYTES`] + 1 bytes.
@@ -88,37 +57,16 @@ pub(super) fn too_large(path: &Path) -> PolicyError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
-
-    #[test]
-    fn configuration_errors_name_the_option() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("none.yaml");
-        let e = load_policy(&missing).err().unwrap();
-        assert_eq!(e.kind(), ErrorKind::Config);
-        assert!(
-            e.to_string().starts_with("--policy: cannot read policy "),
-            "{e}"
-        );
-        let e = load_policy(dir.path()).err().unwrap();
-        assert!(e.to_string().ends_with("is not a regular file"), "{e}");
-        let bad = dir.path().join("bad.yaml");
-        std::fs::write(&bad, "version: '1'\ndeny: [!!binary ZXhlYw==]\n").unwrap();
-        let e = load_policy(&bad).err().unwrap();
-        assert_eq!(e.kind(), ErrorKind::Config);
-        assert!(
-            e.to_string().starts_with("--policy: policy file ")
-                && e.to_string().contains("line 2 column 8"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("p.yaml");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert!(matches!(Policy::load(&fifo), Err(PolicyError::Read { .. })));
-        assert!(load_policy(&fifo).is_err());
+        assert!(matches!(read_bounded(&fifo), Err(PolicyError::Read { .. })));
+        assert!(matches!(
+            read_bounded(dir.path()),
+            Err(PolicyError::Read { .. })
+        ));
     }
 }

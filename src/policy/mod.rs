@@ -41,7 +41,7 @@ mod prescan;
 mod read;
 mod scalar;
 mod schema;
-mod summary;
+pub mod summary;
 mod verdict;
 mod vocabulary;
 mod within;
@@ -61,17 +61,11 @@ use self::read::Format;
 use self::schema::Schemas;
 
 pub use self::error::{PolicyError, Refusal};
-pub use self::load::load_policy;
-pub(crate) use self::load::policy_metadata;
-pub use self::summary::{ConstraintSummary, POLICY_SUMMARY_SCHEMA, ParamSummary, PolicySummary};
+pub use self::load::MAX_POLICY_BYTES;
 pub(crate) use self::verdict::VerdictRef;
 pub use self::verdict::{Decision, ReasonCode, Verdict};
 
 use self::error::Ctx;
-
-/// Largest policy file accepted (SPEC §5: 1 MiB). A policy is a small hand-written file; the
-/// bound keeps a mistaken path (a log, a dump) from being read, and bounds what loading costs.
-pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
 
 /// The only supported value of `version`.
 const VERSION: &str = "1";
@@ -95,7 +89,6 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 pub struct Policy {
     name: String,
     sha256: String,
-    declared: Vec<String>,
     rules: Rules,
     hide_refused_tools: bool,
 }
@@ -154,7 +147,21 @@ impl Policy {
     /// constraint `tool`s or `schemas` keys: sorted, without duplicates. Used for coverage
     /// (SPEC §4.4 `declared_tools`).
     pub fn declared_tools(&self) -> Vec<String> {
-        self.declared.clone()
+        let rules = &self.rules;
+        let mut declared: Vec<String> = rules
+            .deny
+            .globs()
+            .globs()
+            .iter()
+            .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
+            .chain(rules.constraints.tool_globs())
+            .filter(|g| g.is_literal())
+            .map(|g| g.as_str().to_owned())
+            .chain(rules.schemas.tools().map(str::to_owned))
+            .collect();
+        declared.sort_unstable();
+        declared.dedup();
+        declared
     }
 
     /// Evaluates one `tools/call` of `tool` with `params.arguments` (`None` when absent) in the
@@ -282,24 +289,9 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         schemas,
     };
 
-    let mut declared: Vec<String> = rules
-        .deny
-        .globs()
-        .globs()
-        .iter()
-        .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
-        .chain(rules.constraints.tool_globs())
-        .filter(|g| g.is_literal())
-        .map(|g| g.as_str().to_owned())
-        .chain(rules.schemas.tools().map(str::to_owned))
-        .collect();
-    declared.sort_unstable();
-    declared.dedup();
-
     Ok(Policy {
         name,
         sha256,
-        declared,
         rules,
         hide_refused_tools,
     })

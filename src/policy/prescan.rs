@@ -35,7 +35,9 @@
 //! nesting (indentation) costs a parser linear time; it is counted exactly by the event reader
 //! (`super::yaml`), which stops at the first level over the limit.
 
-use super::read::MAX_DEPTH;
+/// Deepest nesting accepted in a policy file (the outermost mapping is level 1), in YAML and in
+/// JSON files alike.
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Why the pre-scan refused the bytes; `offset` is where (a byte offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

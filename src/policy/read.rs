@@ -9,9 +9,6 @@ use serde_json::Value;
 
 use super::error::{Ctx, PolicyError};
 
-/// Deepest nesting accepted in a policy file (the outermost mapping is level 1).
-pub(crate) const MAX_DEPTH: usize = 64;
-
 /// The syntax a policy file is read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Format {
@@ -35,14 +32,6 @@ pub(super) fn parse(ctx: &Ctx<'_>, bytes: &[u8], format: Format) -> Result<Value
         Format::Json => super::json::parse(ctx, bytes),
         Format::Yaml => super::yaml::parse(ctx, bytes),
     }
-}
-
-/// The 1-based line of byte `offset`.
-pub(super) fn line_of(bytes: &[u8], offset: usize) -> usize {
-    bytes
-        .get(..offset)
-        .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
-        + 1
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Policy;
+use super::decide::RuleList;
 
 /// The `schema` of a serialized [`PolicySummary`].
 pub const POLICY_SUMMARY_SCHEMA: &str = "assay.policy.summary.v1";
@@ -66,7 +67,7 @@ pub struct ParamSummary {
 impl Policy {
     /// What this policy allows, denies and constrains (SPEC §10 `assay policy check`).
     pub fn summary(&self) -> PolicySummary {
-        let globs = |list: &super::decide::RuleList| {
+        let globs = |list: &RuleList| {
             list.globs()
                 .globs()
                 .iter()
@@ -102,7 +103,7 @@ impl Policy {
                 .map(|(t, s)| (t.to_owned(), s.clone()))
                 .collect(),
             hide_refused_tools: self.hide_refused_tools,
-            declared_tools: self.declared.clone(),
+            declared_tools: self.declared_tools(),
         }
     }
 }

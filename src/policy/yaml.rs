@@ -27,8 +27,7 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Value};
 
 use super::error::{Ctx, PolicyError, Refusal};
-use super::prescan::{Mode, PrescanErrorKind, prescan};
-use super::read::MAX_DEPTH;
+use super::prescan::{MAX_DEPTH, Mode, PrescanErrorKind, prescan};
 use super::scalar::{Disagreement, resolve};
 
 /// The longest mapping key accepted, in characters up to its `:` (PyYAML gives up on a simple

@@ -349,7 +349,7 @@ struct Prepared {
 
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
     let plan = config.plan()?;
-    let policy = crate::policy::load_policy(&plan.policy_path)?;
+    let policy = crate::config::load_policy(&plan.policy_path)?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
     let cancel = Cancel::new()
