@@ -118,7 +118,7 @@ hide_refused_tools: false
             valid: true,
         },
         Case {
-            name: "1 MiB deny list (174,760 names), block style",
+            name: "1 MiB deny list (174,759 names), block style",
             file: "block.yaml",
             body: block_deny,
             valid: true,
