@@ -107,3 +107,84 @@ fn what_we_load_is_what_pyyaml_reads() {
         lines.len()
     );
 }
+
+/// The rules PyYAML's reading of a policy file stands for, in the shape of
+/// `assay policy check --format json` (`assay.policy.summary.v1`).
+fn rules_of(tree: &Value, stem: &str) -> Value {
+    let lists = tree.get("tools").unwrap_or(tree);
+    let constraints: Vec<Value> = tree["constraints"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    let mut params: Vec<(&String, &Value)> = c["params"]
+                        .as_object()
+                        .map(|p| p.iter().collect())
+                        .unwrap_or_default();
+                    params.sort_by(|a, b| a.0.cmp(b.0));
+                    let params: Vec<Value> = params
+                        .into_iter()
+                        .map(|(name, rule)| {
+                            let within = match &rule["within"] {
+                                Value::String(s) => serde_json::json!([s]),
+                                other => other.clone(),
+                            };
+                            serde_json::json!({"name": name, "matches": rule["matches"], "within": within})
+                        })
+                        .collect();
+                    serde_json::json!({"tool": c["tool"], "params": params})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "name": tree.get("name").cloned().unwrap_or_else(|| Value::from(stem)),
+        "deny": lists.get("deny").cloned().unwrap_or_else(|| serde_json::json!([])),
+        "allow": lists.get("allow").cloned().unwrap_or(Value::Null),
+        "constraints": constraints,
+        "schemas": tree.get("schemas").cloned().unwrap_or_else(|| serde_json::json!({})),
+        "hide_refused_tools": tree.get("hide_refused_tools").cloned().unwrap_or(Value::Bool(false)),
+    })
+}
+
+/// End to end: for every hand-written policy `assay policy check` accepts, the rules it prints
+/// are the rules PyYAML reads from the file.
+#[test]
+fn the_rules_policy_check_prints_are_the_rules_pyyaml_reads() {
+    let dir = tempdir();
+    let lines = pyyaml(&["corpus", &dir.path().display().to_string(), "0", "1"]);
+    let mut compared = 0;
+    for line in &lines {
+        let name = line["file"].as_str().expect("file");
+        let path = dir.path().join(name);
+        let r = run(
+            &[
+                "policy".into(),
+                "check".into(),
+                "--format".into(),
+                "json".into(),
+                path.display().to_string(),
+            ],
+            b"",
+        );
+        if r.status != Some(0) {
+            assert_eq!(r.status, Some(2), "{}", r.report());
+            continue;
+        }
+        let ours: Value = serde_json::from_slice(&r.stdout).expect("summary JSON");
+        let tree = &line["pyyaml"]["value"];
+        assert!(tree.is_object(), "{name}: PyYAML read {}", line["pyyaml"]);
+        let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+        let mut got = ours.clone();
+        for k in ["schema", "sha256", "declared_tools"] {
+            got.as_object_mut().map(|o| o.remove(k));
+        }
+        assert_eq!(got, rules_of(tree, stem), "{name}");
+        assert_eq!(ours["sha256"], sha256_file(&path).as_str());
+        compared += 1;
+    }
+    assert!(
+        compared >= 5,
+        "only {compared} hand-written policies were valid"
+    );
+}
