@@ -345,6 +345,108 @@ mod tests {
         assert_eq!(kind(&block), Some(PrescanErrorKind::TooDeep));
     }
 
+    /// Valid YAML with flow nesting of a known depth, its scalars full of brackets, quotes and
+    /// comment signs in every quoting style: the pre-scan never lets more than 64 levels
+    /// through, and refuses next to nothing within the limit.
+    #[test]
+    fn the_bound_holds_on_generated_documents() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        const SCALARS: &[&str] = &[
+            "a",
+            "'x]'",
+            "\"y]\"",
+            "'it''s]]'",
+            "\"a\\\"]\"",
+            "'#]'",
+            "\"#]\"",
+            "x#y",
+            "don't",
+            "a\"b",
+            "!t \"]\"",
+            "!<t:]> x",
+            "'['",
+            "\"{\"",
+            "-x",
+            "a b",
+        ];
+        let mut refused_within = 0;
+        let mut docs = 0;
+        for _ in 0..3000 {
+            let target = 1 + next(80) as usize;
+            // One chain of `target` levels, with siblings that hold scalars and comments.
+            let mut doc = String::new();
+            if next(3) == 0 {
+                doc.push_str("d: |\n  \"\n  ]]]]\n  'x\n");
+            }
+            doc.push_str("root: ");
+            let mut closers = Vec::new();
+            for level in 0..target {
+                let map = next(2) == 0;
+                doc.push(if map { '{' } else { '[' });
+                closers.push(if map { '}' } else { ']' });
+                for _ in 0..next(3) {
+                    if map {
+                        doc.push_str(&format!("k{level}_{}: ", next(1000)));
+                    }
+                    doc.push_str(SCALARS[next(SCALARS.len() as u64) as usize]);
+                    doc.push_str(if next(4) == 0 { ", # ]]] '\n  " } else { ", " });
+                }
+                if map {
+                    doc.push_str(&format!("n{level}: "));
+                }
+            }
+            doc.push_str(SCALARS[next(SCALARS.len() as u64) as usize]);
+            while let Some(c) = closers.pop() {
+                doc.push(c);
+            }
+            doc.push('\n');
+            // The document is valid YAML of exactly that flow depth.
+            let mut depth = 0usize;
+            let mut deepest = 0usize;
+            let mut parser = saphyr_parser::Parser::new_from_str(&doc);
+            while let Some(ev) = parser.next_event() {
+                match ev {
+                    Ok((
+                        saphyr_parser::Event::SequenceStart(..)
+                        | saphyr_parser::Event::MappingStart(..),
+                        _,
+                    )) => {
+                        depth += 1;
+                        deepest = deepest.max(depth);
+                    }
+                    Ok((
+                        saphyr_parser::Event::SequenceEnd | saphyr_parser::Event::MappingEnd,
+                        _,
+                    )) => depth -= 1,
+                    Ok(_) => {}
+                    Err(e) => panic!("{doc:?}: {e}"),
+                }
+            }
+            // The root mapping is one level; the block scalar sibling none.
+            assert_eq!(deepest, target + 1, "{doc:?}");
+            docs += 1;
+            match yaml(&doc) {
+                Ok(_) => assert!(target <= MAX_DEPTH, "{target} levels passed: {doc:?}"),
+                Err(e) => {
+                    assert_eq!(e.kind, PrescanErrorKind::TooDeep, "{doc:?}");
+                    if target <= MAX_DEPTH {
+                        refused_within += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            refused_within * 100 <= docs,
+            "{refused_within} of {docs} refused within the bound"
+        );
+    }
+
     #[test]
     fn ordinary_policies_pass() {
         for doc in [
