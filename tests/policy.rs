@@ -268,6 +268,43 @@ fn unknown_schema_keywords_name_the_tool_and_the_pointer() {
     assert!(refused(&p).contains("does not point at a subschema"));
 }
 
+/// A 1 MiB policy whose cost grows with depth × name length × leaves (each compiled subschema
+/// and each collection used to carry its whole path): 12.7 s and 9.1 GiB, 11 s before.
+#[test]
+fn long_paths_over_many_leaves_cost_what_their_bytes_cost() {
+    let d = tempdir();
+    let mib = 1024 * 1024;
+    let mut names = String::from("version: \"1\"\nschemas:\n t: ");
+    for i in 0..28 {
+        names.push_str(&format!("{{properties: {{k{i}{}: ", "x".repeat(995)));
+    }
+    names.push_str("{allOf: [");
+    while names.len() + 64 < mib {
+        names.push_str("{},");
+    }
+    names.push_str("{}]}");
+    names.push_str(&"}}".repeat(28));
+    names.push('\n');
+    let p = write(d.path(), "names.yaml", names.as_bytes());
+    let msg = refused(&p);
+    assert!(
+        msg.contains("key `schemas.t`") && msg.contains("more than 10000 subschemas"),
+        "{msg}"
+    );
+    let mut keys = String::from("version: \"1\"\nx:\n");
+    for i in 0..60 {
+        keys.push_str(&format!("{}k{i}{}:\n", " ".repeat(i + 1), "x".repeat(995)));
+    }
+    keys.push_str(&" ".repeat(61));
+    keys.push_str("z: [");
+    while keys.len() + 8 < mib {
+        keys.push_str("[],");
+    }
+    keys.push_str("[]]\n");
+    let p = write(d.path(), "keys.yaml", keys.as_bytes());
+    assert!(refused(&p).contains("unknown key `x`"));
+}
+
 #[test]
 fn ambiguous_scalars_and_disputed_characters_are_refused() {
     let d = tempdir();

@@ -73,15 +73,45 @@ hide_refused_tools: false
         |i| format!("\"{}\",", name(i)),
         "\"last\"]}\n",
     );
-    let schemas = fill(
-        "version: \"1\"\nschemas:\n",
-        |i| {
-            format!(
-                "  tool_{i:05}:\n    type: object\n    required: [path]\n    additionalProperties: false\n    properties:\n      path: {{type: string, maxLength: 256, pattern: \"^/workspace/\"}}\n      mode: {{enum: [read, write]}}\n"
-            )
-        },
-        "",
-    );
+    // Tool schemas up to the bound of 10,000 subschemas (4 per tool here).
+    let mut schemas = String::from("version: \"1\"\nschemas:\n");
+    for i in 0..2499 {
+        let _ = write!(
+            schemas,
+            "  tool_{i:05}:\n    type: object\n    required: [path]\n    additionalProperties: false\n    properties:\n      path: {{type: string, maxLength: 256, pattern: \"^/workspace/\"}}\n      mode: {{enum: [read, write]}}\n"
+        );
+    }
+    let schemas = schemas.into_bytes();
+    // Compiled validators keep a location per subschema: a chain of long names with many
+    // subschemas below it would cost depth × name length × leaves.
+    let deep_names = {
+        let mut s = String::from("version: \"1\"\nschemas:\n t: ");
+        for i in 0..28 {
+            let _ = write!(s, "{{properties: {{k{i}{}: ", "x".repeat(995));
+        }
+        s.push_str("{allOf: [");
+        while s.len() + 3 + 2 * 28 + 8 < MIB {
+            s.push_str("{},");
+        }
+        s.push_str("{}]}");
+        s.push_str(&"}}".repeat(28));
+        s.push('\n');
+        s.into_bytes()
+    };
+    // The same in the document tree: a key path held per collection would cost as much.
+    let deep_keys = {
+        let mut s = String::from("version: \"1\"\nx:\n");
+        for i in 0..60 {
+            let _ = writeln!(s, "{}k{i}{}:", " ".repeat(i + 1), "x".repeat(995));
+        }
+        s.push_str(&" ".repeat(61));
+        s.push_str("z: [");
+        while s.len() + 8 < MIB {
+            s.push_str("[],");
+        }
+        s.push_str("[]]\n");
+        s.into_bytes()
+    };
     let bomb = {
         let mut s = format!(
             "version: \"1\"\nx:\n a0: &a0 [{}]\n",
@@ -136,7 +166,7 @@ hide_refused_tools: false
             valid: true,
         },
         Case {
-            name: "1 MiB of tool schemas",
+            name: "tool schemas at the bound (2,499 tools, 9,996 subschemas)",
             file: "schemas.yaml",
             body: schemas,
             valid: true,
@@ -169,6 +199,18 @@ hide_refused_tools: false
             name: "1 MiB of `[`",
             file: "open_max.yaml",
             body: open_max,
+            valid: false,
+        },
+        Case {
+            name: "1 MiB: long names 28 deep over 262,000 subschemas (was 12.7 s, 9.1 GiB)",
+            file: "deep_names.yaml",
+            body: deep_names,
+            valid: false,
+        },
+        Case {
+            name: "1 MiB: long keys 60 deep over 262,000 collections (was 11 s)",
+            file: "deep_keys.yaml",
+            body: deep_keys,
             valid: false,
         },
         Case {

@@ -122,6 +122,8 @@ impl Schemas {
     pub(super) fn parse(ctx: &Ctx<'_>, value: &Value) -> Result<Schemas, PolicyError> {
         let obj = ctx.object(value, "schemas", "a mapping of tool name to JSON Schema")?;
         let mut out = Schemas::default();
+        // Every schema is checked (keywords, references, size) before any is compiled.
+        let mut budget = super::vocabulary::Budget::default();
         for (tool, schema) in obj {
             let key = format!("schemas.{tool}");
             if tool.is_empty() {
@@ -133,7 +135,10 @@ impl Schemas {
                     "is not a literal tool name; schemas are keyed by exact tool name (no * or ?)",
                 ));
             }
-            super::vocabulary::check(ctx, tool, schema)?;
+            super::vocabulary::check(ctx, tool, schema, &mut budget)?;
+        }
+        for (tool, schema) in obj {
+            let key = format!("schemas.{tool}");
             let validator = compile(schema).map_err(|e| ctx.bad_schema(&key, &e))?;
             out.map.insert(
                 tool.clone(),

@@ -20,6 +20,10 @@
 //! same resource. A reference into `const`, `enum` or `default` would make a value a rule, and
 //! a reference to another document would not compile anyway (no resolver is built in). `$schema`
 //! is accepted at a schema's root only: every policy schema is draft 2020-12.
+//!
+//! Compiling is bounded too: the schemas of one policy hold at most [`MAX_SUBSCHEMAS`]
+//! subschemas and their JSON pointers at most [`MAX_LOCATION_BYTES`] in all, counted here before
+//! anything is compiled. The walk itself keeps one pointer token per node, never a whole pointer.
 
 use std::collections::HashSet;
 
@@ -132,50 +136,146 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Most subschemas the schemas of one policy may hold in all (objects and booleans in schema
+/// places). Compiling one costs the validator 0.5–2 KiB: SPEC §5 wants loading bounded.
+pub(super) const MAX_SUBSCHEMAS: usize = 10_000;
+
+/// Most bytes the JSON pointers of all those subschemas may add up to. The validator keeps a
+/// location per subschema, so a deep chain of long property names with many leaves below it
+/// would cost depth × name length × leaves (a 1 MiB policy could ask for gigabytes).
+pub(super) const MAX_LOCATION_BYTES: usize = 1024 * 1024;
+
+/// What the schemas of a policy have used of those bounds so far.
+#[derive(Debug, Default)]
+pub(super) struct Budget {
+    subschemas: usize,
+    location_bytes: usize,
+}
+
+/// The place of a schema node: its last pointer token and its parent's place (an arena, so a
+/// node costs its own token, never its whole pointer; pointers are built for messages only).
+struct Place<'v> {
+    parent: Option<usize>,
+    token: Token<'v>,
+    /// Length of its JSON pointer.
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Token<'v> {
+    Root,
+    Name(&'v str),
+    Index(usize),
+}
+
+/// The JSON pointer of `place` (RFC 6901), built from the arena.
+fn pointer(places: &[Place<'_>], mut place: Option<usize>) -> String {
+    let mut tokens = Vec::new();
+    while let Some(i) = place {
+        let Some(p) = places.get(i) else { break };
+        tokens.push(p.token);
+        place = p.parent;
+    }
+    let mut out = String::new();
+    for t in tokens.iter().rev() {
+        match t {
+            Token::Root => {}
+            Token::Name(n) => {
+                out.push('/');
+                out.push_str(&escape(n));
+            }
+            Token::Index(i) => out.push_str(&format!("/{i}")),
+        }
+    }
+    out
+}
+
 /// A reference found by the walk.
 struct Reference<'v> {
     /// `$ref` or `$dynamicRef` as written.
     value: &'v str,
     dynamic: bool,
-    /// Pointer to the keyword.
-    at: String,
-    /// Pointer of the resource (`$id`) the reference is resolved in.
-    resource: String,
+    /// The schema holding the keyword, and the keyword.
+    holder: usize,
+    keyword: &'v str,
+    /// The resource (`$id`, else the whole schema) the reference is resolved in.
+    resource: &'v Value,
 }
 
 /// What the walk collected.
 #[derive(Default)]
 struct Walk<'v> {
-    /// Pointers of every place evaluated as a schema.
-    schemas: HashSet<String>,
-    /// (resource pointer, anchor name) of every `$anchor` and `$dynamicAnchor`.
-    anchors: HashSet<(String, String)>,
+    places: Vec<Place<'v>>,
+    /// (resource address, anchor name) of every `$anchor` and `$dynamicAnchor`.
+    anchors: HashSet<(usize, &'v str)>,
     /// Names of every `$dynamicAnchor`.
-    dynamic_anchors: HashSet<String>,
+    dynamic_anchors: HashSet<&'v str>,
     references: Vec<Reference<'v>>,
 }
 
+impl<'v> Walk<'v> {
+    /// A new place under `parent`.
+    fn place(&mut self, parent: usize, token: Token<'v>) -> usize {
+        let step = 1 + match token {
+            Token::Root => 0,
+            Token::Name(n) => n.len(),
+            Token::Index(i) => i.checked_ilog10().map_or(1, |d| d as usize + 1),
+        };
+        let len = self.places.get(parent).map_or(0, |p| p.len) + step;
+        self.places.push(Place {
+            parent: Some(parent),
+            token,
+            len,
+        });
+        self.places.len() - 1
+    }
+}
+
+/// A resource's identity: its address (stable while the schema is borrowed).
+fn address(v: &Value) -> usize {
+    std::ptr::from_ref(v) as usize
+}
+
 /// Checks the keywords and references of `tool`'s `schema`.
-pub(super) fn check(ctx: &Ctx<'_>, tool: &str, schema: &Value) -> Result<(), PolicyError> {
-    let mut walk = Walk::default();
-    // (value, pointer, pointer of its resource)
-    let mut stack: Vec<(&Value, String, String)> = vec![(schema, String::new(), String::new())];
-    while let Some((value, pointer, resource)) = stack.pop() {
+pub(super) fn check<'v>(
+    ctx: &Ctx<'_>,
+    tool: &str,
+    schema: &'v Value,
+    budget: &mut Budget,
+) -> Result<(), PolicyError> {
+    let mut walk: Walk<'v> = Walk::default();
+    walk.places.push(Place {
+        parent: None,
+        token: Token::Root,
+        len: 0,
+    });
+    // (value, its place, its resource)
+    let mut stack: Vec<(&'v Value, usize, &'v Value)> = vec![(schema, 0, schema)];
+    while let Some((value, place, resource)) = stack.pop() {
+        if value.is_object() || value.is_boolean() {
+            budget.subschemas += 1;
+            budget.location_bytes += walk.places.get(place).map_or(0, |p| p.len);
+            if budget.subschemas > MAX_SUBSCHEMAS || budget.location_bytes > MAX_LOCATION_BYTES {
+                return Err(ctx.bad_schema(
+                    &format!("schemas.{tool}"),
+                    &format!(
+                        "the policy's schemas hold more than {MAX_SUBSCHEMAS} subschemas, or their locations more than {MAX_LOCATION_BYTES} bytes in all (so compiling them stays cheap); simplify them or drop schemas of tools the policy does not need to check"
+                    ),
+                ));
+            }
+        }
         let Value::Object(map) = value else {
             // A boolean schema holds no keywords; anything else does not compile.
-            if value.is_boolean() {
-                walk.schemas.insert(pointer);
-            }
             continue;
         };
         let resource = if map.contains_key("$id") {
-            pointer.clone()
+            value
         } else {
             resource
         };
         for (keyword, child) in map {
-            let at = format!("{pointer}/{}", escape(keyword));
             if !is_keyword(keyword) {
+                let at = format!("{}/{}", pointer(&walk.places, Some(place)), escape(keyword));
                 return Err(PolicyError::UnknownSchemaKeyword {
                     path: ctx.file.to_path_buf(),
                     tool: tool.to_owned(),
@@ -184,7 +284,8 @@ pub(super) fn check(ctx: &Ctx<'_>, tool: &str, schema: &Value) -> Result<(), Pol
                 });
             }
             match (keyword.as_str(), child) {
-                ("$schema", _) if !pointer.is_empty() => {
+                ("$schema", _) if place != 0 => {
+                    let at = format!("{}/$schema", pointer(&walk.places, Some(place)));
                     return Err(ctx.bad_schema(
                         &format!("schemas.{tool}"),
                         &format!(
@@ -194,34 +295,41 @@ pub(super) fn check(ctx: &Ctx<'_>, tool: &str, schema: &Value) -> Result<(), Pol
                     ));
                 }
                 ("$anchor" | "$dynamicAnchor", Value::String(name)) => {
-                    walk.anchors.insert((resource.clone(), name.clone()));
+                    walk.anchors.insert((address(resource), name.as_str()));
                     if keyword == "$dynamicAnchor" {
-                        walk.dynamic_anchors.insert(name.clone());
+                        walk.dynamic_anchors.insert(name.as_str());
                     }
                 }
                 ("$ref" | "$dynamicRef", Value::String(r)) => walk.references.push(Reference {
                     value: r,
                     dynamic: keyword == "$dynamicRef",
-                    at,
-                    resource: resource.clone(),
+                    holder: place,
+                    keyword,
+                    resource,
                 }),
                 (k, Value::Array(items))
                     if SUBSCHEMA_ARRAY.contains(&k) || SUBSCHEMA.contains(&k) =>
                 {
+                    let at = walk.place(place, Token::Name(keyword));
                     for (i, item) in items.iter().enumerate() {
-                        stack.push((item, format!("{at}/{i}"), resource.clone()));
+                        let p = walk.place(at, Token::Index(i));
+                        stack.push((item, p, resource));
                     }
                 }
                 (k, Value::Object(members)) if SUBSCHEMA_MAP.contains(&k) => {
+                    let at = walk.place(place, Token::Name(keyword));
                     for (name, member) in members {
-                        stack.push((member, format!("{at}/{}", escape(name)), resource.clone()));
+                        let p = walk.place(at, Token::Name(name));
+                        stack.push((member, p, resource));
                     }
                 }
-                (k, _) if SUBSCHEMA.contains(&k) => stack.push((child, at, resource.clone())),
+                (k, _) if SUBSCHEMA.contains(&k) => {
+                    let p = walk.place(place, Token::Name(keyword));
+                    stack.push((child, p, resource));
+                }
                 _ => {}
             }
         }
-        walk.schemas.insert(pointer);
     }
     for r in &walk.references {
         if let Some(reason) = problem(&walk, r) {
@@ -229,12 +337,61 @@ pub(super) fn check(ctx: &Ctx<'_>, tool: &str, schema: &Value) -> Result<(), Pol
                 path: ctx.file.to_path_buf(),
                 tool: tool.to_owned(),
                 reference: r.value.to_owned(),
-                pointer: r.at.clone(),
+                pointer: format!("{}/{}", pointer(&walk.places, Some(r.holder)), r.keyword),
                 reason,
             });
         }
     }
     Ok(())
+}
+
+/// Whether following the JSON pointer `fragment` (already percent-decoded) from the schema
+/// `from` lands on a place evaluated as a schema: each step must go through a keyword that
+/// holds subschemas, and an array or map step through a member of one.
+fn lands_on_subschema(from: &Value, fragment: &str) -> bool {
+    let mut tokens = fragment
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"));
+    let mut here = from;
+    while let Some(keyword) = tokens.next() {
+        let Value::Object(map) = here else {
+            return false;
+        };
+        let Some(child) = map.get(&keyword) else {
+            return false;
+        };
+        let k = keyword.as_str();
+        here = if SUBSCHEMA_MAP.contains(&k)
+            || SUBSCHEMA_ARRAY.contains(&k)
+            || (SUBSCHEMA.contains(&k) && child.is_array())
+        {
+            let Some(member) = tokens.next() else {
+                return false;
+            };
+            match child {
+                Value::Object(m) => match m.get(&member) {
+                    Some(v) => v,
+                    None => return false,
+                },
+                Value::Array(a) => match member
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|_| member == "0" || !member.starts_with('0'))
+                    .and_then(|i| a.get(i))
+                {
+                    Some(v) => v,
+                    None => return false,
+                },
+                _ => return false,
+            }
+        } else if SUBSCHEMA.contains(&k) {
+            child
+        } else {
+            return false;
+        };
+    }
+    here.is_object() || here.is_boolean()
 }
 
 /// Why a reference is refused, if it is.
@@ -249,13 +406,13 @@ fn problem(walk: &Walk<'_>, r: &Reference<'_>) -> Option<&'static str> {
         return None;
     }
     if fragment.starts_with('/') {
-        let target = format!("{}{fragment}", r.resource);
-        return (!walk.schemas.contains(&target)).then_some("does not point at a subschema");
+        return (!lands_on_subschema(r.resource, &fragment))
+            .then_some("does not point at a subschema");
     }
     let here = walk
         .anchors
-        .contains(&(r.resource.clone(), fragment.clone()));
-    let dynamic = r.dynamic && walk.dynamic_anchors.contains(&fragment);
+        .contains(&(address(r.resource), fragment.as_str()));
+    let dynamic = r.dynamic && walk.dynamic_anchors.contains(fragment.as_str());
     (!(here || dynamic)).then_some("names no anchor of the schema")
 }
 
@@ -278,7 +435,34 @@ mod tests {
     use std::path::Path;
 
     fn run(schema: Value) -> Result<(), PolicyError> {
-        check(&Ctx::new(Path::new("p.yaml")), "exec", &schema)
+        check(
+            &Ctx::new(Path::new("p.yaml")),
+            "exec",
+            &schema,
+            &mut Budget::default(),
+        )
+    }
+
+    #[test]
+    fn schemas_are_bounded_in_size_and_location_bytes() {
+        let many = json!({"allOf": vec![json!({}); MAX_SUBSCHEMAS - 1]});
+        assert!(run(many).is_ok());
+        let too_many = json!({"allOf": vec![json!({}); MAX_SUBSCHEMAS]});
+        assert!(matches!(run(too_many), Err(PolicyError::BadSchema { .. })));
+        // The budget is the policy's: two schemas of half the bound each exhaust it.
+        let mut budget = Budget::default();
+        let half = json!({"allOf": vec![json!(true); MAX_SUBSCHEMAS / 2]});
+        let ctx = Ctx::new(Path::new("p.yaml"));
+        assert!(check(&ctx, "a", &half, &mut budget).is_ok());
+        assert!(check(&ctx, "b", &half, &mut budget).is_err());
+        // A deep chain of long names with leaves below: refused by the location bytes.
+        let name = "n".repeat(1000);
+        let mut deep = json!({"allOf": vec![json!({}); 2000]});
+        for _ in 0..20 {
+            deep = json!({"properties": {name.clone(): deep}});
+        }
+        let e = run(deep);
+        assert!(matches!(e, Err(PolicyError::BadSchema { .. })), "{e:?}");
     }
 
     fn unknown(schema: Value) -> (String, String) {

@@ -75,8 +75,17 @@ struct Frame {
     kind: Kind,
     /// Inside `[...]`/`{...}` (flow style).
     flow: bool,
-    /// Dotted key path, for messages.
-    path: String,
+    /// How its parent reaches it. Key paths for messages are built from these only when an
+    /// error needs one: a path held per collection would cost its depth times its key lengths,
+    /// for every collection of a file.
+    step: Step,
+}
+
+/// One step of a key path.
+enum Step {
+    Root,
+    Key(String),
+    Index(usize),
 }
 
 enum Kind {
@@ -106,20 +115,28 @@ impl<'t> Offsets<'t> {
         }
     }
 
-    /// The byte offset of character `index` (the text's length past its end).
+    /// The byte offset of character `index` (the text's length past its end). Walks from the
+    /// last position, forward or back, so a pass over the events costs the text's length.
     fn byte(&mut self, index: usize) -> usize {
         if self.ascii {
             return index.min(self.text.len());
         }
-        if index < self.chars {
-            self.chars = 0;
-            self.bytes = 0;
+        if index >= self.chars {
+            let rest = self.text.get(self.bytes..).unwrap_or_default();
+            let step = rest
+                .char_indices()
+                .nth(index - self.chars)
+                .map_or(rest.len(), |(i, _)| i);
+            self.bytes += step;
+        } else {
+            let before = self.text.get(..self.bytes).unwrap_or_default();
+            self.bytes = before
+                .char_indices()
+                .rev()
+                .nth(self.chars - index - 1)
+                .map_or(0, |(i, _)| i);
         }
-        let rest = self.text.get(self.bytes..).unwrap_or_default();
-        let skip = index - self.chars;
-        let step = rest.char_indices().nth(skip).map_or(rest.len(), |(i, _)| i);
         self.chars = index;
-        self.bytes += step;
         self.bytes
     }
 }
@@ -231,17 +248,34 @@ impl<'c, 't> Reader<'c, 't> {
         Ok(())
     }
 
-    /// The key path of the next value in the innermost collection.
-    fn child_path(&self) -> String {
+    /// The step from the innermost collection to its next value.
+    fn next_step(&self) -> Step {
         match self.stack.last() {
-            None => String::new(),
+            None => Step::Root,
             Some(frame) => match &frame.kind {
-                Kind::Seq(items) => format!("{}[{}]", frame.path, items.len()),
-                Kind::Map { key: Some(k), .. } if frame.path.is_empty() => k.clone(),
-                Kind::Map { key: Some(k), .. } => format!("{}.{k}", frame.path),
-                Kind::Map { key: None, .. } => frame.path.clone(),
+                Kind::Seq(items) => Step::Index(items.len()),
+                Kind::Map { key: Some(k), .. } => Step::Key(k.clone()),
+                Kind::Map { key: None, .. } => Step::Root,
             },
         }
+    }
+
+    /// The dotted key path of the next value in the innermost collection (for messages only).
+    fn child_path(&self) -> String {
+        let mut path = String::new();
+        let next = self.next_step();
+        for step in self.stack.iter().map(|f| &f.step).chain([&next]) {
+            match step {
+                Step::Root => {}
+                Step::Key(k) if path.is_empty() => path.push_str(k),
+                Step::Key(k) => {
+                    path.push('.');
+                    path.push_str(k);
+                }
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+            }
+        }
+        path
     }
 
     /// Whether the next node is a mapping key.
@@ -277,8 +311,8 @@ impl<'c, 't> Reader<'c, 't> {
         let opener = self.text.as_bytes().get(start).copied();
         let flow = matches!(opener, Some(b'[' | b'{'))
             || self.stack.last().is_some_and(|parent| parent.flow);
-        let path = self.child_path();
-        self.stack.push(Frame { kind, flow, path });
+        let step = self.next_step();
+        self.stack.push(Frame { kind, flow, step });
         Ok(())
     }
 
@@ -387,24 +421,26 @@ impl<'c, 't> Reader<'c, 't> {
             return Err(self.non_string_key(&path));
         };
         self.key_layout(span)?;
-        let frame_path = self.child_path();
-        let (line, _) = at(&span.start);
-        let Some(Frame {
-            kind: Kind::Map { map, key: slot },
-            ..
-        }) = self.stack.last_mut()
-        else {
-            return Ok(());
-        };
-        if map.contains_key(&key) {
+        let duplicate = matches!(
+            self.stack.last(),
+            Some(Frame { kind: Kind::Map { map, .. }, .. }) if map.contains_key(&key)
+        );
+        if duplicate {
+            let frame_path = self.child_path();
             let path = if frame_path.is_empty() {
                 key
             } else {
                 format!("{frame_path}.{key}")
             };
-            return Err(self.ctx.duplicate(&path, Some(line)));
+            return Err(self.ctx.duplicate(&path, Some(at(&span.start).0)));
         }
-        *slot = Some(key);
+        if let Some(Frame {
+            kind: Kind::Map { key: slot, .. },
+            ..
+        }) = self.stack.last_mut()
+        {
+            *slot = Some(key);
+        }
         Ok(())
     }
 
