@@ -97,8 +97,8 @@ static CORE_FLOAT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$").ok()
 });
 
-/// `re` matches `s`; a pattern that failed to compile (it cannot: they are literals checked by
-/// the tests) matches nothing, which makes [`resolve`] refuse rather than guess.
+/// `re` matches `s`. The patterns are literals checked by the tests; should one ever fail to
+/// compile, [`resolve`] refuses every scalar it would have to judge rather than guess.
 fn is(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(s))
 }
@@ -274,6 +274,15 @@ pub(super) fn resolve(s: &str) -> Result<Value, Disagreement> {
             return Ok(Value::String(s.to_owned()));
         }
         _ => {}
+    }
+    let compiled = [&PY_BOOL, &PY_FLOAT, &PY_INT, &PY_TIMESTAMP, &CORE_FLOAT]
+        .iter()
+        .all(|re| re.is_some());
+    if !compiled {
+        return Err(Disagreement::Ambiguous {
+            yaml11: "unknown (the YAML 1.1 patterns did not compile)".to_owned(),
+            yaml12: "unknown".to_owned(),
+        });
     }
     let old = yaml11(s);
     let new = yaml12(s);
