@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, option_name};
 use crate::event_source::is_event_source;
+use crate::policy::Policy;
 
 /// Default `max_line_bytes`: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
@@ -329,6 +330,36 @@ pub(crate) fn check_root(root: &Path) -> Result<()> {
     }
 }
 
+/// SPEC §6 "policy readable and valid", first half: the path names an existing regular file.
+fn policy_metadata(path: &Path) -> Result<std::fs::Metadata> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::config(
+            "policy",
+            format!("cannot read policy {}: {e}", with_working_dir(path)),
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(Error::config(
+            "policy",
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(meta)
+}
+
+/// Loads and checks the policy file at `path` as `wrap_session` does before it spawns anything
+/// (SPEC §6), with the same errors: [`crate::ErrorKind::Config`] on the `policy` option,
+/// `--policy: …` on the command line. Spawns nothing, creates nothing; `assay policy check`
+/// (SPEC §10) is this plus [`Policy::summary`].
+///
+/// # Errors
+/// A configuration error when the file is missing, not a regular file, or not a valid policy
+/// (the message is the [`crate::PolicyError`]'s).
+pub fn load_policy(path: &Path) -> Result<Policy> {
+    policy_metadata(path)?;
+    Policy::load(path).map_err(|e| Error::config("policy", e.to_string()))
+}
+
 impl WrapConfig {
     /// Runs every check of SPEC §6 and resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<Plan> {
@@ -341,18 +372,7 @@ impl WrapConfig {
                 "no server command given (put it after `--`)",
             ));
         }
-        let policy_meta = std::fs::metadata(&self.policy).map_err(|e| {
-            Error::config(
-                "policy",
-                format!("cannot read policy {}: {e}", with_working_dir(&self.policy)),
-            )
-        })?;
-        if !policy_meta.is_file() {
-            return Err(Error::config(
-                "policy",
-                format!("{} is not a regular file", self.policy.display()),
-            ));
-        }
+        let policy_meta = policy_metadata(&self.policy)?;
         if let Some(t) = self.drain_timeout {
             if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
                 return Err(Error::config(
@@ -661,6 +681,31 @@ impl WrapConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_policy_errors_are_configuration_errors_on_the_policy_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_policy(&dir.path().join("none.yaml")).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert!(
+            e.to_string().starts_with("--policy: cannot read policy "),
+            "{e}"
+        );
+        let e = load_policy(dir.path()).unwrap_err();
+        assert!(e.to_string().ends_with("is not a regular file"), "{e}");
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "version: '1'\ndeny: [!!binary ZXhlYw==]\n").unwrap();
+        let e = load_policy(&bad).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--policy: policy file ") && msg.contains("line 2 column 8"),
+            "{msg}"
+        );
+        let fifo = dir.path().join("p.yaml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(load_policy(&fifo).is_err());
+    }
 
     #[test]
     fn config_json_refuses_unknown_and_duplicate_keys() {

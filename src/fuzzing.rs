@@ -128,3 +128,10 @@ pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> O
 pub fn id_string_readings(s: &str) -> (Option<f64>, Option<String>) {
     crate::proxy::rpc_id::string_readings(s)
 }
+
+/// The value the policy reader makes of a policy file's bytes (before any policy rule is
+/// checked), or its one-line error: the tree SPEC §5 says must equal what PyYAML `safe_load`
+/// reads. `json` selects the `.json` reader, as the extension does.
+pub fn policy_document(bytes: &[u8], json: bool) -> Result<serde_json::Value, String> {
+    crate::policy::read_document(bytes, json).map_err(|e| e.to_string())
+}

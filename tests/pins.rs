@@ -497,3 +497,58 @@ fn unlisted_unpinned_and_dry_run() {
         assert_eq!(verdict["closure"], "closed");
     }
 }
+
+/// `assay policy check` shows the pins step: the file, its digest and every pinned tool.
+#[test]
+fn policy_check_shows_the_pins() {
+    let dir = tempdir();
+    let pins = dir.path().join("drift.pins.json");
+    let r = pin(
+        &["--out", pins.to_str().unwrap(), "--policy-template"],
+        &drift(),
+    );
+    r.expect_status(0);
+    let policy = dir.path().join("drift.yaml");
+    std::fs::write(&policy, &r.stdout).unwrap();
+    let check = |format: &str| {
+        run(
+            &[
+                "policy".into(),
+                "check".into(),
+                "--format".into(),
+                format.into(),
+                policy.display().to_string(),
+            ],
+            b"",
+        )
+    };
+    let text = check("text");
+    text.expect_status(0);
+    let out = String::from_utf8_lossy(&text.stdout);
+    let digests = pinned_digests(&pins);
+    assert!(
+        out.contains(&format!("(sha256 {}): 3 tool(s)", sha256_file(&pins))),
+        "{out}"
+    );
+    for (name, digest) in &digests {
+        assert!(
+            out.contains(&format!("  {name} {}", &digest[..12])),
+            "{out}"
+        );
+    }
+    let json = check("json");
+    json.expect_status(0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["pins"]["sha256"], sha256_file(&pins).as_str());
+    assert_eq!(v["pins"]["tools"], serde_json::to_value(&digests).unwrap());
+    // A bad pins file: the same error and status as `mcp wrap`.
+    std::fs::write(&pins, b"{}").unwrap();
+    let bad = check("text");
+    bad.expect_status(2);
+    let wrap = run(
+        &wrap_args(&["--policy", policy.to_str().unwrap()], &["true"]),
+        b"",
+    );
+    wrap.expect_status(2);
+    assert_eq!(bad.stderr, wrap.stderr);
+}

@@ -24,6 +24,8 @@ mod list_differential;
 mod memory;
 mod pins;
 mod pipelined;
+mod policy;
+mod policy_differential;
 mod properties;
 mod proxy;
 mod regression;

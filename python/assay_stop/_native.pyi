@@ -113,6 +113,7 @@ def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> Package
     ``extra_files`` are hashed (not copied) into the manifest.
 
     Raises:
+        ConfigError: ``src`` does not exist or is not a directory (nothing is created).
         WrapError: ``dst`` exists or cannot be created, a source is refused, a copy failed.
     """
 

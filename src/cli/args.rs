@@ -30,6 +30,9 @@ pub(crate) enum Command {
     /// Read and package capture directories.
     #[command(subcommand)]
     Capture(CaptureCommand),
+    /// Check policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Run the bundled demo: an example server wrapped with an example policy, a scripted client
     /// session, then the reader's verdict.
     Demo(DemoArgs),
@@ -247,6 +250,27 @@ pub(crate) enum SummaryFormat {
     Json,
     /// A table: one row per capture, then the counts.
     Table,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum PolicyCommand {
+    /// Load and validate a policy file without running anything, and print what it allows,
+    /// denies and constrains; exit 0 when it is valid, 2 (with the error `mcp wrap` would print)
+    /// when it is not.
+    Check {
+        /// The policy file (YAML or JSON).
+        file: PathBuf,
+        /// Output: `text` for people, `json` for programs (`assay.policy.summary.v1`).
+        #[arg(long, value_enum, default_value_t = PolicyFormat::Text)]
+        format: PolicyFormat,
+    },
+}
+
+/// How `policy check` prints the summary.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PolicyFormat {
+    Text,
+    Json,
 }
 
 #[derive(Args, Debug)]

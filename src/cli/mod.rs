@@ -15,6 +15,7 @@ mod completions;
 mod demo;
 mod messages;
 mod pin;
+mod policy;
 mod show;
 mod text;
 mod wrap;
@@ -28,7 +29,7 @@ use std::sync::OnceLock;
 
 use clap::Parser;
 
-use args::{CaptureCommand, Cli, Command, McpCommand, SummaryFormat};
+use args::{CaptureCommand, Cli, Command, McpCommand, PolicyCommand, SummaryFormat};
 use messages::Failure;
 
 /// The absolute path of the running `assay` (SPEC §10: `mcp wrap-config` writes it into host
@@ -95,6 +96,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
         Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config::run(args),
         Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
+        Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {
             SummaryFormat::Json => capture::summary(&root),

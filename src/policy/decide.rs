@@ -34,13 +34,32 @@ pub(crate) struct RuleList {
 impl RuleList {
     /// Builds the `allow` or `deny` list (`kind` is `"allow"` or `"deny"`).
     pub(crate) fn new(kind: &str, patterns: &[String]) -> RuleList {
-        let reason = |p: &String| match kind {
-            "deny" => format!("tool matches deny rule `{}`", p.escape_debug()),
-            _ => format!("tool allowed by rule `{}`", p.escape_debug()),
+        let prefix = match kind {
+            "deny" => "tool matches deny rule `",
+            _ => "tool allowed by rule `",
+        };
+        // Plain concatenation: a policy may hold many patterns (SPEC §5: loading costs
+        // milliseconds), and most need no escaping.
+        let concat = |a: &str, b: &str, c: &str| {
+            let mut s = String::with_capacity(a.len() + b.len() + c.len());
+            s.push_str(a);
+            s.push_str(b);
+            s.push_str(c);
+            s
+        };
+        let reason = |p: &String| {
+            let plain = p
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !matches!(b, b'\\' | b'\'' | b'"'));
+            if plain {
+                concat(prefix, p, "`")
+            } else {
+                concat(prefix, &p.escape_debug().to_string(), "`")
+            }
         };
         RuleList {
             globs: GlobList::new(patterns),
-            labels: patterns.iter().map(|p| format!("{kind}:{p}")).collect(),
+            labels: patterns.iter().map(|p| concat(kind, ":", p)).collect(),
             reasons: patterns.iter().map(reason).collect(),
         }
     }

@@ -36,13 +36,19 @@ mod constraints;
 mod decide;
 mod error;
 mod glob;
+mod json;
+mod load;
+mod prescan;
 mod read;
+mod scalar;
 mod schema;
+pub mod summary;
 mod verdict;
+mod vocabulary;
 mod within;
+mod yaml;
 
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
@@ -52,15 +58,12 @@ use self::decide::{RuleList, Rules};
 use self::read::Format;
 use self::schema::Schemas;
 
-pub use self::error::PolicyError;
+pub use self::error::{PolicyError, Refusal};
+pub use self::load::MAX_POLICY_BYTES;
 pub(crate) use self::verdict::VerdictRef;
 pub use self::verdict::{Decision, ReasonCode, Verdict};
 
 use self::error::Ctx;
-
-/// Largest policy file accepted. A policy is a small hand-written file; the bound keeps a
-/// mistaken path (a device, a log) from being read without end.
-pub const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The only supported value of `version`.
 const VERSION: &str = "1";
@@ -85,7 +88,6 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 pub struct Policy {
     name: String,
     sha256: String,
-    declared: Vec<String>,
     rules: Rules,
     hide_refused_tools: bool,
 }
@@ -100,29 +102,16 @@ impl fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Reads and compiles the policy file at `path` (at most [`MAX_POLICY_BYTES`]).
+    /// Reads and compiles the policy file at `path` (at most [`MAX_POLICY_BYTES`]; a FIFO,
+    /// device or directory is refused without blocking).
     ///
     /// A `.json` extension (any case) selects JSON; anything else is read as YAML.
     ///
     /// # Errors
-    /// [`PolicyError::Read`] when the file cannot be read, [`PolicyError::TooLarge`], or any error
-    /// of [`Policy::from_bytes`].
+    /// [`PolicyError::Read`] when the file cannot be read or is not a regular file,
+    /// [`PolicyError::TooLarge`], or any error of [`Policy::from_bytes`].
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let read_err = |source| PolicyError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(read_err)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_POLICY_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_err)?;
-        if bytes.len() as u64 > MAX_POLICY_BYTES {
-            return Err(PolicyError::TooLarge {
-                path: path.to_path_buf(),
-                limit: MAX_POLICY_BYTES,
-            });
-        }
+        let bytes = load::read_bounded(path)?;
         Policy::from_bytes(&bytes, path)
     }
 
@@ -130,8 +119,12 @@ impl Policy {
     /// format choice (`.json` → JSON, else YAML) and for the default [`Policy::name`].
     ///
     /// # Errors
-    /// A [`PolicyError`] naming the file and the offending key.
+    /// [`PolicyError::TooLarge`] over [`MAX_POLICY_BYTES`]; otherwise a [`PolicyError`] naming the
+    /// file and the offending key, or the line and column of what was refused.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
+        if bytes.len() as u64 > MAX_POLICY_BYTES {
+            return Err(load::too_large(path));
+        }
         let ctx = Ctx::new(path);
         let empty = || PolicyError::Empty {
             path: path.to_path_buf(),
@@ -163,7 +156,21 @@ impl Policy {
     /// constraint `tool`s or `schemas` keys: sorted, without duplicates. Used for coverage
     /// (SPEC §4.4 `declared_tools`).
     pub fn declared_tools(&self) -> Vec<String> {
-        self.declared.clone()
+        let rules = &self.rules;
+        let mut declared: Vec<String> = rules
+            .deny
+            .globs()
+            .globs()
+            .iter()
+            .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
+            .chain(rules.constraints.tool_globs())
+            .filter(|g| g.is_literal())
+            .map(|g| g.as_str().to_owned())
+            .chain(rules.schemas.tools().map(str::to_owned))
+            .collect();
+        declared.sort_unstable();
+        declared.dedup();
+        declared
     }
 
     /// Evaluates one `tools/call` of `tool` with `params.arguments` (`None` when absent) in the
@@ -203,6 +210,16 @@ impl Policy {
     pub fn hide_refused_tools(&self) -> bool {
         self.hide_refused_tools
     }
+}
+
+/// The document tree of a policy file's bytes (for `crate::fuzzing`): what `build` compiles.
+pub(crate) fn read_document(bytes: &[u8], json: bool) -> Result<Value, PolicyError> {
+    let path = Path::new(if json { "policy.json" } else { "policy.yaml" });
+    read::parse(
+        &Ctx::new(path),
+        bytes,
+        if json { Format::Json } else { Format::Yaml },
+    )
 }
 
 fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
@@ -314,24 +331,9 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         pins,
     };
 
-    let mut declared: Vec<String> = rules
-        .deny
-        .globs()
-        .globs()
-        .iter()
-        .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
-        .chain(rules.constraints.tool_globs())
-        .filter(|g| g.is_literal())
-        .map(|g| g.as_str().to_owned())
-        .chain(rules.schemas.tools().map(str::to_owned))
-        .collect();
-    declared.sort_unstable();
-    declared.dedup();
-
     Ok(Policy {
         name,
         sha256,
-        declared,
         rules,
         hide_refused_tools,
     })
@@ -686,8 +688,8 @@ schemas:
 
     #[test]
     fn debug_does_not_dump_rules() {
-        let p = ok(load_yaml("version: '1'\nname: n\n"));
+        let p = ok(load_yaml("version: '1'\nname: nm\n"));
         let d = format!("{p:?}");
-        assert!(d.contains("\"n\"") && d.contains(p.sha256()), "{d}");
+        assert!(d.contains("\"nm\"") && d.contains(p.sha256()), "{d}");
     }
 }

@@ -365,8 +365,7 @@ struct Prepared {
 
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
     let plan = config.plan()?;
-    let policy =
-        Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
+    let policy = crate::config::load_policy(&plan.policy_path)?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
     let cancel = Cancel::new()
