@@ -45,7 +45,8 @@ CLOSURE_NON_CLAIMS = NON_CLAIMS + ["not_producer_authentication"]
 DECISIONS = {"allow", "deny", "error"}
 POLICY_CODES = {
     "P_POLICY_ALLOW", "P_TOOL_DENIED", "P_TOOL_NOT_ALLOWED", "P_ARG_CONSTRAINT",
-    "P_ARG_SCHEMA", "P_MALFORMED", "P_BATCH_REFUSED",
+    "P_ARG_SCHEMA", "P_MALFORMED", "P_BATCH_REFUSED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT",
+    "P_TOOL_UNLISTED",
 }
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -272,6 +273,11 @@ def check_context(m, reasons):
     f.one_of("decision_log", {"new", "append", "temporary", "absent"})
     f.check("session_stop_requested", lambda v: isinstance(v, bool), "is not a boolean")
     f.check("dry_run", lambda v: isinstance(v, bool), "is not a boolean")
+    if "hide_refused_tools" in data:
+        f.check("hide_refused_tools", lambda v: isinstance(v, bool), "is not a boolean")
+    if "pins_sha256" in data:
+        f.check("pins_sha256", lambda v: v is None or (isinstance(v, str) and HEX64.fullmatch(v)),
+                "is not 64 hex or null")
     f.sha256("command_sha256")
     f.producer("producer")
     f.equals("assertion_basis", "producer_observation")
@@ -406,6 +412,7 @@ def decision_line_problems(i, line, expect):
         and isinstance(d["reason"], str)
         and isinstance(d["enforced"], bool)
         and isinstance(d["policy_sha256"], str)
+        and (d.get("tool_definition_sha256") is None or isinstance(d["tool_definition_sha256"], str))
     )
     if not typed:
         return [("schema_mismatch", "a decision field has the wrong type or value")]
@@ -424,6 +431,9 @@ def decision_line_problems(i, line, expect):
         out.append(("schema_mismatch", "data.policy_sha256 is not 64 hex"))
     if d["arguments_sha256"] is not None and not HEX64.fullmatch(d["arguments_sha256"]):
         out.append(("schema_mismatch", "data.arguments_sha256 is not 64 hex or null"))
+    tds = d.get("tool_definition_sha256")
+    if tds is not None and not HEX64.fullmatch(tds):
+        out.append(("schema_mismatch", "data.tool_definition_sha256 is not 64 hex or null"))
     if (d["decision"] == "allow") != (d["reason_code"] == "P_POLICY_ALLOW"):
         out.append(("schema_mismatch", "decision allow goes with P_POLICY_ALLOW only"))
     if d["seq"] != i:

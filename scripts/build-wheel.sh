@@ -21,4 +21,4 @@ fi
 # maturin runs zig as `python -m ziglang` with the first python3 on PATH.
 export PATH="$(dirname "$python"):$PATH"
 # The compatibility tag is pinned in pyproject.toml ([tool.maturin] compatibility).
-"$python" -m maturin build --release --strip --zig --quiet --out "$out"
+"$python" -m maturin build --release --strip --zig --out "$out"

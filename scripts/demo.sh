@@ -4,5 +4,5 @@
 # reader's verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
+cargo build --release
 exec target/release/assay demo "$@"

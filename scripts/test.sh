@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need and runs every test: Rust (unit + integration against real
-# child processes), the C/C++ ABI hosts, and the Python package. Safe to run on a fresh clone:
-# it creates .venv and installs what it needs there.
+# child processes), the C/C++ ABI hosts, `cargo install`, the Python package and its `assay`
+# command, and the README's examples. Safe to run on a fresh clone: it creates .venv and
+# tests/interop/node_modules in this checkout and installs the test tools there; it installs
+# nothing system-wide unless ASSAY_INSTALL_SYSTEM_PACKAGES=1 (see need_system below).
+# About 25-35 minutes the first time on 2 cores, 12-18 minutes after that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,46 +14,44 @@ step "python environment (.venv)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -r python/requirements-test.txt
+.venv/bin/python -m pip install --upgrade pip
+.venv/bin/python -m pip install -r python/requirements-test.txt
+
+# System tools are never installed silently: a missing one is reported with the Debian package
+# and the command to run, and the script stops. With ASSAY_INSTALL_SYSTEM_PACKAGES=1 (CI sets it
+# on the fresh machine it owns) the script runs that command itself, after printing it.
+need_system() { # need_system WHY PACKAGES... -- COMMANDS...
+  local why="$1"; shift
+  local packages=() commands=() missing=()
+  while [ "$1" != "--" ]; do packages+=("$1"); shift; done
+  shift
+  commands=("$@")
+  for c in "${commands[@]}"; do command -v "$c" >/dev/null || missing+=("$c"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local cmd="apt-get update && apt-get install -y ${packages[*]}"
+  if [ "${ASSAY_INSTALL_SYSTEM_PACKAGES:-}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "scripts/test.sh: missing ${missing[*]} ($why)."
+    echo "scripts/test.sh: installing system-wide, as ASSAY_INSTALL_SYSTEM_PACKAGES=1 asks: $cmd"
+    apt-get update -qq
+    apt-get install -y -qq "${packages[@]}"
+  else
+    echo "scripts/test.sh: missing ${missing[*]} ($why)." >&2
+    echo "scripts/test.sh: install the Debian packages ${packages[*]} (as root: $cmd) and run it again," >&2
+    echo "scripts/test.sh: or set ASSAY_INSTALL_SYSTEM_PACKAGES=1 to let this script run that command (as root)." >&2
+    exit 1
+  fi
+}
 
 step "C toolchain (gcc, g++, pkg-config: the C ABI tests build the example hosts)"
-missing=()
-for tool in gcc g++ pkg-config; do
-  command -v "$tool" >/dev/null || missing+=("$tool")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-    apt-get install -y -qq gcc g++ pkg-config
-  else
-    echo "missing: ${missing[*]} (install gcc, g++ and pkg-config)" >&2
-    exit 1
-  fi
-fi
+need_system "the C/C++ ABI tests compile the example hosts" gcc g++ pkg-config -- gcc g++ pkg-config
 
-step "node and the pinned MCP packages (tests/interop: the TypeScript SDK and reference servers)"
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-    apt-get install -y -qq nodejs npm
-  else
-    echo "missing: node/npm (install nodejs and npm; the interop tests need them)" >&2
-    exit 1
-  fi
-fi
+step "node and the pinned MCP packages (tests/interop: TypeScript SDK, reference servers, Inspector)"
+need_system "the interop tests run the MCP TypeScript SDK, the reference servers and the Inspector" \
+  nodejs npm -- node npm
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 
 step "Go toolchain (golang-go: the parser differential runs a Go encoding/json server)"
-if ! command -v go >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-    apt-get install -y -qq golang-go
-  else
-    echo "missing: go (install golang-go)" >&2
-    exit 1
-  fi
-fi
+need_system "the parser differential builds a Go encoding/json server" golang-go -- go
 
 step "rust: format and lints"
 cargo fmt --all -- --check
@@ -63,6 +64,9 @@ cargo test --all-targets
 
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
+step "install: cargo install --path . into a temporary root, then a session with that assay"
+bash scripts/check-install.sh
 
 step "python: build the portable release wheel (scripts/build-wheel.sh) and install it into .venv"
 # The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. The

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, option_name};
 use crate::event_source::is_event_source;
+use crate::policy::Policy;
 
 /// Default `max_line_bytes`: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
@@ -94,6 +95,11 @@ pub struct WrapConfig {
     /// Child stderr sink: a file path (appended to), or inherit when absent.
     #[serde(default)]
     pub stderr: Option<PathBuf>,
+    /// With a capture (whose `proxy-stderr.log` receives the child's stderr), copy the child's
+    /// stderr also to this process's stderr (`assay mcp wrap --server-stderr tee`). A command-line
+    /// option: not a `config_json` key.
+    #[serde(skip)]
+    pub tee_server_stderr: bool,
     /// Log each decision to the diagnostics sink.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verbose: bool,
@@ -133,6 +139,7 @@ impl WrapConfig {
             stdin: 0,
             stdout: 1,
             stderr: None,
+            tee_server_stderr: false,
             verbose: false,
             forward_signals: false,
         }
@@ -186,6 +193,8 @@ pub(crate) struct Plan {
     pub capture_root: Option<PathBuf>,
     pub protocol_out: Option<PathBuf>,
     pub stderr: Option<StderrSink>,
+    /// Copy the child's stderr to this process's stderr too (only with a stderr sink).
+    pub tee_stderr: bool,
     pub dry_run: bool,
     pub drain_timeout: Option<Duration>,
     /// `None`: wait forever.
@@ -202,6 +211,26 @@ pub(crate) enum StderrSink {
     New(PathBuf),
     /// A user-given path: appended to.
     Append(PathBuf),
+}
+
+/// `path` for a message about a file that cannot be read: a relative path also shows the
+/// absolute path it resolved to and the working directory, which a host sets (often `/`).
+fn with_working_dir(path: &Path) -> String {
+    if path.is_absolute() {
+        return path.display().to_string();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => format!(
+            "{} ({}: a relative path is resolved against the working directory {})",
+            path.display(),
+            cwd.join(path).display(),
+            cwd.display()
+        ),
+        Err(_) => format!(
+            "{} (relative to an unknown working directory)",
+            path.display()
+        ),
+    }
 }
 
 /// Resolves a capture directory that may not exist yet: its parent canonicalized, its name kept.
@@ -314,6 +343,36 @@ pub(crate) fn check_root(root: &Path) -> Result<()> {
     }
 }
 
+/// SPEC §6 "policy readable and valid", first half: the path names an existing regular file.
+fn policy_metadata(path: &Path) -> Result<std::fs::Metadata> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::config(
+            "policy",
+            format!("cannot read policy {}: {e}", with_working_dir(path)),
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(Error::config(
+            "policy",
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(meta)
+}
+
+/// Loads and checks the policy file at `path` as `wrap_session` does before it spawns anything
+/// (SPEC §6), with the same errors: [`crate::ErrorKind::Config`] on the `policy` option,
+/// `--policy: …` on the command line. Spawns nothing, creates nothing; `assay policy check`
+/// (SPEC §10) is this plus [`Policy::summary`].
+///
+/// # Errors
+/// A configuration error when the file is missing, not a regular file, or not a valid policy
+/// (the message is the [`crate::PolicyError`]'s).
+pub fn load_policy(path: &Path) -> Result<Policy> {
+    policy_metadata(path)?;
+    Policy::load(path).map_err(|e| Error::config("policy", e.to_string()))
+}
+
 impl WrapConfig {
     /// Runs every check of SPEC §6 and resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<Plan> {
@@ -326,18 +385,7 @@ impl WrapConfig {
                 "no server command given (put it after `--`)",
             ));
         }
-        let policy_meta = std::fs::metadata(&self.policy).map_err(|e| {
-            Error::config(
-                "policy",
-                format!("cannot read policy {}: {e}", self.policy.display()),
-            )
-        })?;
-        if !policy_meta.is_file() {
-            return Err(Error::config(
-                "policy",
-                format!("{} is not a regular file", self.policy.display()),
-            ));
-        }
+        let policy_meta = policy_metadata(&self.policy)?;
         if let Some(t) = self.drain_timeout {
             if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
                 return Err(Error::config(
@@ -549,6 +597,27 @@ impl WrapConfig {
             }
             match std::fs::symlink_metadata(path) {
                 Ok(m) => {
+                    // A file of the capture directory: the directory was used before (a
+                    // capture records one run), whatever option names that file.
+                    let in_capture = self
+                        .capture_dir
+                        .as_deref()
+                        .filter(|d| path.parent() == Some(*d));
+                    if let (false, Some(_)) = (may_exist, in_capture) {
+                        let what = if m.file_type().is_symlink() {
+                            "is a symbolic link (a capture's files are created new, never through a link)"
+                        } else {
+                            "already exists: a capture directory records one run"
+                        };
+                        return Err(Error::config(
+                            "capture-dir",
+                            format!(
+                                "{} {what}; give a new directory, or {} ROOT for a new one per run",
+                                path.display(),
+                                option_name(CAPTURE_ROOT)
+                            ),
+                        ));
+                    }
                     if !may_exist {
                         return Err(Error::config(
                             option,
@@ -620,6 +689,7 @@ impl WrapConfig {
             capture_root: None,
             protocol_out,
             stderr,
+            tee_stderr: self.tee_server_stderr,
             dry_run: self.dry_run,
             drain_timeout: self.drain_timeout.map(Duration::from_secs_f64),
             idle_drain: match self.idle_drain {
@@ -637,6 +707,31 @@ impl WrapConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_policy_errors_are_configuration_errors_on_the_policy_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_policy(&dir.path().join("none.yaml")).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert!(
+            e.to_string().starts_with("--policy: cannot read policy "),
+            "{e}"
+        );
+        let e = load_policy(dir.path()).unwrap_err();
+        assert!(e.to_string().ends_with("is not a regular file"), "{e}");
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "version: '1'\ndeny: [!!binary ZXhlYw==]\n").unwrap();
+        let e = load_policy(&bad).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--policy: policy file ") && msg.contains("line 2 column 8"),
+            "{msg}"
+        );
+        let fifo = dir.path().join("p.yaml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(load_policy(&fifo).is_err());
+    }
 
     #[test]
     fn config_json_refuses_unknown_and_duplicate_keys() {

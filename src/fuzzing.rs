@@ -86,3 +86,52 @@ pub fn fold_table() -> &'static [(u32, u32)] {
 pub fn normalize_key(key: &str) -> String {
     key.trim_end_matches('\0').chars().map(fold).collect()
 }
+
+/// What the client receives for one server line while hiding is on (SPEC §5, "Reading the
+/// server fails closed too"): the client sent `tools/list` requests with the ids `requests`
+/// (raw JSON texts) and the policy refuses exactly the tools named in `refused` (a deny list,
+/// every other tool allowed; names are matched as globs). `None`: the line is forwarded
+/// unchanged. `Some(bytes)`: what is written instead.
+///
+/// # Panics
+/// When `refused` cannot make a policy (a name that is not a valid glob).
+pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> Option<Vec<u8>> {
+    use crate::proxy::tools_list::{ServerLine, ToolsListWatch, on_server_line};
+    let policy = serde_json::json!({
+        "version": "1",
+        "allow": ["*"],
+        "deny": refused,
+        "hide_refused_tools": true,
+    });
+    let policy = crate::policy::Policy::from_bytes(
+        policy.to_string().as_bytes(),
+        std::path::Path::new("fuzz.json"),
+    )
+    .unwrap_or_else(|e| panic!("fuzz policy: {e}"));
+    let watch = ToolsListWatch::new(true, false);
+    for id in requests {
+        watch.note_request(id);
+    }
+    match on_server_line(&watch, &policy, line) {
+        ServerLine::Forward => None,
+        ServerLine::Rewrite(r) => {
+            let mut out = Vec::new();
+            // Writing to memory cannot fail.
+            let _ = r.write_to(&mut out);
+            Some(out)
+        }
+    }
+}
+
+/// How the SDKs read a string id (SPEC §5): JavaScript's `Number(s)` (`None` for `NaN`) and
+/// Python's `int(s)` as canonical decimal text (`None` where it raises).
+pub fn id_string_readings(s: &str) -> (Option<f64>, Option<String>) {
+    crate::proxy::rpc_id::string_readings(s)
+}
+
+/// The value the policy reader makes of a policy file's bytes (before any policy rule is
+/// checked), or its one-line error: the tree SPEC §5 says must equal what PyYAML `safe_load`
+/// reads. `json` selects the `.json` reader, as the extension does.
+pub fn policy_document(bytes: &[u8], json: bool) -> Result<serde_json::Value, String> {
+    crate::policy::read_document(bytes, json).map_err(|e| e.to_string())
+}

@@ -16,19 +16,22 @@
 pub mod capture;
 pub mod error;
 pub mod ffi;
+pub mod host_config;
 pub mod outcome;
+pub mod pins;
 pub mod policy;
 pub mod strict_json;
 
 pub use capture::{
-    CaptureCounts, CaptureStatus, CaptureVerdict, Closure, ClosureKind, PackageManifest,
-    package_capture, read_capture, read_captures,
+    CaptureCounts, CaptureReport, CaptureStatus, CaptureVerdict, Closure, ClosureKind,
+    PackageManifest, package_capture, read_capture, read_captures, show_capture,
 };
 pub use error::{Error, ErrorKind, OptionSpelling, Result};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
+mod canonical;
 mod capture_files;
 mod capture_root;
 mod child;
@@ -41,8 +44,13 @@ pub mod fuzzing;
 mod lenient;
 mod lenient_table;
 mod proxy;
+mod sha256;
 mod signals;
 
 pub use config::WrapConfig;
+
+/// This library's version (the producer version recorded in evidence, and the `assay` command
+/// line's `--version`), e.g. `0.1.0`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};

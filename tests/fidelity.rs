@@ -191,9 +191,9 @@ fn hide_refused_tools_edits_only_answers_to_tools_list_and_keeps_the_rest_exactl
     let input = script(&[
         INIT,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-        // The same id as a string is another request; number 3 is not a tools/list.
+        // A string id; number 4 is not a tools/list (and no SDK reads it as "3").
         r#"{"jsonrpc":"2.0","id":"3","method":"tools/list","params":{}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#,
         // Spelled differently by the client than the server echoes it (`"\u0061"` → `"a"`).
         r#"{"jsonrpc":"2.0","id":"\u0061","method":"tools/list"}"#,
         &call(10, "exec", r#"{"cmd":"id"}"#),
@@ -238,7 +238,7 @@ fn hide_refused_tools_edits_only_answers_to_tools_list_and_keeps_the_rest_exactl
         HIDDEN.replace("__ID__", "\"a\"")
     );
     // Not an answer to a tools/list request: byte-exact, tools and all.
-    assert_eq!(raw_line_with_id(&out, "3"), raw_line_with_id(&direct, "3"));
+    assert_eq!(raw_line_with_id(&out, "4"), raw_line_with_id(&direct, "4"));
     assert_eq!(raw_line_with_id(&out, "1"), raw_line_with_id(&direct, "1"));
     assert_eq!(
         raw_line_with_id(&out, "12"),

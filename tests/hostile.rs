@@ -290,7 +290,8 @@ fn path_cases() -> Vec<PathCase> {
             name: "pre-existing decisions.ndjson in the capture dir",
             plant: |d| plant_old(d, "cap/decisions.ndjson"),
             opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
-            names: "--decision-log",
+            // The user gave --capture-dir, never --decision-log.
+            names: "--capture-dir",
         },
         PathCase {
             name: "pre-existing protocol.json in the capture dir",
@@ -308,7 +309,7 @@ fn path_cases() -> Vec<PathCase> {
             name: "dangling symlink as session-context.json in the capture dir",
             plant: |d| plant_link(d, "cap/session-context.json"),
             opts: |d| evidence_opts(&["--capture-dir".into(), p(d, "cap")]),
-            names: "--session-context-out",
+            names: "session-context.json is a symbolic link",
         },
         PathCase {
             name: "symlink as session-stop.json in the capture dir",

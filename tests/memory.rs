@@ -19,15 +19,24 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
     let dir = tempdir();
     let log = dir.path().join("decisions.ndjson");
-    let mut child = Command::new(bin())
-        .args(wrap_args(
+    peak_rss_of(
+        wrap_args(
             &strs(&evidence_opts(&[
                 "--decision-log".into(),
                 log.display().to_string(),
                 "--decision-log-new".into(),
             ])),
             &["cat"],
-        ))
+        ),
+        line,
+    )
+}
+
+/// Runs `assay` with `args`, writes `line` to it and reads its whole output; returns (peak RSS
+/// in bytes, bytes the client received, the first and last bytes of that output).
+fn peak_rss_of(args: Vec<String>, line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
+    let mut child = Command::new(bin())
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -56,8 +65,12 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
     };
     let mut stdin = child.stdin.take().unwrap();
     let input = line.to_vec();
+    // The client's input stays open until the first output line is complete, so the server (and
+    // the session) outlive the work on that line however slow the build under test is.
+    let (answered, wait_answer) = std::sync::mpsc::channel::<()>();
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
+        let _ = wait_answer.recv();
     });
     // Read the output as it streams; keep only its ends.
     let mut stdout = child.stdout.take().unwrap();
@@ -70,6 +83,9 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
         if n == 0 {
             break;
         }
+        if buf[..n].contains(&b'\n') {
+            let _ = answered.send(());
+        }
         if head.len() < 64 {
             head.extend_from_slice(&buf[..n.min(64 - head.len())]);
         }
@@ -79,6 +95,7 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
         }
         total += n;
     }
+    drop(answered);
     writer.join().unwrap();
     // The zombie keeps /proc/<pid>/status until it is reaped; one last read there.
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -159,4 +176,78 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
         line.len() >> 20,
         (4 * MAX_LINE) >> 20
     );
+}
+
+/// SPEC §3 item 6 and §5: rewriting or replacing a maximal answer to `tools/list` (hiding on)
+/// stays within 4× `max_line_bytes` — tools removed, tools kept, a list of non-tools, a batch
+/// whose every element is replaced by a (longer) error.
+#[test]
+fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
+    let dir = tempdir();
+    let policy = dir.path().join("hide.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n",
+    )
+    .unwrap();
+    let server = root().join("tests/fixtures/big_list_server.py");
+    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
+    for (mode, check) in [
+        ("zeros", "error"),
+        ("refused", "empty"),
+        ("kept", "kept"),
+        ("batch", "errors"),
+    ] {
+        let args = wrap_args(
+            &["--policy", &policy.display().to_string()],
+            &[
+                "python3",
+                &server.display().to_string(),
+                mode,
+                &MAX_LINE.to_string(),
+            ],
+        );
+        let (rss, out, head, tail) = peak_rss_of(args, request);
+        eprintln!(
+            "tools/list answer ({mode}): peak RSS {} KiB, output {out} bytes",
+            rss >> 10
+        );
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let tail = String::from_utf8_lossy(&tail).into_owned();
+        match check {
+            "error" => {
+                assert!(
+                    head.starts_with(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603"#),
+                    "{head}"
+                );
+                assert!(out < 300, "{out}");
+            }
+            "empty" => assert_eq!(
+                head,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n"
+            ),
+            "kept" => {
+                assert!(
+                    head.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},"#),
+                    "{head}"
+                );
+                assert!(tail.ends_with("{\"name\":\"a\"}]}}\n"), "{tail}");
+                assert!(out > MAX_LINE - 100, "{out}");
+            }
+            _ => {
+                assert!(
+                    head.starts_with(r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32603"#),
+                    "{head}"
+                );
+                assert!(tail.ends_with("}}]\n"), "{tail}");
+                assert!(out > 3 * MAX_LINE, "every element answered: {out} bytes");
+            }
+        }
+        assert!(
+            rss <= 4 * MAX_LINE,
+            "{mode}: peak RSS {} MiB (bound {} MiB)",
+            rss >> 20,
+            (4 * MAX_LINE) >> 20
+        );
+    }
 }

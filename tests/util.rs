@@ -387,3 +387,57 @@ pub fn codes(verdict: &serde_json::Value) -> Vec<String> {
         .map(|r| r["code"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// Runs `assay <args>`: writes `first`, waits until a stdout line contains `needle` (at most
+/// 60 s), then writes `then` and closes stdin — a client that sends its next requests only after
+/// an answer, as a real one does. Collects all output.
+pub fn run_after_reply(args: &[String], first: &[u8], needle: &str, then: &[u8]) -> Run {
+    use std::io::{BufRead, BufReader};
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(first).unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut r = BufReader::new(stdout);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    all.extend_from_slice(&line);
+                    let _ = tx.send(line);
+                }
+            }
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if String::from_utf8_lossy(&line).contains(needle) {
+            let _ = stdin.write_all(then);
+            break;
+        }
+    }
+    drop(stdin);
+    let mut stderr = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+    let stdout = reader.join().unwrap();
+    let status = child.wait().expect("wait").code();
+    Run {
+        cmd: format!("assay {}", args.join(" ")),
+        status,
+        stdout,
+        stderr,
+        elapsed: started.elapsed(),
+    }
+}

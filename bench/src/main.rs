@@ -5,7 +5,7 @@
 //! within a round, and the table reports medians over rounds. That keeps the ratios meaningful on
 //! a noisy, shared machine.
 //!
-//! Usage: assay-bench [--quick] [--only throughput,latency,startup,reader,summary,memory]
+//! Usage: assay-bench [--quick] [--only throughput,latency,startup,reader,summary,memory,policy]
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
 
 use std::fmt::Write as _;
@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod policy;
 mod summary;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -1032,6 +1033,9 @@ fn run() -> Res<()> {
         }
         if want("memory") {
             bench_memory(&env, &mut rows, n_mem)?;
+        }
+        if want("policy") {
+            policy::bench_policy(&env, &mut rows, if quick { 3 } else { rounds })?;
         }
         Ok(())
     })();

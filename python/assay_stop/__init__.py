@@ -4,7 +4,8 @@
 child, enforcing a tool policy on every ``tools/call`` and writing the requested evidence.
 ``read_capture`` judges a capture directory ``closed``, ``incomplete`` or ``unknown``, and
 ``read_captures`` every capture under a capture root;
-``package_capture`` copies one with a manifest of digests. See ``_native.pyi`` for the full
+``package_capture`` copies one with a manifest of digests. ``list_tools`` lists a live server's
+tools as an MCP client would, with each tool's definition digest (tool pinning, SPEC §5.1). See ``_native.pyi`` for the full
 documentation of every class and function.
 
 The GIL is released while a session runs, so other Python threads keep running. Ctrl-C
@@ -19,9 +20,11 @@ from typing import Iterable, List, Optional, Protocol, Union
 from assay_stop._native import (
     Closure,
     ConfigError,
+    ListedTool,
     PackageManifest,
     Reason,
     StopWriteError,
+    ToolListing,
     WrapError,
     WrapOutcome,
     __version__,
@@ -31,12 +34,15 @@ from assay_stop import _native
 __all__ = [
     "Closure",
     "ConfigError",
+    "ListedTool",
     "PackageManifest",
     "Reason",
     "StopWriteError",
+    "ToolListing",
     "WrapError",
     "WrapOutcome",
     "__version__",
+    "list_tools",
     "package_capture",
     "read_capture",
     "read_captures",
@@ -188,3 +194,18 @@ def package_capture(
     :class:`WrapError` when ``dst`` exists, a source file is refused, or a copy fails.
     """
     return _native.package_capture(_path(src), _path(dst), [_path(p) for p in extra_files])
+
+
+def list_tools(command: List[str], *, timeout: float = 30.0) -> ToolListing:
+    """List the tools of the MCP server ``command`` (argv) as ``assay mcp pin`` does (SPEC §5.1).
+
+    The server is started, initialized and listed (``nextCursor`` followed), then ended with the
+    bounded cleanup; every line it writes is read with the wrapper's strict rules. Each
+    :class:`ListedTool` carries ``sha256``, the digest a pins file records and a decision's
+    ``tool_definition_sha256`` names. Raises :class:`WrapError` when the server cannot be
+    started, answers an error, sends what the strict rules refuse, or does not answer within
+    ``timeout`` seconds; ``ValueError`` for an empty command or a bad timeout.
+    """
+    if isinstance(command, (str, bytes)):
+        raise TypeError("command must be a list of arguments, not a string")
+    return _native.list_tools([os.fsdecode(a) for a in command], timeout=float(timeout))

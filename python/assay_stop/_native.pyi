@@ -11,6 +11,10 @@ __all__ = [
     "read_capture",
     "read_captures",
     "package_capture",
+    "list_tools",
+    "ToolListing",
+    "ListedTool",
+    "run_cli",
     "WrapOutcome",
     "Closure",
     "Reason",
@@ -116,8 +120,17 @@ def package_capture(src: str, dst: str, extra_files: List[str] = ...) -> Package
     ``extra_files`` are hashed (not copied) into the manifest.
 
     Raises:
+        ConfigError: ``src`` does not exist or is not a directory (nothing is created).
         WrapError: ``dst`` exists or cannot be created, a source is refused, a copy failed.
     """
+
+def run_cli(argv: List[str], exe: str) -> int:
+    """Run the ``assay`` command line with ``argv`` (``argv[0]`` the program name) and return its
+    exit status: the command line of the native ``assay`` binary, compiled into this module.
+    ``exe`` is the path of the ``assay`` program being run. The GIL is released while it runs.
+    Used by the ``assay`` console script (``assay_stop._cli``); it reads this process's stdin
+    and writes its stdout and stderr as the binary does (``mcp wrap`` takes descriptors 0 and 1
+    for the session and leaves descriptor 1 on ``/dev/null``: run it in a process of its own)."""
 
 @final
 class WrapOutcome:
@@ -321,3 +334,49 @@ class StopWriteError(WrapError):
     Earlier evidence is intact. ``outcome`` holds the observed :class:`WrapOutcome`."""
 
     outcome: WrapOutcome
+
+def list_tools(command: List[str], *, timeout: float = 30.0) -> ToolListing:
+    """List the tools of the MCP server ``command`` as an MCP client would (SPEC §5.1, the
+    listing of ``assay mcp pin``): ``initialize`` proposing the newest protocol revision assay
+    knows, ``notifications/initialized``, ``tools/list`` following ``nextCursor``, then the
+    bounded cleanup of the server. Every server line is read with the wrapper's strict rules.
+
+    Raises:
+        WrapError: the server could not be started, ended early, answered an error, sent a
+            line the strict rules refuse (a duplicate key is an error, never a pin), or did not
+            answer within ``timeout`` seconds.
+        ValueError: ``command`` is empty or ``timeout`` is not a positive number.
+    """
+
+@final
+class ToolListing:
+    """What a server listed (``list_tools``). Immutable."""
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision the server answered ``initialize`` with."""
+    @property
+    def server_info(self) -> Optional[Dict[str, Any]]:
+        """The server's ``serverInfo``, when it gave one."""
+    @property
+    def tools(self) -> List[ListedTool]:
+        """Every listed tool, in the server's order."""
+    def to_dict(self) -> Dict[str, Any]:
+        """The listing as plain Python values."""
+
+@final
+class ListedTool:
+    """One listed tool. Immutable."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+    @property
+    def sha256(self) -> str:
+        """SHA-256 (lowercase hex) of the RFC 8785 canonical form of the tool object: the digest
+        a pins file records and a decision's ``tool_definition_sha256`` names."""
+    @property
+    def definition(self) -> Dict[str, Any]:
+        """The tool object as the server listed it."""
+    def to_dict(self) -> Dict[str, Any]:
+        """``{"name", "sha256", "definition"}``."""

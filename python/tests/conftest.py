@@ -24,6 +24,19 @@ def _assay_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel scripts/test.sh built with scripts/build-wheel.sh (`ASSAY_WHEEL`), or a new one."""
+    env = os.environ.get("ASSAY_WHEEL")
+    if env:
+        return Path(env)
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(["bash", str(ROOT / "scripts" / "build-wheel.sh"), str(out)], check=True,
+                   timeout=1500, env={**os.environ, "PYTHON": sys.executable})
+    (built,) = out.glob("assay_stop-*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
 

@@ -126,6 +126,15 @@ def test_package_capture_errors_are_wrap_errors(tmp_path: Path, cli_capture: Pat
     assert not (tmp_path / "p2").exists()
 
 
+def test_package_capture_of_a_missing_or_non_directory_source_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    for src in (tmp_path / "missing", tmp_path / "file"):
+        with pytest.raises(assay_stop.ConfigError) as info:
+            assay_stop.package_capture(src, tmp_path / "out")
+        assert str(src) in str(info.value)
+        assert not (tmp_path / "out").exists()
+
+
 def _module_read(*args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "assay_stop", *args], capture_output=True, timeout=60)
 

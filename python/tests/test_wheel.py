@@ -11,7 +11,6 @@ import os
 import platform
 import re
 import subprocess
-import sys
 import venv
 import zipfile
 from pathlib import Path
@@ -29,19 +28,6 @@ MANYLINUX2014_LIBS = {
 }
 # The glibc dynamic loader, which the libraries above come with.
 LOADER = re.compile(r"ld-linux-[a-z0-9_-]+\.so\.[12]")
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel scripts/test.sh built with scripts/build-wheel.sh (`ASSAY_WHEEL`), or a new one."""
-    env = os.environ.get("ASSAY_WHEEL")
-    if env:
-        return Path(env)
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(["bash", str(ROOT / "scripts" / "build-wheel.sh"), str(out)], check=True,
-                   timeout=1500, env={**os.environ, "PYTHON": sys.executable})
-    (built,) = out.glob("assay_stop-*.whl")
-    return built
 
 
 def _extension(wheel: Path, into: Path) -> Path:

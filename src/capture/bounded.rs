@@ -7,8 +7,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 /// Why a bounded open or read failed.
 #[derive(Debug)]
@@ -47,13 +51,40 @@ pub(crate) fn open_regular(path: &Path, bound: u64) -> Result<(File, u64), Bound
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOENT) => BoundedError::Missing,
-            // O_NOFOLLOW on a symlink fails with ELOOP (Linux, BSDs) or EMLINK (FreeBSD).
-            Some(libc::ELOOP) | Some(libc::EMLINK) => BoundedError::NotRegular("symbolic link"),
-            Some(libc::ENXIO) => BoundedError::NotRegular("socket or fifo"),
-            _ => BoundedError::Io(e),
-        })?;
+        .map_err(|e| classify(e.raw_os_error(), e))?;
+    checked(file, bound)
+}
+
+/// [`open_regular`] for the entry `name` of the open directory `dir` (`openat`): the directory
+/// is never looked up by path again.
+pub(crate) fn open_regular_at(
+    dir: &OwnedFd,
+    name: &str,
+    bound: u64,
+) -> Result<(File, u64), BoundedError> {
+    let fd = nix::fcntl::openat(
+        dir,
+        name,
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| classify(Some(e as i32), io::Error::from(e)))?;
+    checked(File::from(fd), bound)
+}
+
+/// The error of a failed open.
+fn classify(errno: Option<i32>, e: io::Error) -> BoundedError {
+    match errno {
+        Some(libc::ENOENT) => BoundedError::Missing,
+        // O_NOFOLLOW on a symlink fails with ELOOP (Linux, BSDs) or EMLINK (FreeBSD).
+        Some(libc::ELOOP) | Some(libc::EMLINK) => BoundedError::NotRegular("symbolic link"),
+        Some(libc::ENXIO) => BoundedError::NotRegular("socket or fifo"),
+        _ => BoundedError::Io(e),
+    }
+}
+
+/// `fstat` checks of an opened file: regular, within `bound`.
+fn checked(file: File, bound: u64) -> Result<(File, u64), BoundedError> {
     let meta = file.metadata().map_err(BoundedError::Io)?;
     let ft = meta.file_type();
     if !ft.is_file() {

@@ -117,6 +117,13 @@ pub(super) fn check_context<'a>(
     {
         f.bad("hide_refused_tools", "is not a boolean");
     }
+    // SPEC §4.2, §5.1: null or 64 lowercase hex when present; older contexts lack it.
+    if data
+        .get("pins_sha256")
+        .is_some_and(|v| !v.is_null() && !v.as_str().is_some_and(|s| super::fields::is_hex(s, 64)))
+    {
+        f.bad("pins_sha256", "is not 64 lowercase hex characters or null");
+    }
     f.sha256("command_sha256");
     f.producer("producer");
     f.equals("assertion_basis", "producer_observation");

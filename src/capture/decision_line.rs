@@ -106,6 +106,12 @@ pub(super) enum PolicyCode {
     Malformed,
     #[serde(rename = "P_BATCH_REFUSED")]
     BatchRefused,
+    #[serde(rename = "P_TOOL_UNPINNED")]
+    ToolUnpinned,
+    #[serde(rename = "P_TOOL_DRIFT")]
+    ToolDrift,
+    #[serde(rename = "P_TOOL_UNLISTED")]
+    ToolUnlisted,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +151,9 @@ pub(super) struct DecisionData<'a> {
     pub(super) policy_sha256: JStr<'a>,
     #[serde(borrow, deserialize_with = "nullable")]
     pub(super) arguments_sha256: Option<JStr<'a>>,
+    /// SPEC §5.1: present in lines written with pinning support, absent in older ones.
+    #[serde(default, borrow)]
+    pub(super) tool_definition_sha256: Option<JStr<'a>>,
 }
 
 /// Line-level reasons, capped at [`MAX_LINE_REASONS`].
@@ -208,6 +217,8 @@ pub(super) struct LineView<'a> {
     pub(super) enforced: bool,
     pub(super) policy_sha256: &'a str,
     pub(super) arguments_sha256: Option<&'a str>,
+    /// `None` when absent or null.
+    pub(super) tool_definition_sha256: Option<&'a str>,
 }
 
 impl<'a> LineView<'a> {
@@ -229,6 +240,7 @@ impl<'a> LineView<'a> {
             enforced: d.enforced,
             policy_sha256: &d.policy_sha256,
             arguments_sha256: d.arguments_sha256.as_deref(),
+            tool_definition_sha256: d.tool_definition_sha256.as_deref(),
         }
     }
 }

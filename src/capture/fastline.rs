@@ -222,6 +222,9 @@ fn policy_code(s: &str) -> Option<PolicyCode> {
         "P_ARG_SCHEMA" => PolicyCode::ArgSchema,
         "P_MALFORMED" => PolicyCode::Malformed,
         "P_BATCH_REFUSED" => PolicyCode::BatchRefused,
+        "P_TOOL_UNPINNED" => PolicyCode::ToolUnpinned,
+        "P_TOOL_DRIFT" => PolicyCode::ToolDrift,
+        "P_TOOL_UNLISTED" => PolicyCode::ToolUnlisted,
         _ => return None,
     })
 }
@@ -325,13 +328,18 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
                 see(&mut seen, 10)?;
                 v.arguments_sha256 = p.nullable_plain_str()?;
             }
+            // SPEC §5.1: optional (older lines lack it).
+            b"tool_definition_sha256" => {
+                see(&mut seen, 11)?;
+                v.tool_definition_sha256 = p.nullable_plain_str()?;
+            }
             _ => return None,
         }
         if !p.next()? {
             break;
         }
     }
-    (seen == 0x7ff).then_some(())
+    (seen & 0x7ff == 0x7ff).then_some(())
 }
 
 #[cfg(test)]

@@ -5,12 +5,10 @@
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::limits::MAX_DEPTH;
 use super::verdict::{FileDigest, Reason, ReasonCode};
-use crate::evidence::event::hex;
 use crate::strict_json::{self, ScanErrorKind};
 
 /// At most this many reasons come from individual decision lines; the rest are summarized in
@@ -37,7 +35,7 @@ impl Reasons {
 pub(crate) fn digest_of(bytes: &[u8]) -> FileDigest {
     FileDigest {
         bytes: bytes.len() as u64,
-        sha256: hex(&Sha256::digest(bytes)),
+        sha256: crate::sha256::digest_hex(bytes),
     }
 }
 

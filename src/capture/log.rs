@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use super::bounded::{self, BoundedError};
 use super::decision_line::{
     Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
@@ -17,8 +15,8 @@ use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
 use super::limits::{LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::verdict::{FileDigest, ReasonCode};
 use crate::event_source::is_event_source;
-use crate::evidence::event::hex;
 use crate::outcome::{DecisionLogState, StopData};
+use crate::sha256::Sha256;
 use crate::strict_json;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
@@ -76,6 +74,9 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     }
     if d.arguments_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+    }
+    if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
+        schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
     }
     if (d.decision == Decision::Allow) != (d.reason_code == PolicyCode::PolicyAllow) {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
@@ -168,7 +169,7 @@ impl LogHash {
 
     /// (SHA-256 of the whole file, SHA-256 of the bytes up to and including the last `\n`).
     pub(super) fn finish(self) -> (String, String) {
-        (hex(&self.all.finalize()), hex(&self.prefix.finalize()))
+        (self.all.finalize_hex(), self.prefix.finalize_hex())
     }
 }
 

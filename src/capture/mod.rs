@@ -10,6 +10,7 @@
 //!
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
+//! [`show_capture`] collects what a person needs to read one capture (`assay capture show`).
 
 mod agreement;
 mod bounded;
@@ -22,6 +23,7 @@ mod limits;
 mod log;
 mod no_session;
 mod package;
+mod show;
 mod summary;
 mod verdict;
 
@@ -29,6 +31,9 @@ use std::path::Path;
 
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
+};
+pub use show::{
+    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, LogLine, SessionFacts, show_capture,
 };
 pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
 

@@ -1,18 +1,25 @@
 //! `package_capture`: copy a capture's raw bytes into a new directory with a manifest (SPEC §7).
 //!
-//! Every source is opened with the bounded no-follow opener and streamed through a bound, so a
-//! hostile capture costs no more than its bounds. Everything that can fail before writing —
+//! The source directory is opened once (a missing one is a usage error, never an empty
+//! package) and every source is opened relative to it with the bounded no-follow opener and
+//! streamed through a bound, so a hostile capture costs no more than its bounds. The package
+//! directory is created, opened once without following links, and every file is created
+//! relative to that descriptor (SPEC §7). Everything that can fail before writing —
 //! opening the sources, hashing extra files and the producer binary — happens before `dst` is
 //! created. The verdict in the manifest is `read_capture` run on the *copied* files, so it
 //! describes exactly the bytes in the package.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, open};
+use nix::sys::stat::Mode;
+
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::bounded::{self, BoundedError};
 use super::checks::judge;
@@ -22,7 +29,10 @@ use super::limits::{
 };
 use super::verdict::Closure;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::event::hex;
+use crate::sha256::Sha256;
+
+/// The manifest's file name inside the package.
+const MANIFEST: &str = "manifest.json";
 
 /// The `schema` of `manifest.json`.
 pub const PACKAGE_SCHEMA: &str = "assay.capture.package.v1";
@@ -159,13 +169,14 @@ fn stream(
                 .map_err(|e| Error::io(*p, "cannot write", &e))?;
         }
     }
-    Ok((total, hex(&hasher.finalize())))
+    Ok((total, hasher.finalize_hex()))
 }
 
-/// A new file through the one exclusive evidence opener (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,
-/// mode exactly 0600).
-fn create_new(path: &Path) -> Result<File> {
-    crate::evidence::file::create_new(path).map_err(|e| Error::io(path, "cannot create", &e))
+/// A new file `name` in the package directory `dir` through the one exclusive evidence opener
+/// (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, mode exactly 0600); `path` is for messages.
+fn create_new_at(dir: &OwnedFd, name: &str, path: &Path) -> Result<File> {
+    crate::evidence::file::create_new_at(dir, name)
+        .map_err(|e| Error::io(path, "cannot create", &e))
 }
 
 /// The file holding the code of this library: the mapping of `/proc/self/maps` that contains
@@ -203,21 +214,71 @@ fn hash_path(path: &Path, follow: bool) -> Result<(u64, String)> {
 }
 
 /// Removes what a failed packaging created (best effort; the error already names the cause).
-fn cleanup(dst: &Path, created: &[PathBuf]) {
-    for p in created {
-        let _ = std::fs::remove_file(p);
+fn cleanup(dst: &Path, dir: &OwnedFd, created: &[&str]) {
+    for name in created {
+        let _ = nix::unistd::unlinkat(dir, *name, nix::unistd::UnlinkatFlags::NoRemoveDir);
     }
     let _ = std::fs::remove_dir(dst);
 }
 
+/// Opens the capture directory `src`: a missing path or one that is not a directory is a usage
+/// error (SPEC §7: "never an empty package"), like a missing root for `read_captures`.
+fn open_source(src: &Path) -> Result<OwnedFd> {
+    open(
+        src,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::ENOENT => Error::invalid_argument(format!(
+            "capture directory {} does not exist",
+            src.display()
+        )),
+        Errno::ENOTDIR => Error::invalid_argument(format!(
+            "capture directory {} is not a directory",
+            src.display()
+        )),
+        e => Error::io(
+            src,
+            "cannot open capture directory",
+            &std::io::Error::from(e),
+        ),
+    })
+}
+
+/// Creates `dst` (mode 0700, must not exist) and opens it without following a symlink: every
+/// file of the package is then created relative to this descriptor.
+fn create_destination(dst: &Path) -> Result<OwnedFd> {
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dst)
+        .map_err(|e| Error::io(dst, "cannot create package directory", &e))?;
+    open(
+        dst,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        let _ = std::fs::remove_dir(dst);
+        Error::io(
+            dst,
+            "cannot open the package directory it created",
+            &std::io::Error::from(e),
+        )
+    })
+}
+
 /// Copies the capture in `src` into the new directory `dst` and writes `dst/manifest.json`.
 ///
-/// `dst` must not exist; it is created with mode 0700. Each capture file present in `src`
-/// (`protocol.json`, `session-context.json`, `session-stop.json`, `decisions.ndjson`,
-/// `proxy-stderr.log`, `coverage.json`, `no-session.json`) is copied byte for byte to a new 0600
-/// file. A missing file is skipped (the embedded verdict reports it); a file that is a symlink,
-/// not a regular file or over its bound is an error. `extra_files` (helper or source files the caller wants
-/// on record) are hashed, not copied. Returns the manifest that was written.
+/// `src` must be an existing directory. `dst` must not exist; it is created with mode 0700 and
+/// opened once, and every file is created relative to that descriptor (`openat`, never
+/// re-resolved by path), as the sources are opened relative to `src`'s. Each capture file
+/// present in `src` (`protocol.json`, `session-context.json`, `session-stop.json`,
+/// `decisions.ndjson`, `proxy-stderr.log`, `coverage.json`, `no-session.json`) is copied byte
+/// for byte to a new 0600 file. A missing file is skipped (the embedded verdict reports it); a
+/// file that is a symlink, not a regular file or over its bound is an error. `extra_files`
+/// (helper or source files the caller wants on record) are hashed, not copied. Returns the
+/// manifest that was written.
 ///
 /// The manifest records the producer's version and the SHA-256 of the binary holding this
 /// code (see `docs/capture-reader.md`), the closure verdict of the packaged files, and
@@ -225,15 +286,17 @@ fn cleanup(dst: &Path, created: &[PathBuf]) {
 /// authenticate the producer.
 ///
 /// # Errors
-/// [`ErrorKind::Io`] naming the path when `dst` exists or cannot be created, a source cannot
-/// be read or is refused, or a copy cannot be written. After a failure nothing is left in `dst`
-/// that this call created.
+/// [`ErrorKind::InvalidArgument`] when `src` does not exist or is not a directory (a usage
+/// error, exit status 2; nothing is created); [`ErrorKind::Io`] naming the path when `dst`
+/// exists or cannot be created, a source cannot be read or is refused, or a copy cannot be
+/// written. After a failure nothing is left in `dst` that this call created.
 pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> Result<PackageManifest> {
     // 1. Open every source first, so a refused file fails before anything is created.
+    let src_dir = open_source(src)?;
     let mut sources = Vec::new();
     for (name, bound) in PACKAGED {
         let path = src.join(name);
-        match bounded::open_regular(&path, bound) {
+        match bounded::open_regular_at(&src_dir, name, bound) {
             Ok((file, _)) => sources.push((name, bound, path, file)),
             Err(BoundedError::Missing) => {}
             Err(e) => return Err(bounded_err(&path, bound, e)),
@@ -258,18 +321,15 @@ pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> Resul
     };
     let (_, binary_sha256) = hash_path(&binary_path, true)?;
 
-    // 2. Create dst (must not exist) and copy.
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dst)
-        .map_err(|e| Error::io(dst, "cannot create package directory", &e))?;
-    let mut created = Vec::new();
+    // 2. Create dst (must not exist), hold it open, and copy into it.
+    let dir = create_destination(dst)?;
+    let mut created: Vec<&str> = Vec::new();
     let result = (|| {
         let mut files = Vec::new();
         for (name, bound, path, file) in sources {
             let out_path = dst.join(name);
-            let mut out = create_new(&out_path)?;
-            created.push(out_path.clone());
+            let mut out = create_new_at(&dir, name, &out_path)?;
+            created.push(name);
             let (bytes, sha256) = stream(file, &path, bound, Some((&mut out, &out_path)))?;
             files.push(PackagedFile {
                 name,
@@ -277,6 +337,14 @@ pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> Resul
                 sha256,
             });
         }
+        // The verdict of exactly the files written: read through the held descriptor where
+        // /proc is available.
+        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        let judged = if proc_path.is_dir() {
+            judge(&proc_path)
+        } else {
+            judge(dst)
+        };
         let manifest = PackageManifest {
             schema: PACKAGE_SCHEMA,
             files,
@@ -288,21 +356,21 @@ pub fn package_capture(src: &Path, dst: &Path, extra_files: &[PathBuf]) -> Resul
                 binary_sha256,
             },
             extra_files: extras,
-            closure: judge(dst),
+            closure: judged,
             non_claims: PACKAGE_NON_CLAIMS,
         };
         let mut text = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| Error::new(ErrorKind::Internal, format!("manifest: {e}")))?;
         text.push(b'\n');
-        let manifest_path = dst.join("manifest.json");
-        let mut out = create_new(&manifest_path)?;
-        created.push(manifest_path.clone());
+        let manifest_path = dst.join(MANIFEST);
+        let mut out = create_new_at(&dir, MANIFEST, &manifest_path)?;
+        created.push(MANIFEST);
         out.write_all(&text)
             .map_err(|e| Error::io(&manifest_path, "cannot write", &e))?;
         Ok(manifest)
     })();
     if result.is_err() {
-        cleanup(dst, &created);
+        cleanup(dst, &dir, &created);
     }
     result
 }

@@ -144,6 +144,48 @@ fn cases() -> Vec<Case> {
             expect: Closed,
             codes: &[],
         },
+        Case {
+            // SPEC §4.1, §5.1: lines with the digest, with null, and without the key (older
+            // captures) are all accepted, as are the pinning reason codes.
+            name: "decision lines with and without tool_definition_sha256, pins reason codes",
+            setup: |b| {
+                b.edit_line.push(Box::new(|i, v| match i % 3 {
+                    0 => set(v, "data/tool_definition_sha256", json!("ab".repeat(32))),
+                    1 => set(v, "data/tool_definition_sha256", Value::Null),
+                    _ => {}
+                }));
+                b.edit_line.push(Box::new(|i, v| {
+                    if v["data"]["decision"] == "deny" {
+                        let code = ["P_TOOL_UNPINNED", "P_TOOL_DRIFT", "P_TOOL_UNLISTED"][i % 3];
+                        set(v, "data/reason_code", json!(code));
+                    }
+                }));
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
+        Case {
+            name: "context records pins_sha256",
+            setup: |b| {
+                b.edit_context.push(Box::new(|v| {
+                    set(v, "data/pins_sha256", json!("0f".repeat(32)))
+                }))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
+        Case {
+            name: "context records a null pins_sha256",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/pins_sha256", Value::Null)))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
         // ---- incomplete ----
         Case {
             name: "poisoned writer with a partial tail",
@@ -409,6 +451,42 @@ fn cases() -> Vec<Case> {
             setup: |b| {
                 b.edit_context
                     .push(Box::new(|v| remove(v, "data/command_sha256")))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "tool_definition_sha256 is not lowercase hex",
+            setup: |b| {
+                b.edit_line.push(Box::new(|i, v| {
+                    if i == 1 {
+                        set(v, "data/tool_definition_sha256", json!("AB".repeat(32)))
+                    }
+                }))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "tool_definition_sha256 is a number",
+            setup: |b| {
+                b.edit_line.push(Box::new(|i, v| {
+                    if i == 2 {
+                        set(v, "data/tool_definition_sha256", json!(7))
+                    }
+                }))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context pins_sha256 is not 64 hex",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/pins_sha256", json!("abc"))))
             },
             after: nothing,
             expect: Unknown,
@@ -920,10 +998,7 @@ fn verdict_json_shape() {
     for name in [PROTOCOL, CONTEXT, STOP, LOG] {
         let bytes = std::fs::read(dir.path().join(name)).unwrap();
         assert_eq!(files[name]["bytes"], bytes.len());
-        assert_eq!(
-            files[name]["sha256"],
-            crate::evidence::event::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
-        );
+        assert_eq!(files[name]["sha256"], crate::sha256::digest_hex(&bytes));
     }
 }
 

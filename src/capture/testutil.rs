@@ -3,10 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::{CONTEXT, LOG, PROTOCOL, STOP};
-use crate::evidence::event::hex;
 
 pub(super) const SID: &str = "0123456789abcdef0123456789abcdef";
 pub(super) const POLICY_SHA: &str =
@@ -148,7 +146,7 @@ impl Builder {
                 "matched_rule": if allow { json!("*") } else { json!("exec") },
                 "enforced": !self.dry_run,
                 "policy_sha256": POLICY_SHA,
-                "arguments_sha256": if seq.is_multiple_of(2) { json!(hex(&Sha256::digest(seq.to_string()))) } else { Value::Null },
+                "arguments_sha256": if seq.is_multiple_of(2) { json!(crate::sha256::digest_hex(seq.to_string().as_bytes())) } else { Value::Null },
             }),
         );
         for e in &self.edit_line {
@@ -194,7 +192,7 @@ impl Builder {
                 "decision_log": self.decision_log,
                 "decision_events_written": acct(json!(self.decisions)),
                 "decision_events_dropped": acct(json!(self.dropped)),
-                "decision_prefix_sha256": acct(json!(hex(&Sha256::digest(prefix)))),
+                "decision_prefix_sha256": acct(json!(crate::sha256::digest_hex(prefix))),
                 "assertion_basis": "producer_observation",
                 "non_claims": crate::outcome::NON_CLAIMS,
             }),

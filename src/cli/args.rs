@@ -7,8 +7,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// MCP stdio wrapper with a tool policy, a decision log and session-stop evidence.
+// Name, version and description are spelled here, not taken from the compiling crate: the same
+// definitions are compiled into the Python extension for its `assay` console script.
 #[derive(Parser, Debug)]
-#[command(name = "assay", version, about)]
+#[command(
+    name = "assay",
+    version = assay::VERSION,
+    about = "MCP stdio wrapper with a tool policy, a decision log, session-stop evidence and a bounded capture reader"
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -24,15 +30,94 @@ pub(crate) enum Command {
     /// Read and package capture directories.
     #[command(subcommand)]
     Capture(CaptureCommand),
+    /// Check policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Run the bundled demo: an example server wrapped with an example policy, a scripted client
     /// session, then the reader's verdict.
     Demo(DemoArgs),
+    /// Print the shell completion script for SHELL (bash, zsh or fish) on stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
 }
 
+/// The shells `assay completions` writes scripts for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum Shell {
+    /// bash: `source <(assay completions bash)`.
+    Bash,
+    /// zsh: write `_assay` into a directory on `$fpath`.
+    Zsh,
+    /// fish: write `assay.fish` into `~/.config/fish/completions/`.
+    Fish,
+}
+
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub(crate) enum McpCommand {
     /// Run COMMAND as an MCP stdio server behind the policy.
     Wrap(WrapArgs),
+    /// Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run
+    /// through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them.
+    WrapConfig(WrapConfigArgs),
+    /// List COMMAND's tools as an MCP client would, then write pins for them (--out) or check
+    /// them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be
+    /// listed.
+    Pin(PinArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PinArgs {
+    /// Write the pins of every listed tool to PINS (a new file, mode 0600) and print a table.
+    #[arg(
+        long,
+        value_name = "PINS",
+        conflicts_with = "check",
+        required_unless_present = "check"
+    )]
+    pub out: Option<PathBuf>,
+    /// With --out: replace an existing PINS (atomically).
+    #[arg(long, requires = "out")]
+    pub update: bool,
+    /// With --out: print a starter policy (YAML) that allows exactly the listed tools and pins
+    /// them on stdout (the table goes to stderr).
+    #[arg(long, requires = "out")]
+    pub policy_template: bool,
+    /// Check the server's tools against PINS: exit 0 when every tool matches its pin, 1 when
+    /// a tool was added, removed or changed (printed with a diff).
+    #[arg(long, value_name = "PINS")]
+    pub check: Option<PathBuf>,
+    /// Give up on the server after SECS seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// The server command and its arguments (after `--`, or from the first argument that is
+    /// not an option on).
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WrapConfigArgs {
+    /// The host's configuration file (Claude Desktop, Cursor, VS Code `mcp.json`, the MCP
+    /// Inspector's config).
+    pub file: PathBuf,
+    /// The policy every wrapped server runs under (made absolute).
+    #[arg(long, required_unless_present = "unwrap", conflicts_with = "unwrap")]
+    pub policy: Option<PathBuf>,
+    /// Give every launch of every wrapped server a new capture directory under ROOT (made
+    /// absolute); each entry also gets its name as label and event source.
+    #[arg(long, value_name = "ROOT", conflicts_with = "unwrap")]
+    pub capture_root: Option<PathBuf>,
+    /// Print the change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Restore the original command and arguments of every wrapped entry.
+    #[arg(long)]
+    pub unwrap: bool,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +158,11 @@ pub(crate) struct WrapArgs {
     /// Log each decision to stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Where the server's stderr goes in a capture: `log` (default) into its proxy-stderr.log
+    /// only, `tee` also to assay's own stderr (the host's log). Without a capture the server's
+    /// stderr is assay's stderr either way.
+    #[arg(long, value_enum, value_name = "WHERE", default_value_t = ServerStderr::Log)]
+    pub server_stderr: ServerStderr,
     /// Bound on draining the server's output after the client closes, in seconds.
     #[arg(long, value_name = "SECS")]
     pub drain_timeout: Option<f64>,
@@ -112,6 +202,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.capture_root = a.capture_root;
         c.dry_run = a.dry_run;
         c.verbose = a.verbose;
+        c.tee_server_stderr = a.server_stderr == ServerStderr::Tee;
         c.drain_timeout = a.drain_timeout;
         c.max_line_bytes = a.max_line_bytes;
         c.idle_drain = a.idle_drain;
@@ -133,6 +224,15 @@ pub(crate) enum CaptureCommand {
     Summary {
         /// The capture root.
         root: PathBuf,
+        /// `json`: one JSON line per capture, then the summary line; `table`: a table for people.
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Json)]
+        format: SummaryFormat,
+    },
+    /// Show a capture for people: who ran, when, how it ended, the verdict in words, then one
+    /// row per decision and the counts; exit 0 closed, 1 incomplete, 3 unknown.
+    Show {
+        /// The capture directory.
+        dir: PathBuf,
     },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {
@@ -144,6 +244,45 @@ pub(crate) enum CaptureCommand {
         #[arg(long = "hash-file", value_name = "PATH")]
         hash_file: Vec<PathBuf>,
     },
+}
+
+/// Where `mcp wrap --server-stderr` sends the server's stderr in a capture.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ServerStderr {
+    /// Into the capture's proxy-stderr.log only.
+    Log,
+    /// Into proxy-stderr.log and to assay's own stderr.
+    Tee,
+}
+
+/// How `assay capture summary` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SummaryFormat {
+    /// One JSON line per capture, then `{"summary":{…}}` (SPEC §10).
+    Json,
+    /// A table: one row per capture, then the counts.
+    Table,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum PolicyCommand {
+    /// Load and validate a policy file without running anything, and print what it allows,
+    /// denies and constrains; exit 0 when it is valid, 2 (with the error `mcp wrap` would print)
+    /// when it is not.
+    Check {
+        /// The policy file (YAML or JSON).
+        file: PathBuf,
+        /// Output: `text` for people, `json` for programs (`assay.policy.summary.v1`).
+        #[arg(long, value_enum, default_value_t = PolicyFormat::Text)]
+        format: PolicyFormat,
+    },
+}
+
+/// How `policy check` prints the summary.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PolicyFormat {
+    Text,
+    Json,
 }
 
 #[derive(Args, Debug)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use assay::{package_capture, read_capture, read_captures};
 
-use crate::messages::{Failure, exit};
+use super::messages::{Failure, exit};
 
 /// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10). A DIR
 /// that does not exist or is not a directory is a usage error (status 2) that says so, as

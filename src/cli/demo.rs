@@ -9,8 +9,8 @@ use std::process::{Command, ExitCode, Stdio};
 
 use assay::{ClosureKind, read_capture};
 
-use crate::args::DemoArgs;
-use crate::messages::{Failure, exit};
+use super::args::DemoArgs;
+use super::messages::{Failure, exit};
 
 /// A line on stdout; a reader that went away ends the demo (quietly on a broken pipe) with
 /// status 3, the demo's status for a run it could not finish.
@@ -128,7 +128,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let policy = base.join("policy.yaml");
     std::fs::write(&server, SERVER).map_err(failed)?;
     std::fs::write(&policy, POLICY).map_err(failed)?;
-    let exe = std::env::current_exe().map_err(failed)?;
+    let exe = super::exe().map_err(failed)?;
     let mut out = std::io::stdout().lock();
     say!(out, "assay demo");
     say!(out, "  server:  python3 {}", server.display());

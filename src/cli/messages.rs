@@ -26,10 +26,15 @@ pub(crate) enum Failure {
         context: &'static str,
         error: assay::Error,
     },
+    /// A usage error found after parsing (a directory that does not exist, a file that cannot
+    /// be used): its one-line message, status 2 (SPEC §10).
+    Invalid(String),
     /// Writing the command's own output to stdout failed; `status` is what the command reports
     /// then. A broken pipe (the reader went away, as in `assay capture summary ROOT | head -1`)
     /// is a normal end and prints nothing.
     Output { error: io::Error, status: i32 },
+    /// A diagnostic of the command line's own, then `status`.
+    Message { text: String, status: i32 },
     /// Any other I/O failure of the command line itself: `what: error`, then `status`.
     Io {
         what: &'static str,
@@ -39,6 +44,14 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// One diagnostic, then `status`.
+    pub(crate) fn message(text: impl Into<String>, status: i32) -> Self {
+        Self::Message {
+            text: text.into(),
+            status,
+        }
+    }
+
     /// The library's error, with no context.
     pub(crate) fn library(error: assay::Error) -> Self {
         Self::Library { context: "", error }
@@ -56,6 +69,10 @@ impl Failure {
                 let _ = e.print();
                 ExitCode::from(2)
             }
+            Self::Invalid(message) => {
+                eprint_assay(&message);
+                ExitCode::from(2)
+            }
             Self::Library { context, error } => {
                 eprint_assay(&format!("{context}{error}"));
                 exit(error.exit_status())
@@ -67,6 +84,10 @@ impl Failure {
             }
             Self::Output { error, status } => {
                 eprint_assay(&format!("cannot write to stdout: {error}"));
+                exit(status)
+            }
+            Self::Message { text, status } => {
+                eprint_assay(&text);
                 exit(status)
             }
             Self::Io {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use assay::{ClientIo, ErrorKind, WrapConfig, wrap_session};
 
-use crate::messages::{Failure, eprint_assay, exit};
+use super::messages::{Failure, eprint_assay, exit};
 
 /// Runs the session; the status is the outcome's (SPEC §10). The outcome's diagnostics are
 /// printed here; a session that could not run is a [`Failure`].

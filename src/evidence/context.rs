@@ -22,6 +22,8 @@ pub(crate) struct ContextData<'a> {
     pub dry_run: bool,
     /// The policy's `hide_refused_tools` (SPEC §4.2, §5).
     pub hide_refused_tools: bool,
+    /// SHA-256 of the pins file's bytes, when the policy has pins (SPEC §4.2, §5.1).
+    pub pins_sha256: Option<&'a str>,
     pub command_sha256: &'a str,
     pub producer: Producer,
     pub assertion_basis: &'static str,

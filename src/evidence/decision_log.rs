@@ -9,10 +9,9 @@
 use std::fs::File;
 use std::io::{self, Write};
 
-use sha2::{Digest, Sha256};
-
-use super::event::{Clock, HexDigest, TYPE_DECISION, hex, push_json_str};
+use super::event::{Clock, HexDigest, TYPE_DECISION, push_json_str};
 use crate::policy::{Decision, ReasonCode};
+use crate::sha256::Sha256;
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
 pub(crate) trait DecisionSink: Send {
@@ -45,6 +44,8 @@ pub(crate) struct DecisionEntry<'a> {
     pub reason: &'a str,
     pub matched_rule: Option<&'a str>,
     pub arguments_sha256: Option<&'a HexDigest>,
+    /// The definition digest the session remembers for the tool (SPEC §5.1), if any.
+    pub tool_definition_sha256: Option<&'a HexDigest>,
 }
 
 /// The outcome of one emission.
@@ -209,15 +210,9 @@ impl DecisionFormat {
         out.extend_from_slice(self.tool_segment(e.tool));
         push_opt(out, e.tool_call_id);
         out.extend_from_slice(self.verdict_segment(e));
-        match e.arguments_sha256 {
-            // Hex digits need no escaping.
-            Some(d) => {
-                out.push(b'"');
-                out.extend_from_slice(d.as_bytes());
-                out.push(b'"');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
+        push_digest(out, e.arguments_sha256);
+        out.extend_from_slice(b",\"tool_definition_sha256\":");
+        push_digest(out, e.tool_definition_sha256);
         out.extend_from_slice(b"}}\n");
     }
 
@@ -252,6 +247,18 @@ impl DecisionFormat {
             seg.key.set(e);
         }
         &seg.text
+    }
+}
+
+/// A digest as a JSON string (hex digits need no escaping), or `null`.
+fn push_digest(out: &mut Vec<u8>, d: Option<&HexDigest>) {
+    match d {
+        Some(d) => {
+            out.push(b'"');
+            out.extend_from_slice(d.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
     }
 }
 
@@ -323,7 +330,7 @@ impl DecisionLog {
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
-            prefix_sha256: hex(&hasher.finalize()),
+            prefix_sha256: hasher.finalize_hex(),
             poisoned: self.poisoned,
         }
     }
@@ -404,6 +411,7 @@ mod tests {
             reason: "allowed",
             matched_rule: Some("allow:*"),
             arguments_sha256: None,
+            tool_definition_sha256: Some(&DIGEST),
         }
     }
 
@@ -421,6 +429,7 @@ mod tests {
         enforced: bool,
         policy_sha256: &'a str,
         arguments_sha256: Option<&'a str>,
+        tool_definition_sha256: Option<&'a str>,
     }
 
     struct VecSink(Arc<Mutex<Vec<u8>>>);
@@ -449,6 +458,7 @@ mod tests {
                 reason: "bad \"name\"\t\u{1}",
                 matched_rule: None,
                 arguments_sha256: Some(&DIGEST),
+                tool_definition_sha256: None,
             },
             DecisionEntry {
                 tool: Some("t\u{7f}\u{1F600}"),
@@ -458,6 +468,7 @@ mod tests {
                 reason: "",
                 matched_rule: Some("deny:x*"),
                 arguments_sha256: None,
+                tool_definition_sha256: Some(&DIGEST),
             },
         ];
         // Each entry after each other one (and itself), so every change of tool or verdict
@@ -516,6 +527,7 @@ mod tests {
                     enforced: false,
                     policy_sha256: policy,
                     arguments_sha256: e.arguments_sha256.map(HexDigest::as_str),
+                    tool_definition_sha256: e.tool_definition_sha256.map(HexDigest::as_str),
                 },
             )
             .to_line()

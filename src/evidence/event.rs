@@ -2,9 +2,11 @@
 //! digests (SPEC §4).
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::sha256::Sha256;
+// The hex helpers live with the one SHA-256; the evidence writers reach them from here.
+pub(crate) use crate::sha256::{HexDigest, hex};
 
 /// Event type of a decision line.
 pub(crate) const TYPE_DECISION: &str = "assay.tool.decision";
@@ -54,60 +56,10 @@ impl<'a, D: Serialize> Envelope<'a, D> {
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut s = Vec::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.extend_from_slice(&HEX_PAIRS[usize::from(b)]);
-    }
-    // Only ASCII hex digits were pushed.
-    String::from_utf8(s).unwrap_or_default()
-}
-
 /// Lowercase hex SHA-256 of `bytes`.
 #[cfg(test)]
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// The two lowercase hex digits of every byte value.
-static HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut t = [[0u8; 2]; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = [DIGITS[b >> 4], DIGITS[b & 0xf]];
-        b += 1;
-    }
-    t
-};
-
-/// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
-#[derive(Clone, Copy)]
-pub(crate) struct HexDigest([u8; 64]);
-
-impl HexDigest {
-    /// The lowercase hex SHA-256 of `bytes`.
-    pub(crate) fn of(bytes: &[u8]) -> Self {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
-        let mut out = [0u8; 64];
-        for (pair, &b) in out.chunks_exact_mut(2).zip(digest.iter()) {
-            pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
-        }
-        Self(out)
-    }
-
-    /// The 64 hex digits as bytes.
-    pub(crate) fn as_bytes(&self) -> &[u8; 64] {
-        &self.0
-    }
-
-    /// The 64 hex digits.
-    #[cfg(test)]
-    pub(crate) fn as_str(&self) -> &str {
-        // Only ASCII hex digits are ever stored.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
+    crate::sha256::digest_hex(bytes)
 }
 
 /// A new session id: 32 lowercase hex characters from the OS random source (SPEC §2).
@@ -250,11 +202,11 @@ pub(crate) fn command_sha256(argv: &[String]) -> String {
     let mut h = Sha256::new();
     for (i, a) in argv.iter().enumerate() {
         if i > 0 {
-            h.update([0u8]);
+            h.update(&[0u8]);
         }
         h.update(a.as_bytes());
     }
-    hex(&h.finalize())
+    h.finalize_hex()
 }
 
 /// The producer object of context events and protocol.json.

@@ -21,6 +21,21 @@ pub(crate) fn create_new(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// [`create_new`] for the entry `name` of the open directory `dir` (`openat`): a file created
+/// inside a directory this process created, never re-resolved by path (SPEC §7 `package_capture`).
+pub(crate) fn create_new_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<File> {
+    use nix::fcntl::OFlag;
+    let fd = nix::fcntl::openat(
+        dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )?;
+    let file = File::from(fd);
+    file.set_permissions(Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
 /// Opens a decision log for append (the historical, non-`decision_log_new` mode). Creates it with
 /// mode 0600 when missing; never follows a symlink in the final component. Never waits: the open
 /// is non-blocking (a FIFO without a reader fails at once with `ENXIO`), and anything but a

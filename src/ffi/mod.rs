@@ -280,7 +280,8 @@ pub unsafe extern "C" fn assay_read_capture(
 ///
 /// # Returns
 /// - `ASSAY_OK`: the package was written.
-/// - `ASSAY_ERR_INVALID_ARGUMENT`: a path is NULL or not UTF-8.
+/// - `ASSAY_ERR_INVALID_ARGUMENT`: a path is NULL or not UTF-8, or `src_dir` does not exist or is
+///   not a directory (nothing is created).
 /// - `ASSAY_ERR_IO`: a capture file was refused (not a regular file, over its bound), the
 ///   destination exists, or a write failed.
 /// - `ASSAY_ERR_PANIC`: an internal panic was caught.

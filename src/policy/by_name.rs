@@ -12,7 +12,7 @@ impl Policy {
         // The name steps come first in the evaluation order (SPEC §5), so the reason code of any
         // call of `tool` says whether the name alone decided: arguments cannot change that.
         matches!(
-            self.rules.evaluate(tool, None).reason_code,
+            self.rules.decide(tool, None, None).reason_code,
             ReasonCode::P_TOOL_DENIED | ReasonCode::P_TOOL_NOT_ALLOWED
         )
     }

@@ -44,6 +44,13 @@ struct Constraint {
     params: Vec<ParamRule>,
 }
 
+/// One constrained parameter, as the policy wrote it.
+pub(crate) struct ParamView<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) matches: Option<&'a str>,
+    pub(crate) within: Option<&'a [String]>,
+}
+
 impl ParamRule {
     /// Why the string value `s` fails this rule, if it does.
     fn problem(&self, s: &str) -> Option<&'static str> {
@@ -154,6 +161,23 @@ impl Constraints {
             });
         }
         Ok(Constraints { list })
+    }
+
+    /// Each constraint as written: its `tool` pattern and, in name order, each parameter's
+    /// name, `matches` pattern and `within` roots (for `Policy::summary`).
+    pub(crate) fn rules(&self) -> impl Iterator<Item = (&str, Vec<ParamView<'_>>)> {
+        self.list.iter().map(|c| {
+            let params = c
+                .params
+                .iter()
+                .map(|p| ParamView {
+                    name: &p.name,
+                    matches: p.regex.as_ref().map(Regex::as_str),
+                    within: p.within.as_deref(),
+                })
+                .collect();
+            (c.tool.as_str(), params)
+        })
     }
 
     /// The `tool` globs, in policy order.

@@ -2,8 +2,10 @@
 //! [`super::verdict`]).
 //!
 //! Order, first match wins: a `deny` pattern matches → [`ReasonCode::P_TOOL_DENIED`]; an
-//! `allow` list exists and nothing in it matches → [`ReasonCode::P_TOOL_NOT_ALLOWED`]; a
-//! constraint fails → [`ReasonCode::P_ARG_CONSTRAINT`]; the tool's schema rejects the arguments →
+//! `allow` list exists and nothing in it matches → [`ReasonCode::P_TOOL_NOT_ALLOWED`]; with
+//! `pins` (SPEC §5.1), the tool is not pinned → [`ReasonCode::P_TOOL_UNPINNED`], no listing of
+//! this session holds it → [`ReasonCode::P_TOOL_UNLISTED`], its listed definition differs from
+//! its pin → [`ReasonCode::P_TOOL_DRIFT`]; a constraint fails → [`ReasonCode::P_ARG_CONSTRAINT`]; the tool's schema rejects the arguments →
 //! [`ReasonCode::P_ARG_SCHEMA`]; otherwise [`ReasonCode::P_POLICY_ALLOW`].
 //!
 //! Every `reason` text is built from the policy's own words (patterns, parameter names, schema
@@ -18,6 +20,8 @@ use super::constraints::Constraints;
 use super::glob::GlobList;
 use super::schema::Schemas;
 use super::verdict::{Decision, ReasonCode, Verdict, VerdictRef};
+use crate::evidence::event::HexDigest;
+use crate::pins::Pins;
 
 /// An ordered pattern list plus, for each pattern, its precomputed rule label and reason, so a
 /// verdict borrows them.
@@ -30,13 +34,32 @@ pub(crate) struct RuleList {
 impl RuleList {
     /// Builds the `allow` or `deny` list (`kind` is `"allow"` or `"deny"`).
     pub(crate) fn new(kind: &str, patterns: &[String]) -> RuleList {
-        let reason = |p: &String| match kind {
-            "deny" => format!("tool matches deny rule `{}`", p.escape_debug()),
-            _ => format!("tool allowed by rule `{}`", p.escape_debug()),
+        let prefix = match kind {
+            "deny" => "tool matches deny rule `",
+            _ => "tool allowed by rule `",
+        };
+        // Plain concatenation: a policy may hold many patterns (SPEC §5: loading costs
+        // milliseconds), and most need no escaping.
+        let concat = |a: &str, b: &str, c: &str| {
+            let mut s = String::with_capacity(a.len() + b.len() + c.len());
+            s.push_str(a);
+            s.push_str(b);
+            s.push_str(c);
+            s
+        };
+        let reason = |p: &String| {
+            let plain = p
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !matches!(b, b'\\' | b'\'' | b'"'));
+            if plain {
+                concat(prefix, p, "`")
+            } else {
+                concat(prefix, &p.escape_debug().to_string(), "`")
+            }
         };
         RuleList {
             globs: GlobList::new(patterns),
-            labels: patterns.iter().map(|p| format!("{kind}:{p}")).collect(),
+            labels: patterns.iter().map(|p| concat(kind, ":", p)).collect(),
             reasons: patterns.iter().map(reason).collect(),
         }
     }
@@ -59,6 +82,7 @@ pub(crate) struct Rules {
     pub(crate) allow: Option<RuleList>,
     pub(crate) constraints: Constraints,
     pub(crate) schemas: Schemas,
+    pub(crate) pins: Option<Pins>,
 }
 
 fn deny<'p>(code: ReasonCode, reason: Cow<'p, str>, rule: Option<&'p str>) -> VerdictRef<'p> {
@@ -77,13 +101,24 @@ impl Rules {
         self.constraints.applies_to(tool) || self.schemas.applies_to(tool)
     }
 
-    /// Evaluates a call in the order of SPEC §5.
-    pub(crate) fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
-        self.decide(tool, arguments).into_owned()
+    /// Evaluates a call in the order of SPEC §5; `listed` is the definition digest this
+    /// session remembers for the tool (SPEC §5.1), if any.
+    pub(crate) fn evaluate(
+        &self,
+        tool: &str,
+        arguments: Option<&Value>,
+        listed: Option<&HexDigest>,
+    ) -> Verdict {
+        self.decide(tool, arguments, listed).into_owned()
     }
 
     /// [`Rules::evaluate`] with the texts borrowed from the policy where they can be.
-    pub(crate) fn decide(&self, tool: &str, arguments: Option<&Value>) -> VerdictRef<'_> {
+    pub(crate) fn decide(
+        &self,
+        tool: &str,
+        arguments: Option<&Value>,
+        listed: Option<&HexDigest>,
+    ) -> VerdictRef<'_> {
         if let Some((label, reason)) = self.deny.first_match(tool) {
             return deny(
                 ReasonCode::P_TOOL_DENIED,
@@ -104,6 +139,11 @@ impl Rules {
                 }
             },
         };
+        if let Some(pins) = &self.pins {
+            if let Some(refused) = pin_step(pins, tool, listed) {
+                return refused;
+            }
+        }
         if let Err(f) = self.constraints.check(tool, arguments) {
             return deny(
                 ReasonCode::P_ARG_CONSTRAINT,
@@ -127,6 +167,36 @@ impl Rules {
             reason: Cow::Borrowed(reason),
             matched_rule: rule,
         }
+    }
+}
+
+/// The pins step of SPEC §5.1: `None` when the tool passes it.
+fn pin_step<'p>(pins: &'p Pins, tool: &str, listed: Option<&HexDigest>) -> Option<VerdictRef<'p>> {
+    let Some(pin) = pins.get(tool) else {
+        return Some(deny(
+            ReasonCode::P_TOOL_UNPINNED,
+            Cow::Borrowed("tool is not pinned: the reviewed tool definitions do not include it"),
+            None,
+        ));
+    };
+    match listed {
+        None => Some(deny(
+            ReasonCode::P_TOOL_UNLISTED,
+            Cow::Borrowed(
+                "no tools/list result of this session listed the tool: what the model was shown is unknown",
+            ),
+            Some("pins"),
+        )),
+        Some(d) if d.as_bytes() != pin.sha256.as_bytes() => Some(deny(
+            ReasonCode::P_TOOL_DRIFT,
+            Cow::Owned(format!(
+                "the tool's definition as listed (sha256 {}…) differs from its pin (sha256 {}…)",
+                &d.as_str()[..12],
+                &pin.sha256()[..12]
+            )),
+            Some("pins"),
+        )),
+        Some(_) => None,
     }
 }
 

@@ -100,15 +100,20 @@ enum Kind {
     /// No wildcard at all: string equality.
     Literal,
     /// `?` but no `*`: one segment that must cover the whole name.
-    Fixed(Seg),
-    /// At least one `*`: `first*middle…*last`, with empty middle segments removed.
-    Star {
-        first: Seg,
-        middle: Vec<Seg>,
-        last: Seg,
-        /// The fewest characters a matching name can have (a cheap early reject).
-        min_chars: usize,
-    },
+    Fixed(Box<Seg>),
+    /// At least one `*`: `first*middle…*last`, with empty middle segments removed. Boxed, so
+    /// a literal name (most of a long list) costs its text and a tag only.
+    Star(Box<Star>),
+}
+
+/// The parts of a pattern with a `*`.
+#[derive(Debug, Clone)]
+struct Star {
+    first: Seg,
+    middle: Vec<Seg>,
+    last: Seg,
+    /// The fewest characters a matching name can have (a cheap early reject).
+    min_chars: usize,
 }
 
 /// A compiled tool-name glob.
@@ -123,7 +128,7 @@ impl Glob {
     pub(crate) fn new(pattern: &str) -> Glob {
         let kind = if !pattern.contains('*') {
             if pattern.contains('?') {
-                Kind::Fixed(Seg::new(pattern))
+                Kind::Fixed(Box::new(Seg::new(pattern)))
             } else {
                 Kind::Literal
             }
@@ -144,12 +149,12 @@ impl Glob {
             let min_chars = first.char_len()
                 + last.char_len()
                 + middle.iter().map(Seg::char_len).sum::<usize>();
-            Kind::Star {
+            Kind::Star(Box::new(Star {
                 first,
                 middle,
                 last,
                 min_chars,
-            }
+            }))
         };
         Glob {
             text: pattern.to_owned(),
@@ -172,12 +177,13 @@ impl Glob {
         match &self.kind {
             Kind::Literal => self.text == name,
             Kind::Fixed(seg) => seg.match_at(name, 0) == Some(name.len()),
-            Kind::Star {
-                first,
-                middle,
-                last,
-                min_chars,
-            } => {
+            Kind::Star(star) => {
+                let Star {
+                    first,
+                    middle,
+                    last,
+                    min_chars,
+                } = &**star;
                 // Byte length bounds character count from above: a cheap reject before walking.
                 if name.len() < *min_chars {
                     return false;
@@ -217,7 +223,11 @@ pub(crate) struct GlobList {
 impl GlobList {
     /// Compiles `patterns`, keeping their order.
     pub(crate) fn new<S: AsRef<str>>(patterns: &[S]) -> GlobList {
-        let mut list = GlobList::default();
+        let mut list = GlobList {
+            globs: Vec::with_capacity(patterns.len()),
+            literals: HashMap::with_capacity(patterns.len()),
+            wild: Vec::new(),
+        };
         for (i, p) in patterns.iter().enumerate() {
             let glob = Glob::new(p.as_ref());
             if glob.is_literal() {

@@ -13,6 +13,7 @@
 //!   write_file: { type: object, required: [path], properties: { path: { type: string } } }
 //! hide_refused_tools: false    # optional boolean; true: tools/list results omit tools refused
 //!                              # by name (see `Policy::refuses_by_name`)
+//! pins: assay.pins.json        # optional; a pins file (SPEC §5.1), relative to this file
 //! ```
 //!
 //! Loading is strict and fails closed: unknown keys anywhere, duplicate keys (YAML and JSON),
@@ -35,34 +36,34 @@ mod constraints;
 mod decide;
 mod error;
 mod glob;
+mod json;
+mod load;
+mod prescan;
 mod read;
+mod scalar;
 mod schema;
+pub mod summary;
 mod verdict;
+mod vocabulary;
 mod within;
+mod yaml;
 
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-use crate::evidence::event::hex;
 
 use self::constraints::Constraints;
 use self::decide::{RuleList, Rules};
 use self::read::Format;
 use self::schema::Schemas;
 
-pub use self::error::PolicyError;
+pub use self::error::{PolicyError, Refusal};
+pub use self::load::MAX_POLICY_BYTES;
 pub(crate) use self::verdict::VerdictRef;
 pub use self::verdict::{Decision, ReasonCode, Verdict};
 
 use self::error::Ctx;
-
-/// Largest policy file accepted. A policy is a small hand-written file; the bound keeps a
-/// mistaken path (a device, a log) from being read without end.
-pub const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The only supported value of `version`.
 const VERSION: &str = "1";
@@ -76,6 +77,7 @@ const TOP_KEYS: &[&str] = &[
     "constraints",
     "schemas",
     "hide_refused_tools",
+    "pins",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 
@@ -86,7 +88,6 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 pub struct Policy {
     name: String,
     sha256: String,
-    declared: Vec<String>,
     rules: Rules,
     hide_refused_tools: bool,
 }
@@ -101,29 +102,16 @@ impl fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Reads and compiles the policy file at `path` (at most [`MAX_POLICY_BYTES`]).
+    /// Reads and compiles the policy file at `path` (at most [`MAX_POLICY_BYTES`]; a FIFO,
+    /// device or directory is refused without blocking).
     ///
     /// A `.json` extension (any case) selects JSON; anything else is read as YAML.
     ///
     /// # Errors
-    /// [`PolicyError::Read`] when the file cannot be read, [`PolicyError::TooLarge`], or any error
-    /// of [`Policy::from_bytes`].
+    /// [`PolicyError::Read`] when the file cannot be read or is not a regular file,
+    /// [`PolicyError::TooLarge`], or any error of [`Policy::from_bytes`].
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let read_err = |source| PolicyError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(read_err)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_POLICY_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_err)?;
-        if bytes.len() as u64 > MAX_POLICY_BYTES {
-            return Err(PolicyError::TooLarge {
-                path: path.to_path_buf(),
-                limit: MAX_POLICY_BYTES,
-            });
-        }
+        let bytes = load::read_bounded(path)?;
         Policy::from_bytes(&bytes, path)
     }
 
@@ -131,11 +119,25 @@ impl Policy {
     /// format choice (`.json` → JSON, else YAML) and for the default [`Policy::name`].
     ///
     /// # Errors
-    /// A [`PolicyError`] naming the file and the offending key.
+    /// [`PolicyError::TooLarge`] over [`MAX_POLICY_BYTES`]; otherwise a [`PolicyError`] naming the
+    /// file and the offending key, or the line and column of what was refused.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
+        if bytes.len() as u64 > MAX_POLICY_BYTES {
+            return Err(load::too_large(path));
+        }
         let ctx = Ctx::new(path);
+        let empty = || PolicyError::Empty {
+            path: path.to_path_buf(),
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(empty());
+        }
         let root = read::parse(&ctx, bytes, Format::for_path(path))?;
-        let sha256 = hex(&Sha256::digest(bytes));
+        // A YAML file of comments only holds no document (read as null).
+        if root.is_null() {
+            return Err(empty());
+        }
+        let sha256 = crate::sha256::digest_hex(bytes);
         build(&ctx, &root, sha256)
     }
 
@@ -154,20 +156,48 @@ impl Policy {
     /// constraint `tool`s or `schemas` keys: sorted, without duplicates. Used for coverage
     /// (SPEC §4.4 `declared_tools`).
     pub fn declared_tools(&self) -> Vec<String> {
-        self.declared.clone()
+        let rules = &self.rules;
+        let mut declared: Vec<String> = rules
+            .deny
+            .globs()
+            .globs()
+            .iter()
+            .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
+            .chain(rules.constraints.tool_globs())
+            .filter(|g| g.is_literal())
+            .map(|g| g.as_str().to_owned())
+            .chain(rules.schemas.tools().map(str::to_owned))
+            .collect();
+        declared.sort_unstable();
+        declared.dedup();
+        declared
     }
 
     /// Evaluates one `tools/call` of `tool` with `params.arguments` (`None` when absent) in the
     /// order of SPEC §5. Never returns [`Decision::Error`], [`ReasonCode::P_MALFORMED`] or
     /// [`ReasonCode::P_BATCH_REFUSED`]; those are the proxy's.
+    ///
+    /// With `pins` (SPEC §5.1) a pinned tool also needs the definition a session listed for it;
+    /// this call knows of no session, so it judges a pinned tool `P_TOOL_UNLISTED`.
     pub fn evaluate(&self, tool: &str, arguments: Option<&Value>) -> Verdict {
-        self.rules.evaluate(tool, arguments)
+        self.rules.evaluate(tool, arguments, None)
     }
 
-    /// [`Policy::evaluate`] with the texts borrowed from the policy where they can be (no
-    /// allocation for a call judged by name alone).
-    pub(crate) fn decide(&self, tool: &str, arguments: Option<&Value>) -> VerdictRef<'_> {
-        self.rules.decide(tool, arguments)
+    /// [`Policy::evaluate`] in a session that remembers `listed` as the tool's definition digest
+    /// (SPEC §5.1), with the texts borrowed from the policy where they can be (no allocation for
+    /// a call judged by name alone).
+    pub(crate) fn decide(
+        &self,
+        tool: &str,
+        arguments: Option<&Value>,
+        listed: Option<&crate::evidence::event::HexDigest>,
+    ) -> VerdictRef<'_> {
+        self.rules.decide(tool, arguments, listed)
+    }
+
+    /// The pins the policy names (SPEC §5.1 `pins`), if any.
+    pub fn pins(&self) -> Option<&crate::pins::Pins> {
+        self.rules.pins.as_ref()
     }
 
     /// Whether [`Policy::evaluate`] for `tool` depends on the arguments at all (a constraint or
@@ -180,6 +210,16 @@ impl Policy {
     pub fn hide_refused_tools(&self) -> bool {
         self.hide_refused_tools
     }
+}
+
+/// The document tree of a policy file's bytes (for `crate::fuzzing`): what `build` compiles.
+pub(crate) fn read_document(bytes: &[u8], json: bool) -> Result<Value, PolicyError> {
+    let path = Path::new(if json { "policy.json" } else { "policy.yaml" });
+    read::parse(
+        &Ctx::new(path),
+        bytes,
+        if json { Format::Json } else { Format::Yaml },
+    )
 }
 
 fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
@@ -265,31 +305,35 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         }
     };
 
+    // SPEC §5.1: a path relative to the policy file.
+    let pins = match top.get("pins") {
+        None => None,
+        Some(v) => {
+            let rel = ctx.string(v, "pins")?;
+            if rel.is_empty() {
+                return Err(ctx.invalid("pins", "is empty; name the pins file or remove the key"));
+            }
+            let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
+            Some(
+                crate::pins::Pins::load(&path).map_err(|e| PolicyError::Pins {
+                    path: ctx.file.to_path_buf(),
+                    source: Box::new(e),
+                })?,
+            )
+        }
+    };
+
     let rules = Rules {
         deny: RuleList::new("deny", &deny),
         allow: allow.as_deref().map(|a| RuleList::new("allow", a)),
         constraints,
         schemas,
+        pins,
     };
-
-    let mut declared: Vec<String> = rules
-        .deny
-        .globs()
-        .globs()
-        .iter()
-        .chain(rules.allow.iter().flat_map(|a| a.globs().globs()))
-        .chain(rules.constraints.tool_globs())
-        .filter(|g| g.is_literal())
-        .map(|g| g.as_str().to_owned())
-        .chain(rules.schemas.tools().map(str::to_owned))
-        .collect();
-    declared.sort_unstable();
-    declared.dedup();
 
     Ok(Policy {
         name,
         sha256,
-        declared,
         rules,
         hide_refused_tools,
     })
@@ -333,7 +377,7 @@ mod tests {
     fn sha256_is_of_the_file_bytes() {
         let body = "version: \"1\"\nallow: [\"*\"]\n";
         let p = ok(load_yaml(body));
-        assert_eq!(p.sha256(), hex(&Sha256::digest(body.as_bytes())));
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(body.as_bytes()));
         assert_eq!(p.sha256().len(), 64);
         assert!(
             p.sha256()
@@ -342,9 +386,9 @@ mod tests {
         );
         // Known vector: SHA-256 of `version: "1"\n`.
         let p = ok(load_yaml("version: \"1\"\n"));
-        assert_eq!(p.sha256(), hex(&Sha256::digest(b"version: \"1\"\n")),);
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(b"version: \"1\"\n"),);
         assert_eq!(
-            hex(&Sha256::digest(b"abc")),
+            crate::sha256::digest_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         // Same meaning, different bytes → different digest.
@@ -508,11 +552,24 @@ schemas:
     }
 
     #[test]
+    fn an_empty_file_is_called_empty() {
+        for (doc, name) in [
+            ("", "p.yaml"),
+            ("  \n\n", "p.yaml"),
+            ("# only a comment\n", "p.yaml"),
+            ("", "p.json"),
+        ] {
+            let e = Policy::from_bytes(doc.as_bytes(), Path::new(name)).unwrap_err();
+            assert!(matches!(e, PolicyError::Empty { .. }), "{doc:?}: {e}");
+            assert!(e.to_string().contains("is empty"), "{e}");
+        }
+    }
+
+    #[test]
     fn wrong_types() {
         for (doc, key) in [
             ("- version\n", "(top level)"),
             ("\"just a string\"\n", "(top level)"),
-            ("", "(top level)"),
             ("version: '1'\nname: 5\n", "name"),
             ("version: '1'\nname: ''\n", "name"),
             ("version: '1'\nallow: '*'\n", "allow"),
@@ -606,7 +663,7 @@ schemas:
         }
         let p = ok(Policy::load(&path));
         assert_eq!(p.name(), "ci");
-        assert_eq!(p.sha256(), hex(&Sha256::digest(body)));
+        assert_eq!(p.sha256(), crate::sha256::digest_hex(body));
         assert_eq!(
             p.evaluate("exec", None).reason_code,
             ReasonCode::P_TOOL_DENIED
@@ -631,8 +688,8 @@ schemas:
 
     #[test]
     fn debug_does_not_dump_rules() {
-        let p = ok(load_yaml("version: '1'\nname: n\n"));
+        let p = ok(load_yaml("version: '1'\nname: nm\n"));
         let d = format!("{p:?}");
-        assert!(d.contains("\"n\"") && d.contains(p.sha256()), "{d}");
+        assert!(d.contains("\"nm\"") && d.contains(p.sha256()), "{d}");
     }
 }

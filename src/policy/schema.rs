@@ -29,6 +29,8 @@ use super::verdict::Failure;
 
 struct ToolSchema {
     validator: Validator,
+    /// The schema as the policy wrote it (for `Policy::summary`).
+    source: Value,
     /// Every property name the schema names (`properties` keys and `required` entries, at any
     /// depth): an argument key that is a lenient variant of one of them is refused.
     names: Vec<String>,
@@ -120,6 +122,8 @@ impl Schemas {
     pub(super) fn parse(ctx: &Ctx<'_>, value: &Value) -> Result<Schemas, PolicyError> {
         let obj = ctx.object(value, "schemas", "a mapping of tool name to JSON Schema")?;
         let mut out = Schemas::default();
+        // Every schema is checked (keywords, references, size) before any is compiled.
+        let mut budget = super::vocabulary::Budget::default();
         for (tool, schema) in obj {
             let key = format!("schemas.{tool}");
             if tool.is_empty() {
@@ -131,11 +135,16 @@ impl Schemas {
                     "is not a literal tool name; schemas are keyed by exact tool name (no * or ?)",
                 ));
             }
+            super::vocabulary::check(ctx, tool, schema, &mut budget)?;
+        }
+        for (tool, schema) in obj {
+            let key = format!("schemas.{tool}");
             let validator = compile(schema).map_err(|e| ctx.bad_schema(&key, &e))?;
             out.map.insert(
                 tool.clone(),
                 ToolSchema {
                     validator,
+                    source: schema.clone(),
                     names: property_names(schema),
                     rule: format!("schemas:{tool}"),
                 },
@@ -147,6 +156,11 @@ impl Schemas {
     /// The tool names that have a schema (unordered).
     pub(crate) fn tools(&self) -> impl Iterator<Item = &str> {
         self.map.keys().map(String::as_str)
+    }
+
+    /// Each tool's schema as written (unordered).
+    pub(crate) fn sources(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.map.iter().map(|(t, s)| (t.as_str(), &s.source))
     }
 
     /// Whether `tool` has a schema.
@@ -174,10 +188,19 @@ impl Schemas {
             Err(e) => {
                 let at = e.schema_path().as_str();
                 let at = if at.is_empty() { "/" } else { at };
+                // A missing required property is named: the name comes from the policy's
+                // `required` list, never from the arguments.
+                let missing = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { property } => property
+                        .as_str()
+                        .map(|p| format!(": missing required property `{}`", p.escape_debug()))
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
                 Err(Failure {
                     rule: &s.rule,
                     reason: format!(
-                        "arguments do not match the tool's schema (schema location {})",
+                        "arguments do not match the tool's schema (schema location {}{missing})",
                         at.escape_debug()
                     ),
                 })
@@ -272,6 +295,7 @@ mod tests {
         let s = ok(json!({"t": {"type": "object", "required": ["x"]}, "u": {"type": "object"}}));
         let r = reason(&s, "t", None).unwrap_or_default();
         assert!(r.contains("/required"), "{r}");
+        assert!(r.contains("missing required property `x`"), "{r}");
         assert!(reason(&s, "u", None).is_none());
     }
 
@@ -314,7 +338,10 @@ mod tests {
         ] {
             let e = parse(json!({"t": {"$ref": r}}));
             assert!(
-                matches!(e, Err(PolicyError::BadSchema { .. })),
+                matches!(
+                    e,
+                    Err(PolicyError::BadSchema { .. } | PolicyError::BadSchemaReference { .. })
+                ),
                 "{r}: {:?}",
                 e.err()
             );

@@ -46,6 +46,12 @@ pub enum ReasonCode {
     P_MALFORMED,
     /// An allowed call refused because its batch held a denied call. Proxy only.
     P_BATCH_REFUSED,
+    /// The policy has pins and the tool is not pinned (SPEC §5.1).
+    P_TOOL_UNPINNED,
+    /// The tool's definition as this session last listed it differs from its pin (SPEC §5.1).
+    P_TOOL_DRIFT,
+    /// No `tools/list` result of this session has listed the pinned tool (SPEC §5.1).
+    P_TOOL_UNLISTED,
 }
 
 impl ReasonCode {
@@ -59,6 +65,9 @@ impl ReasonCode {
             ReasonCode::P_ARG_SCHEMA => "P_ARG_SCHEMA",
             ReasonCode::P_MALFORMED => "P_MALFORMED",
             ReasonCode::P_BATCH_REFUSED => "P_BATCH_REFUSED",
+            ReasonCode::P_TOOL_UNPINNED => "P_TOOL_UNPINNED",
+            ReasonCode::P_TOOL_DRIFT => "P_TOOL_DRIFT",
+            ReasonCode::P_TOOL_UNLISTED => "P_TOOL_UNLISTED",
         }
     }
 }

@@ -5,8 +5,11 @@
 //! empty authority (`file:///…`, percent-decoded, no `?` or `#`). It is normalized without
 //! touching the file system: repeated `/` and `.` segments are dropped, `..` removes the
 //! previous segment, and a `..` above the root fails. It passes when the result equals a root or
-//! lies under `root + "/"`. Relative paths, `~`, empty strings, NUL bytes, backslashes (a path
-//! separator to Windows servers) and non-strings fail. Symlinks on the server's side are out of
+//! lies under `root + "/"`. Relative paths, `~`, empty strings, backslashes (a path separator to
+//! Windows servers), non-strings and any control character (U+0000–U+001F, U+007F), raw or
+//! percent-decoded, fail: WHATWG URL parsers (Node's `new URL`) and Python's `urlsplit` silently
+//! drop tab and newline, so `file:///workspace/.\t./etc/passwd` would name `/etc/passwd` to the
+//! server. Symlinks on the server's side are out of
 //! reach of a lexical check: a documented non-claim.
 
 use std::borrow::Cow;
@@ -16,13 +19,18 @@ pub(crate) fn root_problem(root: &str) -> Option<&'static str> {
     if !root.starts_with('/') {
         return Some("must be an absolute path (starting with /)");
     }
-    if root.contains(['\0', '\\']) {
-        return Some("must not contain NUL or backslash");
+    if root.contains('\\') || has_control(root) {
+        return Some("must not contain a backslash or a control character");
     }
     match normalize(root) {
         Some(n) if n == root => None,
         _ => Some("must be normalized (no //, . or .. segments, no trailing /)"),
     }
+}
+
+/// Whether `s` holds a control character (U+0000–U+001F or U+007F).
+fn has_control(s: &str) -> bool {
+    s.bytes().any(|b| b < 0x20 || b == 0x7f)
 }
 
 /// Lexical normalization of an absolute path; `None` when a `..` climbs above the root.
@@ -71,6 +79,9 @@ fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
 
 /// The normalized absolute path an argument names, or why it names none.
 pub(crate) fn resolve(value: &str) -> Result<String, &'static str> {
+    if has_control(value) {
+        return Err("contains a control character");
+    }
     let path: Cow<'_, str> = if let Some(rest) = value.strip_prefix("file://") {
         if !rest.starts_with('/') {
             return Err("is a file URI without an empty authority (use file:///…)");
@@ -85,8 +96,8 @@ pub(crate) fn resolve(value: &str) -> Result<String, &'static str> {
     if path.is_empty() {
         return Err("is empty");
     }
-    if path.contains('\0') {
-        return Err("contains a NUL byte");
+    if has_control(&path) {
+        return Err("contains a control character (percent-encoded)");
     }
     if path.contains('\\') {
         return Err("contains a backslash");
@@ -171,6 +182,30 @@ mod tests {
         ] {
             assert!(!within(bad, &r), "{bad:?}");
         }
+    }
+
+    /// SPEC §5: WHATWG URL parsers and Python's `urlsplit` drop tab and newline, so a control
+    /// character anywhere, raw or percent-encoded, fails.
+    #[test]
+    fn control_characters_fail_raw_or_encoded() {
+        let r = ["/workspace"];
+        for c in (0u8..0x20).chain([0x7f]) {
+            let ch = char::from(c);
+            for bad in [
+                format!("file:///workspace/.{ch}./etc/passwd"),
+                format!("/workspace/.{ch}./etc/passwd"),
+                format!("/workspace/a{ch}"),
+                format!("{ch}/workspace/a"),
+                format!("file:///workspace/a%{c:02x}"),
+                format!("file:///workspace/.%{c:02X}./etc/passwd"),
+            ] {
+                assert!(!within(&bad, &r), "{bad:?}");
+            }
+            assert!(root_problem(&format!("/work{ch}space")).is_some());
+        }
+        // U+0080 and above are not control characters to this rule.
+        assert!(within("/workspace/\u{85}", &r));
+        assert!(within("file:///workspace/%C3%A9", &r));
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
-use super::canonical;
 use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
 use super::endpoint::Endpoint;
 use super::line::LineReader;
@@ -31,6 +30,8 @@ struct Evaluated<'a, 'p> {
     tool: Option<Cow<'a, str>>,
     tool_call_id: Option<Cow<'a, str>>,
     arguments_sha256: Option<HexDigest>,
+    /// The definition digest this session remembers for the tool (SPEC §5.1).
+    tool_definition_sha256: Option<HexDigest>,
     verdict: VerdictRef<'p>,
 }
 
@@ -244,7 +245,7 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
         return;
     }
     shared.session_message.store(true, Ordering::Relaxed);
-    if shared.tools_list.active() && head.method_is("tools/list") {
+    if head.method_is("tools/list") {
         if let Some(id) = head.id {
             shared.tools_list.note_request(id);
         }
@@ -259,6 +260,7 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
         tool: None,
         tool_call_id: tool_call_id(head.id),
         arguments_sha256: None,
+        tool_definition_sha256: None,
         // Every path below sets the verdict; this placeholder allocates nothing.
         verdict: malformed(PARAMS_MALFORMED),
     };
@@ -266,21 +268,16 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
         return ev;
     }
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
-    // whitespace. Simple arguments are canonicalized straight from the text; a `Value` is built
-    // only when the text needs the general canonicalizer or the policy inspects the arguments.
+    // whitespace; written straight from the text, no value built. A value is parsed only when
+    // the policy inspects the arguments.
     let mut arguments: Option<serde_json::Value> = None;
     if let Some(raw) = head.arguments {
-        // One canonicalization buffer per worker thread, reused for every call.
-        thread_local! {
-            static CANON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        let Ok((digest, value)) =
-            CANON.with(|c| canonical::arguments_digest(raw, &mut c.borrow_mut()))
-        else {
+        let Some(digest) = crate::canonical::digest_of(raw) else {
+            // Not canonicalizable within its bound (a text of exponent numbers far longer once
+            // written out): malformed params, never a call without its digest.
             return ev;
         };
-        ev.arguments_sha256 = digest;
-        arguments = value;
+        ev.arguments_sha256 = Some(digest);
     }
     let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
@@ -298,7 +295,12 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
             arguments = Some(v);
         }
     }
-    ev.verdict = shared.policy.decide(&name, arguments.as_ref());
+    ev.tool_definition_sha256 = shared.tools_list.definition_of(&name);
+    ev.verdict = shared.policy.decide(
+        &name,
+        arguments.as_ref(),
+        ev.tool_definition_sha256.as_ref(),
+    );
     ev.tool = Some(name);
     ev
 }
@@ -323,6 +325,7 @@ fn record(
             reason: &verdict.reason,
             matched_rule: verdict.matched_rule.as_deref(),
             arguments_sha256: ev.arguments_sha256.as_ref(),
+            tool_definition_sha256: ev.tool_definition_sha256.as_ref(),
         },
     );
     let verbose = ctx.shared.diag.verbose;

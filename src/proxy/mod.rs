@@ -3,7 +3,6 @@
 //! bounded cleanup, and write the stop record.
 
 mod cancel;
-mod canonical;
 mod client_io;
 mod client_to_server;
 mod emitter;
@@ -18,11 +17,11 @@ pub(crate) mod rpc_id;
 mod server_to_client;
 mod session_end;
 mod shared;
-mod tools_list;
+mod stderr_tee;
+pub(crate) mod tools_list;
 mod undo;
 mod workers;
 
-use std::collections::BTreeSet;
 use std::fs::File;
 
 use std::os::fd::OwnedFd;
@@ -30,6 +29,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::child::{self, ChildGuard};
 use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
@@ -53,6 +53,7 @@ use pending::PendingRequests;
 use recorder::Recorder;
 use session_end::run_workers;
 use shared::{LogSlot, Shared};
+use stderr_tee::Tee;
 use undo::StartupFiles;
 
 /// Opened before spawn: the decision log writer.
@@ -138,8 +139,12 @@ fn start_capture(
     Ok(())
 }
 
-/// The child's stderr sink, and the wrapper's diagnostics writing to the same file.
-fn open_diagnostics(plan: &Plan, created: &mut StartupFiles) -> Result<(Option<File>, Arc<Diag>)> {
+/// The child's stderr sink, the wrapper's diagnostics writing to the same file, and with
+/// `tee_stderr` the thread that copies the child's stderr into the sink and to our stderr.
+fn open_diagnostics(
+    plan: &Plan,
+    created: &mut StartupFiles,
+) -> Result<(Option<File>, Arc<Diag>, Option<Tee>)> {
     let stderr_file = open_stderr(plan, created)?;
     let diag_file =
         match &stderr_file {
@@ -148,7 +153,20 @@ fn open_diagnostics(plan: &Plan, created: &mut StartupFiles) -> Result<(Option<F
             })?),
             None => None,
         };
-    Ok((stderr_file, Arc::new(Diag::new(diag_file, plan.verbose))))
+    let (stderr_file, tee) = match stderr_file {
+        Some(log) if plan.tee_stderr => {
+            let (pipe, tee) = stderr_tee::start(log).map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot start the stderr copy: {e}"))
+            })?;
+            (Some(pipe), Some(tee))
+        }
+        other => (other, None),
+    };
+    Ok((
+        stderr_file,
+        Arc::new(Diag::new(diag_file, plan.verbose)),
+        tee,
+    ))
 }
 
 /// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
@@ -174,6 +192,7 @@ fn write_context(
         session_stop_requested: plan.stop_out.is_some(),
         dry_run: plan.dry_run,
         hide_refused_tools,
+        pins_sha256: policy.pins().map(crate::pins::Pins::sha256),
         command_sha256: &crate::evidence::event::command_sha256(&plan.command),
         producer: crate::evidence::event::PRODUCER,
         assertion_basis: "producer_observation",
@@ -191,11 +210,7 @@ fn write_coverage(
     log_start: u64,
 ) -> Option<String> {
     let out = plan.coverage_out.as_ref()?;
-    let observed = shared
-        .observed_tools
-        .lock()
-        .map(|o| o.clone())
-        .unwrap_or_default();
+    let observed = shared.tools_list.observed_names();
     coverage::write(
         out,
         session_id,
@@ -273,6 +288,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         };
     let Evidence {
         plan,
+        tee,
         diag,
         log_writer,
         recorder,
@@ -287,6 +303,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let mut evidence_errors: Vec<String> = Vec::new();
     // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
+    let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
     let context_id = plan
         .context_out
         .as_ref()
@@ -313,17 +330,13 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         ),
         policy,
         decision_log: Mutex::new(match log_writer {
-            Some(w) => LogSlot::Open(w),
+            Some(w) => LogSlot::Open(Box::new(w)),
             None => LogSlot::Absent,
         }),
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
-        tools_list: tools_list::ToolsListWatch::new(
-            plan.coverage_out.is_some(),
-            hide_refused_tools,
-        ),
-        observed_tools: Mutex::new(BTreeSet::new()),
+        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
         pending: PendingRequests::new(plan.idle_drain.is_some()),
     });
     let streams = Streams::new(
@@ -334,6 +347,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         client_bytes,
     )?;
     let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
+    if let Some(tee) = tee {
+        // The server is reaped: its stderr reaches end of file now, unless a process it left
+        // behind holds it.
+        tee.finish(Duration::from_secs(1));
+    }
     if run.idle_ended {
         diag.say(&format!(
             "the client closed its input and the server wrote nothing for {:.1} s with no request pending: treated as done",
@@ -396,8 +414,7 @@ struct Prepared {
 
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
     let plan = config.plan()?;
-    let policy =
-        Policy::load(&plan.policy_path).map_err(|e| Error::config("policy", e.to_string()))?;
+    let policy = crate::config::load_policy(&plan.policy_path)?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
     let cancel = Cancel::new()
@@ -418,6 +435,8 @@ struct Evidence {
     plan: Plan,
     /// The child's stderr sink.
     stderr_file: Option<File>,
+    /// `--server-stderr tee`: the copy of the child's stderr.
+    tee: Option<Tee>,
     diag: Arc<Diag>,
     /// The decision-log writer, when a log is kept.
     log_writer: Option<DecisionLog>,
@@ -447,7 +466,7 @@ fn open_evidence(
         created.dir(dir);
     }
     start_capture(&plan, session_id, source, created)?;
-    let (stderr_file, diag) = open_diagnostics(&plan, created)?;
+    let (stderr_file, diag, tee) = open_diagnostics(&plan, created)?;
     let log = open_log(&plan, session_id, created)?;
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
@@ -462,6 +481,7 @@ fn open_evidence(
     Ok(Evidence {
         plan,
         stderr_file,
+        tee,
         diag,
         log_writer,
         recorder,

@@ -116,6 +116,8 @@ pub(crate) fn error(id: Option<&RawValue>, code: i32, message: &str) -> Vec<u8> 
 pub(crate) const PARSE_ERROR: i32 = -32700;
 /// JSON-RPC invalid request.
 pub(crate) const INVALID_REQUEST: i32 = -32600;
+/// JSON-RPC internal error: a server answer the wrapper withheld (SPEC §5).
+pub(crate) const INTERNAL_ERROR: i32 = -32603;
 /// A batch refused because one of its calls was not allowed.
 pub(crate) const BATCH_REFUSED: i32 = -32001;
 

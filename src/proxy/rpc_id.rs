@@ -18,6 +18,7 @@
 //! that answer.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::lenient::Decoded;
 
@@ -72,15 +73,120 @@ impl IdKeys {
         })
     }
 
-    /// Whether some MCP client would take `self` and `other` for the same id.
+    /// Whether some MCP client would take `self` and `other` for the same id (the relation
+    /// [`IdSet`] looks up; callers that pair ids one by one use it directly).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn matches(&self, other: &IdKeys) -> bool {
         same(&self.text, &other.text) || same(&self.js, &other.js) || same(&self.py, &other.py)
     }
 }
 
+/// A set of client ids (kept as the client spelled them), looked up by any server id that
+/// matches one of them. Insert-only: an MCP client never reuses a request id in a session, so an
+/// id stays in the set for the session. Past `max` distinct ids the set *saturates*: every id
+/// matches, which fails closed (every answer is then treated as one the set is watching for).
+pub(crate) struct IdSet {
+    /// The ids as the client sent them (raw JSON text).
+    ids: Vec<Box<str>>,
+    by_text: HashMap<Box<str>, usize>,
+    by_js: HashMap<u64, usize>,
+    by_py: HashMap<Box<str>, usize>,
+    max: usize,
+    saturated: bool,
+}
+
+/// What an id found in an [`IdSet`] matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Found<'s> {
+    /// A client id: its index in the set, and the client's spelling.
+    Client(usize, &'s str),
+    /// The set is saturated: everything matches; the client's spelling is unknown.
+    Saturated,
+}
+
+impl IdSet {
+    /// An empty set that saturates past `max` distinct ids.
+    pub(crate) fn new(max: usize) -> Self {
+        IdSet {
+            ids: Vec::new(),
+            by_text: HashMap::new(),
+            by_js: HashMap::new(),
+            by_py: HashMap::new(),
+            max,
+            saturated: false,
+        }
+    }
+
+    /// Whether no id was ever added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids.is_empty() && !self.saturated
+    }
+
+    /// Adds a client id (raw JSON text). Ids that are neither strings nor numbers are ignored:
+    /// no client can match an answer to them.
+    pub(crate) fn insert(&mut self, raw: &str) {
+        if self.saturated {
+            return;
+        }
+        let Some(keys) = IdKeys::of_json(raw) else {
+            return;
+        };
+        if self.find_keys(&keys).is_some() {
+            // Already matched by an id in the set: answers to it are found either way.
+            return;
+        }
+        if self.ids.len() >= self.max {
+            self.saturated = true;
+            self.ids = Vec::new();
+            self.by_text = HashMap::new();
+            self.by_js = HashMap::new();
+            self.by_py = HashMap::new();
+            return;
+        }
+        let at = self.ids.len();
+        self.ids
+            .push(raw.trim_matches([' ', '\t', '\n', '\r']).into());
+        if let Some(t) = keys.text {
+            self.by_text.entry(t).or_insert(at);
+        }
+        if let Some(j) = keys.js {
+            self.by_js.entry(j).or_insert(at);
+        }
+        if let Some(p) = keys.py {
+            self.by_py.entry(p).or_insert(at);
+        }
+    }
+
+    fn find_keys(&self, keys: &IdKeys) -> Option<usize> {
+        keys.text
+            .as_ref()
+            .and_then(|t| self.by_text.get(t))
+            .or_else(|| keys.js.and_then(|j| self.by_js.get(&j)))
+            .or_else(|| keys.py.as_ref().and_then(|p| self.by_py.get(p)))
+            .copied()
+    }
+
+    /// The client id that the id `raw` (raw JSON text) answers, if any.
+    pub(crate) fn find(&self, raw: &str) -> Option<Found<'_>> {
+        let keys = IdKeys::of_json(raw)?;
+        if self.saturated {
+            return Some(Found::Saturated);
+        }
+        let at = self.find_keys(&keys)?;
+        self.ids.get(at).map(|id| Found::Client(at, id))
+    }
+}
+
 /// Both present and equal.
+#[cfg_attr(not(test), allow(dead_code))]
 fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
     a.is_some() && a == b
+}
+
+/// The readings of a string id, for the differential tests: JavaScript's `Number(s)` (`None`
+/// for `NaN`) and Python's `int(s)` as decimal text (`None` where it raises).
+pub(crate) fn string_readings(s: &str) -> (Option<f64>, Option<String>) {
+    (js_number(s), python_int(s))
 }
 
 /// The bits of a double as a lookup key: `-0` and `0` are one number.
@@ -304,6 +410,32 @@ mod tests {
         ] {
             assert!(!m(a, b), "{a} !~ {b}");
         }
+    }
+
+    #[test]
+    fn id_sets_find_what_matches_and_saturate() {
+        let mut set = IdSet::new(3);
+        assert!(set.is_empty());
+        set.insert("1");
+        set.insert("\"1\""); // matched by 1 already
+        set.insert("null");
+        set.insert("\"a\"");
+        assert_eq!(set.find("\" 1\""), Some(Found::Client(0, "1")));
+        assert_eq!(set.find("1e0"), Some(Found::Client(0, "1")));
+        assert_eq!(set.find("\"\\u0061\""), Some(Found::Client(1, "\"a\"")));
+        assert_eq!(set.find("2"), None);
+        assert_eq!(set.find("null"), None);
+        set.insert("2");
+        set.insert("3");
+        assert_eq!(
+            set.find("3"),
+            Some(Found::Saturated),
+            "the fourth distinct id saturates the set"
+        );
+        assert_eq!(set.find("2"), Some(Found::Saturated));
+        assert_eq!(set.find("99"), Some(Found::Saturated));
+        assert_eq!(set.find("null"), None, "null is no id, even then");
+        assert!(!set.is_empty());
     }
 
     #[test]

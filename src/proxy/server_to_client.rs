@@ -1,14 +1,13 @@
 //! The server→client worker: copies the child's stdout to the client output line by line,
-//! byte-exact, never re-serialized — except a `tools/list` result answering the client from which
-//! `hide_refused_tools` removes tools (`tools_list`, SPEC §5). When coverage is requested it also
-//! reads the tool names out of `tools/list` results.
+//! byte-exact, never re-serialized — except answers to the client's `tools/list` requests while
+//! the filter is in effect, which `tools_list` rewrites or replaces (SPEC §5).
 
 use std::sync::Arc;
 
 use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::shared::Shared;
-use super::tools_list;
+use super::tools_list::{self, ServerLine};
 use super::workers::WorkerError;
 
 pub(crate) struct ServerWorker {
@@ -28,21 +27,28 @@ impl ServerWorker {
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
             shared.pending.on_server_line(line);
-            let edited = tools_list::on_server_line(
-                &shared.tools_list,
-                &shared.observed_tools,
-                &shared.policy,
-                line,
-            );
-            let out = edited.as_deref().unwrap_or(line);
-            // Only the server's last bytes lack a `\n`: they go out together with the close.
-            if !line.ends_with(b"\n") {
-                return finish(&shared, out);
-            }
-            shared
-                .output
-                .write_line(out)
-                .map_err(super::emitter::to_client)?;
+            let last = !line.ends_with(b"\n");
+            let written = match tools_list::on_server_line(&shared.tools_list, &shared.policy, line)
+            {
+                ServerLine::Forward if last => {
+                    // Only the server's last bytes lack a `\n`: they go out with the close.
+                    return finish(&shared, line);
+                }
+                ServerLine::Forward => shared.output.write_line(line),
+                ServerLine::Rewrite(r) => {
+                    if let Some(notice) = r.notice() {
+                        shared.diag.say(&notice);
+                    }
+                    let written = shared.output.write_with(|w| r.write_to(w));
+                    if last {
+                        return written
+                            .map_err(super::emitter::to_client)
+                            .and_then(|()| finish(&shared, b""));
+                    }
+                    written
+                }
+            };
+            written.map_err(super::emitter::to_client)?;
         }
         finish(&shared, b"")
     }

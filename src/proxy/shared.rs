@@ -1,7 +1,6 @@
 //! The state the session shares with its two I/O workers, and the one error a client line read
 //! after the server's output ended turns into.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -34,9 +33,8 @@ pub(crate) struct Shared {
     pub dry_run: bool,
     /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
     pub session_message: AtomicBool,
-    /// `tools/list` requests awaiting their result (coverage, `hide_refused_tools`).
+    /// The client's `tools/list` requests and what their answers offered (SPEC §5, §4.4).
     pub tools_list: ToolsListWatch,
-    pub observed_tools: Mutex<BTreeSet<String>>,
     /// Client requests forwarded and not yet answered (the idle drain, SPEC §3 item 7).
     pub pending: PendingRequests,
 }
@@ -45,8 +43,8 @@ pub(crate) struct Shared {
 pub(crate) enum LogSlot {
     /// No decision log is kept.
     Absent,
-    /// Lines are written here.
-    Open(DecisionLog),
+    /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
+    Open(Box<DecisionLog>),
     /// The session read the accounting: no line may be written (or call forwarded) any more.
     Sealed,
 }

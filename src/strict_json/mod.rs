@@ -380,8 +380,14 @@ impl<'a> Scanner<'a> {
                     self.number()?;
                     v.value(slot, 0, &self.text[start..self.pos])?;
                 }
-                Some(b't') => self.literal("true")?,
-                Some(b'f') => self.literal("false")?,
+                Some(b't') => {
+                    self.literal("true")?;
+                    v.value(slot, 0, &self.text[start..self.pos])?;
+                }
+                Some(b'f') => {
+                    self.literal("false")?;
+                    v.value(slot, 0, &self.text[start..self.pos])?;
+                }
                 Some(b'n') => {
                     self.literal("null")?;
                     v.value(slot, 0, &self.text[start..self.pos])?;

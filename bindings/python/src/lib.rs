@@ -14,6 +14,12 @@ use pyo3::prelude::*;
 
 mod convert;
 mod errors;
+mod listing;
+
+/// The command line of the `assay` binary, compiled from the same files (`src/cli/`): the
+/// `assay` console script of the Python package runs it through [`run_cli`].
+#[path = "../../../src/cli/mod.rs"]
+mod cli;
 
 use convert::{Closure, PackageManifest, Reason, WrapOutcome};
 use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
@@ -120,6 +126,14 @@ fn package_capture(
     }
 }
 
+/// Runs the `assay` command line with `argv` (`argv[0]` the program name) and returns its exit
+/// status; `exe` is the path of the `assay` console script (SPEC §10 `mcp wrap-config` writes it
+/// into host configurations). The GIL is released for the whole run.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>, exe: PathBuf) -> u8 {
+    py.detach(move || cli::run(argv, &exe))
+}
+
 #[pymodule(gil_used = false)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -128,6 +142,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(read_captures, m)?)?;
     m.add_function(wrap_pyfunction!(package_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(listing::list_tools, m)?)?;
+    m.add_class::<listing::ToolListing>()?;
+    m.add_class::<listing::ListedTool>()?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_class::<WrapOutcome>()?;
     m.add_class::<Closure>()?;
     m.add_class::<Reason>()?;

@@ -1,0 +1,123 @@
+"""Every example of README.md runs as written.
+
+The README's fenced blocks are read in order. A `sh` block runs with `bash -euo pipefail`, a
+`python` block with this interpreter (which has the installed wheel), a `c` block is compiled
+against include/assay.h; all of them in one scratch directory that holds links to the checkout's
+`examples/` and `tests/`, one after the other (a block may use what an earlier one wrote), with
+the installed `assay` command first on PATH. The line before a block may direct the test:
+
+- `<!-- readme-test: file NAME -->`: the block (any language) is written to NAME;
+- `<!-- readme-test: in-checkout -->`: the block runs in the checkout (it writes only into
+  `target/`);
+- `<!-- readme-test: skip (WHY) -->`: the block is not run; a reason is required.
+
+Every `sh`, `python` and `c` block is either run or skipped with a reason: none is silently left
+out."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNABLE = {"sh", "python", "c"}
+DIRECTIVE = re.compile(r"<!-- readme-test: (file (?P<file>\S+)|(?P<checkout>in-checkout)|skip \((?P<why>[^)]+)\)) -->")
+
+
+@dataclass
+class Block:
+    line: int
+    lang: str
+    text: str
+    directive: Optional[re.Match[str]]
+
+
+def blocks() -> List[Block]:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    out: List[Block] = []
+    i = 0
+    while i < len(lines):
+        m = re.fullmatch(r"```(\w*)", lines[i])
+        if m is None:
+            i += 1
+            continue
+        start = i
+        j = i + 1
+        while lines[j] != "```":
+            j += 1
+        before = lines[start - 1] if start > 0 else ""
+        out.append(Block(start + 1, m.group(1), "\n".join(lines[start + 1:j]) + "\n",
+                         DIRECTIVE.fullmatch(before)))
+        i = j + 1
+    return out
+
+
+def test_every_runnable_block_is_run_or_skipped_for_a_reason() -> None:
+    seen = blocks()
+    assert sum(b.lang == "sh" for b in seen) >= 8
+    for b in seen:
+        text = (ROOT / "README.md").read_text().splitlines()[b.line - 2]
+        if "readme-test" in text:
+            assert b.directive is not None, f"README.md:{b.line - 1}: malformed directive {text!r}"
+
+
+def _assay_on_path() -> str:
+    """The directory of the installed `assay` command (the wheel's console script)."""
+    found = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert found, "the wheel's `assay` console script is installed beside this interpreter"
+    return str(Path(found).parent)
+
+
+@pytest.mark.timeout(3600)
+def test_readme_examples_run_as_written(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("examples", "tests"):
+        (work / name).symlink_to(ROOT / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["PATH"] = _assay_on_path() + os.pathsep + env.get("PATH", "")
+    ran = 0
+    for b in blocks():
+        d = b.directive
+        if d is not None and d.group("file"):
+            (work / d.group("file")).write_text(b.text)
+            if b.lang == "json":
+                json.loads(b.text)
+            continue
+        if b.lang not in RUNNABLE:
+            continue
+        if d is not None and d.group("why"):
+            continue
+        cwd = ROOT if d is not None and d.group("checkout") else work
+        where = f"README.md:{b.line}"
+        if b.lang == "sh":
+            r = subprocess.run(["bash", "-euo", "pipefail", "-c", b.text], cwd=cwd, env=env,
+                               capture_output=True, text=True, timeout=2400, stdin=subprocess.DEVNULL)
+        elif b.lang == "python":
+            r = subprocess.run([sys.executable, "-c", b.text], cwd=cwd, env=env, capture_output=True,
+                               text=True, timeout=300, stdin=subprocess.DEVNULL)
+        else:
+            src = tmp_path / f"readme_{b.line}.c"
+            src.write_text('#include "assay.h"\n' + b.text)
+            r = subprocess.run(["gcc", "-std=c11", "-Wall", "-Werror", "-fsyntax-only",
+                                f"-I{ROOT / 'include'}", str(src)], capture_output=True, text=True,
+                               timeout=120)
+        assert r.returncode == 0, f"{where} ({b.lang}) failed:\n{b.text}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+        ran += 1
+    assert ran >= 10, ran
+    # What the examples promise they leave behind.
+    assert (work / "quickstart" / "session-stop.json").is_file()
+    assert (work / "handoff" / "manifest.json").is_file()
+    assert (work / "mcp.json.assay-backup").is_file()
+    assert (work / "mcp.json").read_bytes() == (ROOT / "tests/fixtures/hosts/cursor_mcp.json").read_bytes()
+    assert (work / "py-capture-pkg" / "manifest.json").is_file()
+    assert len(list((work / "py-captures").iterdir())) == 2
+    assert any((work / "captures").iterdir())

@@ -1,0 +1,47 @@
+//! RFC 8785 (JCS) canonical JSON and its SHA-256, from untrusted text: `arguments_sha256`
+//! (SPEC §4.1) and the tool definition digest of pins and `tool_definition_sha256` (SPEC §5.1).
+//!
+//! Two writers of one form: [`simple`] transcribes the common subset (ASCII keys without
+//! escapes, strings without escapes, short integers) straight from the text; [`full`] handles
+//! every text as a visitor of the strict scanner. Neither builds a `serde_json::Value`, and the
+//! general one is bounded: a canonical form longer than the text plus [`SLACK`] (only numbers
+//! written in exponent form grow, `1e20` → `100000000000000000000`) is refused rather than built.
+
+mod full;
+mod simple;
+
+use crate::evidence::event::HexDigest;
+
+/// How much longer than its text a canonical form may be.
+pub(crate) const SLACK: usize = 64 * 1024;
+
+/// Scratch buffers kept between calls at most this large.
+const KEPT: usize = 64 * 1024;
+
+/// The SHA-256 of the canonical form of `text` (one JSON value), using `scratch` as the buffer
+/// (reused call after call). `None` when `text` is not strict JSON or its canonical form would
+/// be longer than `text.len() + SLACK`.
+pub(crate) fn digest(text: &str, scratch: &mut Vec<u8>) -> Option<HexDigest> {
+    let done = simple::canonicalize_simple(text.as_bytes(), scratch)
+        || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
+    let digest = done.then(|| HexDigest::of(scratch));
+    if scratch.capacity() > KEPT {
+        // Do not keep a huge text's buffer.
+        *scratch = Vec::new();
+    }
+    digest
+}
+
+/// [`digest`] with a buffer the calling thread keeps.
+pub(crate) fn digest_of(text: &str) -> Option<HexDigest> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|s| match s.try_borrow_mut() {
+        Ok(mut scratch) => digest(text, &mut scratch),
+        Err(_) => digest(text, &mut Vec::new()),
+    })
+}
+
+#[cfg(test)]
+mod tests;

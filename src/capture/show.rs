@@ -1,0 +1,483 @@
+//! What a capture says, for people (`assay capture show`, SPEC §10): the reader's verdict, who
+//! ran (label, command digest, producer), when, how the session ended, and one row per decision.
+//!
+//! Everything here comes from bytes the reader judged, never from a file it refused: after
+//! [`read_capture`](super::read_capture), each file is read again through the same bounded,
+//! no-follow opener, and used only when its SHA-256 equals the digest the verdict recorded for it
+//! (a file changed in between is not shown) and it passed the same checks (a companion its
+//! schema checks, a decision line the line checks, against the session the companions name). A
+//! file the verdict did not read completely (missing, over its bound, not a regular file) is
+//! never read here either. So an `unknown` capture shows its verdict and what could be read
+//! safely; a decision line the reader refused is listed as refused, with why, not as a decision.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::bounded;
+use super::checks::judge;
+use super::companions::{check_context, check_protocol, check_stop};
+use super::decision_line::{Expect, LineReasons};
+use super::fields::{Reasons, digest_of, parse_object, read_file};
+use super::limits::{
+    CONTEXT, LOG, MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES, PROTOCOL, STOP,
+};
+use super::log::check_line;
+use super::verdict::{Closure, ReasonCode};
+use crate::outcome::StopData;
+use crate::strict_json;
+
+/// A capture as `assay capture show` presents it: the verdict and what was read safely.
+#[derive(Debug, Clone)]
+pub struct CaptureReport {
+    /// The verdict of [`read_capture`](super::read_capture).
+    pub closure: Closure,
+    /// Who ran and when, from the companions that passed their checks.
+    pub session: SessionFacts,
+    /// How the session ended: the stop record's `data`, when it passed its checks.
+    pub stop: Option<StopData>,
+    /// The decision log, line by line.
+    pub decisions: DecisionLines,
+}
+
+/// Who ran the session and when. Each field is `None` when the file holding it was refused,
+/// failed its checks, or changed after it was judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The configured label (`server_id`): a label, not the executable's identity.
+    pub server_id: Option<String>,
+    /// The CloudEvents `source` of the session's events.
+    pub event_source: Option<String>,
+    /// The spawned server's PID.
+    pub server_pid: Option<u64>,
+    /// SHA-256 of the server's argv joined by NUL bytes (the argv itself is not recorded).
+    pub command_sha256: Option<String>,
+    /// The producer's name and version, e.g. `assay 0.1.0`.
+    pub producer: Option<String>,
+    /// The policy's name.
+    pub policy_name: Option<String>,
+    /// SHA-256 of the policy file.
+    pub policy_sha256: Option<String>,
+    /// The session ran in dry run (refusals logged, not enforced).
+    pub dry_run: Option<bool>,
+    /// When protocol.json was written (before the server was spawned).
+    pub created_at: Option<String>,
+    /// When the server was started (the session context's `started_at`).
+    pub started_at: Option<String>,
+    /// When the stop record was written (its event `time`), after the server's cleanup.
+    pub stopped_at: Option<String>,
+}
+
+/// The decision log as read for showing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecisionLines {
+    /// One entry per complete line, in file order.
+    pub lines: Vec<LogLine>,
+    /// Bytes after the last newline (a partial write), not shown.
+    pub partial_tail_bytes: u64,
+    /// Why no line is shown at all (the log was refused by the reader, holds more lines than
+    /// the reader's bound, or changed after it was judged).
+    pub unavailable: Option<String>,
+}
+
+/// One complete line of the decision log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogLine {
+    /// A decision event that passed the reader's line checks.
+    Decision(DecisionRow),
+    /// A line the reader's checks refused: its 1-based line number and the first problem.
+    Refused {
+        /// 1-based line number in the log.
+        line: usize,
+        /// The reader's reason code.
+        code: ReasonCode,
+        /// What was wrong, as the reader says it.
+        detail: String,
+    },
+}
+
+/// One decision (SPEC §4.1), as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionRow {
+    /// `seq`, 0-based.
+    pub seq: u64,
+    /// The event time (RFC 3339, UTC).
+    pub time: String,
+    /// The tool name (`None` for a call without one: `P_MALFORMED`).
+    pub tool: Option<String>,
+    /// The JSON-RPC id of the call, as a string.
+    pub tool_call_id: Option<String>,
+    /// `allow`, `deny` or `error`.
+    pub decision: String,
+    /// `P_POLICY_ALLOW`, `P_TOOL_DENIED`, …
+    pub reason_code: String,
+    /// The reason text.
+    pub reason: String,
+    /// The policy rule that decided, if any.
+    pub matched_rule: Option<String>,
+    /// `false` in dry run (the refusal was logged, not enforced).
+    pub enforced: bool,
+}
+
+/// How many decisions of each kind the shown lines hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecisionCounts {
+    /// `allow` decisions.
+    pub allow: u64,
+    /// `deny` decisions.
+    pub deny: u64,
+    /// `error` decisions.
+    pub error: u64,
+    /// Lines the reader's checks refused.
+    pub refused_lines: u64,
+}
+
+impl DecisionLines {
+    /// The counts of the lines shown.
+    pub fn counts(&self) -> DecisionCounts {
+        let mut c = DecisionCounts::default();
+        for line in &self.lines {
+            match line {
+                LogLine::Decision(d) => match d.decision.as_str() {
+                    "allow" => c.allow += 1,
+                    "deny" => c.deny += 1,
+                    _ => c.error += 1,
+                },
+                LogLine::Refused { .. } => c.refused_lines += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Reads and judges the capture directory `dir` like [`read_capture`](super::read_capture), and
+/// collects what a person needs to read it (see the module docs for what is trusted). Never
+/// panics and never returns an error; reads each file at most its bound plus one byte.
+pub fn show_capture(dir: &Path) -> CaptureReport {
+    let closure = judge(dir);
+    // The reasons of this second read are the verdict's already; they are not reported twice.
+    let mut scratch = Reasons::default();
+    let companion = |name: &str, scratch: &mut Reasons| -> Option<Map<String, Value>> {
+        let judged = closure.files.get(name)?;
+        let bytes = read_file(dir, name, MAX_COMPANION_BYTES, scratch)?;
+        if digest_of(&bytes) != *judged {
+            return None;
+        }
+        parse_object(name, &bytes, scratch)
+    };
+    let protocol = companion(PROTOCOL, &mut scratch);
+    let context = companion(CONTEXT, &mut scratch);
+    let stop = companion(STOP, &mut scratch);
+
+    let p = protocol
+        .as_ref()
+        .and_then(|m| check_protocol(m, &mut scratch));
+    let c = context
+        .as_ref()
+        .and_then(|m| check_context(m, &mut scratch));
+    let s = stop.as_ref().and_then(|m| check_stop(m, &mut scratch));
+
+    // Each field below was checked for its type and form by `check_*` before it is read here.
+    let text =
+        |m: &Map<String, Value>, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
+    let context_data = c
+        .as_ref()
+        .and(context.as_ref())
+        .and_then(|m| m.get("data"))
+        .and_then(Value::as_object);
+    let session = SessionFacts {
+        server_id: s
+            .as_ref()
+            .map(|s| s.data.server_id.clone())
+            .or(c.as_ref().map(|c| c.server_id.to_string()))
+            .or(p.as_ref().map(|p| p.server_id.to_string())),
+        event_source: s
+            .as_ref()
+            .map(|s| s.source.to_string())
+            .or(c.as_ref().map(|c| c.source.to_string()))
+            .or(p.as_ref().map(|p| p.event_source.to_string())),
+        server_pid: s
+            .as_ref()
+            .map(|s| u64::from(s.data.server_pid))
+            .or(c.as_ref().map(|c| c.server_pid)),
+        command_sha256: context_data.and_then(|d| text(d, "command_sha256")),
+        producer: context_data
+            .and_then(|d| d.get("producer"))
+            .and_then(Value::as_object)
+            .and_then(|p| Some(format!("{} {}", text(p, "name")?, text(p, "version")?))),
+        policy_name: context_data.and_then(|d| text(d, "policy_name")),
+        policy_sha256: c.as_ref().map(|c| c.policy_sha256.to_string()),
+        dry_run: c.as_ref().map(|c| c.dry_run),
+        created_at: p
+            .as_ref()
+            .and(protocol.as_ref())
+            .and_then(|m| text(m, "created_at")),
+        started_at: context_data.and_then(|d| text(d, "started_at")),
+        stopped_at: s.as_ref().and(stop.as_ref()).and_then(|m| text(m, "time")),
+    };
+
+    let exp = Expect {
+        session_id: s
+            .as_ref()
+            .map(|s| s.data.session_id.as_str())
+            .or(c.as_ref().map(|c| c.session_id))
+            .or(p.as_ref().map(|p| p.session_id)),
+        source: s
+            .as_ref()
+            .map(|s| s.source)
+            .or(c.as_ref().map(|c| c.source))
+            .or(p.as_ref().map(|p| p.event_source)),
+        policy_sha256: c.as_ref().map(|c| c.policy_sha256),
+        dry_run: c.as_ref().map(|c| c.dry_run),
+    };
+    let decisions = decision_lines(dir, &closure, &exp);
+    let stop_data = s.map(|s| s.data);
+    CaptureReport {
+        closure,
+        session,
+        stop: stop_data,
+        decisions,
+    }
+}
+
+/// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
+fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
+    let unavailable = |why: String| DecisionLines {
+        unavailable: Some(why),
+        ..DecisionLines::default()
+    };
+    let Some(judged) = closure.files.get(LOG) else {
+        return unavailable(format!("{LOG} was not read (see the reasons above)"));
+    };
+    let bytes = match bounded::read_bounded(&dir.join(LOG), MAX_LOG_BYTES) {
+        Ok(b) => b,
+        Err(e) => return unavailable(format!("{LOG} {}", e.describe(MAX_LOG_BYTES))),
+    };
+    if digest_of(&bytes) != *judged {
+        return unavailable(format!("{LOG} changed after it was judged"));
+    }
+    let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
+    let (body, tail) = bytes.split_at(complete);
+    let count = memchr::memchr_iter(b'\n', body).count();
+    if count > MAX_DECISIONS {
+        return unavailable(format!(
+            "{LOG} holds {count} lines, over the reader's {MAX_DECISIONS}-line bound"
+        ));
+    }
+    let mut lines = Vec::with_capacity(count);
+    for (i, line) in body.split(|&b| b == b'\n').take(count).enumerate() {
+        lines.push(log_line(i, line, exp));
+    }
+    DecisionLines {
+        lines,
+        partial_tail_bytes: tail.len() as u64,
+        unavailable: None,
+    }
+}
+
+/// The fields a row shows, read from a line that passed the reader's checks.
+#[derive(Deserialize)]
+struct RowEvent {
+    time: String,
+    data: RowData,
+}
+
+#[derive(Deserialize)]
+struct RowData {
+    seq: u64,
+    tool: Option<String>,
+    tool_call_id: Option<String>,
+    decision: String,
+    reason_code: String,
+    reason: String,
+    matched_rule: Option<String>,
+    enforced: bool,
+}
+
+/// Line `i` (0-based): the reader's line checks first; only a line they accept becomes a row.
+fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
+    let mut lr = LineReasons {
+        list: Vec::new(),
+        suppressed: 0,
+        first_suppressed: None,
+    };
+    check_line(i, line, exp, &mut lr);
+    let refused = |code: ReasonCode, detail: String| LogLine::Refused {
+        line: i + 1,
+        code,
+        detail,
+    };
+    if let Some(first) = lr.list.into_iter().next() {
+        return refused(first.code, first.detail);
+    }
+    // The checks accepted the line (UTF-8, strict JSON, every field's type); the strict scan
+    // runs again before serde so that no line reaches serde unscanned, whichever path checked it.
+    let parsed = std::str::from_utf8(line)
+        .ok()
+        .filter(|t| strict_json::scan_str(t, super::limits::MAX_DEPTH).is_ok())
+        .and_then(|t| serde_json::from_str::<RowEvent>(t).ok());
+    match parsed {
+        Some(ev) => LogLine::Decision(DecisionRow {
+            seq: ev.data.seq,
+            time: ev.time,
+            tool: ev.data.tool,
+            tool_call_id: ev.data.tool_call_id,
+            decision: ev.data.decision,
+            reason_code: ev.data.reason_code,
+            reason: ev.data.reason,
+            matched_rule: ev.data.matched_rule,
+            enforced: ev.data.enforced,
+        }),
+        None => refused(
+            ReasonCode::SchemaMismatch,
+            format!("{LOG} line {}: not a decision event", i + 1),
+        ),
+    }
+}
+
+impl ReasonCode {
+    /// What the reason code means, in plain words (the verdict's `detail` says where).
+    pub fn in_words(self) -> &'static str {
+        match self {
+            ReasonCode::MissingFile => "a required file is missing or cannot be read",
+            ReasonCode::NotRegularFile => {
+                "a file is a symbolic link, directory, FIFO or device, not a regular file"
+            }
+            ReasonCode::TooLarge => "a file is larger than the reader's bound",
+            ReasonCode::TooManyDecisions => "the decision log holds more than 10,000 lines",
+            ReasonCode::TooDeep => "JSON nested deeper than 32 levels",
+            ReasonCode::DuplicateKey => "a JSON object holds the same key twice",
+            ReasonCode::NonfiniteNumber => "a number is NaN, Infinity or overflows a double",
+            ReasonCode::InvalidJson => "a file is not valid UTF-8 JSON",
+            ReasonCode::SchemaMismatch => "a required field is missing, mistyped or out of range",
+            ReasonCode::ProtocolMismatch => "protocol.json disagrees with the session's events",
+            ReasonCode::ContextMismatch => {
+                "the session context disagrees with the stop record or a decision"
+            }
+            ReasonCode::IdMismatch => "an event id or session id is not this session's",
+            ReasonCode::CountMismatch => {
+                "the decision log's lines do not match the stop record's count"
+            }
+            ReasonCode::DigestMismatch => {
+                "the decision log's SHA-256 does not match the stop record's"
+            }
+            ReasonCode::PartialLine => "the decision log ends in a partial line",
+            ReasonCode::InconsistentAccounting => "the stop record's fields contradict each other",
+            ReasonCode::DecisionLogNotRetained => {
+                "no decision log was retained, so nothing vouches for the decisions"
+            }
+            ReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
+            ReasonCode::NoSession => {
+                "the client only probed the server: no session existed, no stop record"
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::testutil::{Builder, replace_in, set};
+    use super::*;
+    use crate::capture::ClosureKind;
+
+    #[test]
+    fn a_closed_capture_shows_every_decision_and_the_facts() {
+        let dir = Builder::new(3).build();
+        let r = show_capture(dir.path());
+        assert_eq!(r.closure.closure, ClosureKind::Closed);
+        assert_eq!(r.session.server_id.as_deref(), Some("default-mcp-server"));
+        assert!(r.session.command_sha256.is_some());
+        assert!(r.session.started_at.is_some() && r.session.stopped_at.is_some());
+        assert!(
+            r.session
+                .producer
+                .as_deref()
+                .is_some_and(|p| p.starts_with("assay "))
+        );
+        assert!(r.stop.is_some());
+        assert_eq!(r.decisions.unavailable, None);
+        assert_eq!(r.decisions.lines.len(), 3);
+        for (i, l) in r.decisions.lines.iter().enumerate() {
+            let LogLine::Decision(d) = l else {
+                panic!("line {i} refused: {l:?}")
+            };
+            assert_eq!(d.seq, i as u64);
+        }
+        assert_eq!(r.decisions.counts().refused_lines, 0);
+    }
+
+    #[test]
+    fn a_refused_line_is_listed_as_refused_not_as_a_decision() {
+        let mut b = Builder::new(3);
+        b.edit_line.push(Box::new(|i, v| {
+            if i == 1 {
+                set(
+                    v,
+                    "data/session_id",
+                    json!("ffffffffffffffffffffffffffffffff"),
+                );
+            }
+        }));
+        let dir = b.build();
+        let r = show_capture(dir.path());
+        assert_eq!(r.closure.closure, ClosureKind::Unknown);
+        assert!(matches!(r.decisions.lines[0], LogLine::Decision(_)));
+        assert!(
+            matches!(
+                &r.decisions.lines[1],
+                LogLine::Refused {
+                    line: 2,
+                    code: ReasonCode::IdMismatch,
+                    ..
+                }
+            ),
+            "{:?}",
+            r.decisions.lines[1]
+        );
+        assert_eq!(r.decisions.counts().refused_lines, 1);
+    }
+
+    #[test]
+    fn an_over_bound_log_is_never_read() {
+        let dir = Builder::new(1).build();
+        let log = dir.path().join(LOG);
+        let big = vec![b'x'; MAX_LOG_BYTES as usize + 1];
+        std::fs::write(&log, big).unwrap();
+        let r = show_capture(dir.path());
+        assert_eq!(r.closure.closure, ClosureKind::Unknown);
+        assert!(r.decisions.lines.is_empty());
+        assert!(r.decisions.unavailable.is_some());
+    }
+
+    #[test]
+    fn a_companion_that_fails_its_checks_gives_no_facts() {
+        let dir = Builder::new(1).build();
+        // The context's server_pid is no longer a number: every fact from the context goes.
+        replace_in(
+            dir.path(),
+            CONTEXT,
+            "\"server_pid\":4242",
+            "\"server_pid\":\"4242\"",
+        );
+        let r = show_capture(dir.path());
+        assert_eq!(r.closure.closure, ClosureKind::Unknown);
+        assert_eq!(r.session.command_sha256, None);
+        assert_eq!(r.session.started_at, None);
+        // The stop record still passed its checks: its facts stay.
+        assert!(r.session.stopped_at.is_some());
+    }
+
+    #[test]
+    fn every_reason_code_has_words() {
+        for code in [
+            ReasonCode::MissingFile,
+            ReasonCode::NoSession,
+            ReasonCode::DecisionLoss,
+        ] {
+            assert!(!code.in_words().is_empty());
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `assay policy check FILE` (SPEC §10): loads the policy exactly as `mcp wrap` does, spawning
+//! nothing, and prints the library's [`PolicySummary`] for people (text) or programs (JSON).
+//! An invalid policy is exit 2 with the message `mcp wrap` prints for the same file.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use assay::config::load_policy;
+use assay::policy::summary::PolicySummary;
+
+use super::args::PolicyFormat;
+use super::messages::{Failure, exit};
+
+/// Checks `file`; prints the summary on stdout. The status says whether the policy is valid,
+/// so a summary that cannot be printed (stdout gone) still ends with 0.
+pub(crate) fn check(file: &Path, format: PolicyFormat) -> Result<ExitCode, Failure> {
+    let summary = load_policy(file).map_err(Failure::library)?.summary();
+    let text = match format {
+        PolicyFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&summary).unwrap_or_default();
+            t.push('\n');
+            t
+        }
+        PolicyFormat::Text => render(file, &summary),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Failure::output(0))?;
+    Ok(exit(0))
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{1b}`), so a name cannot forge a line or
+/// a terminal sequence; everything else (a regex's backslashes) as written.
+fn shown(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Patterns as a comma-separated list.
+fn list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| shown(s))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The summary for people: one line per rule kind, in the order rules apply (SPEC §5).
+fn render(file: &Path, s: &PolicySummary) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "policy {}: valid (name {}, sha256 {})",
+        shown(&file.display().to_string()),
+        shown(&s.name),
+        s.sha256
+    );
+    let _ = writeln!(
+        t,
+        "deny: {}",
+        if s.deny.is_empty() {
+            "no tool".to_owned()
+        } else {
+            list(&s.deny)
+        }
+    );
+    let _ = writeln!(
+        t,
+        "allow: {}",
+        match &s.allow {
+            None => "every tool not denied (no allow list)".to_owned(),
+            Some(a) if a.is_empty() => "no tool (the allow list is empty)".to_owned(),
+            Some(a) => list(a),
+        }
+    );
+    if s.constraints.is_empty() {
+        let _ = writeln!(t, "constraints: none");
+    } else {
+        let _ = writeln!(t, "constraints:");
+        for c in &s.constraints {
+            let rules: Vec<String> = c
+                .params
+                .iter()
+                .map(|p| {
+                    let mut parts = Vec::new();
+                    if let Some(w) = &p.within {
+                        parts.push(format!("within {}", list(w)));
+                    }
+                    if let Some(m) = &p.matches {
+                        parts.push(format!("matches {}", shown(m)));
+                    }
+                    format!("{} {}", shown(&p.name), parts.join(" and "))
+                })
+                .collect();
+            let rules = if rules.is_empty() {
+                "no argument rule".to_owned()
+            } else {
+                rules.join("; ")
+            };
+            let _ = writeln!(t, "  {}: {rules}", shown(&c.tool));
+        }
+    }
+    let tools: Vec<String> = s.schemas.keys().cloned().collect();
+    let _ = writeln!(
+        t,
+        "schemas: {}",
+        if tools.is_empty() {
+            "none".to_owned()
+        } else {
+            list(&tools)
+        }
+    );
+    let _ = writeln!(t, "hide_refused_tools: {}", s.hide_refused_tools);
+    match &s.pins {
+        None => {
+            let _ = writeln!(t, "pins: none");
+        }
+        Some(p) => {
+            let _ = writeln!(
+                t,
+                "pins: {} (sha256 {}): {} tool(s); unpinned and drifted tools are removed from listings and refused",
+                shown(&p.path),
+                p.sha256,
+                p.tools.len()
+            );
+            for (name, digest) in &p.tools {
+                let _ = writeln!(t, "  {} {}", shown(name), &digest[..12]);
+            }
+        }
+    }
+    t
+}

@@ -1,0 +1,331 @@
+//! `assay capture show DIR` and `assay capture summary ROOT --format table`: the reader's
+//! verdicts for people. The library collects the data ([`assay::show_capture`],
+//! [`assay::read_captures`]); this module only lays it out. Exit statuses are those of
+//! `capture read` and `capture summary` (SPEC §10).
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::process::ExitCode;
+
+use assay::capture::{CaptureReport, LogLine, SessionFacts};
+use assay::{
+    CaptureStatus, Closure, ClosureKind, DecisionLogState, SessionEnd, StopData, Termination,
+    read_captures, show_capture,
+};
+
+use super::messages::{Failure, exit};
+use super::text::{Table, clean, or_dash};
+
+/// A missing DIR is a usage error (status 2), as for `capture summary` and a missing ROOT.
+fn usable_dir(dir: &Path) -> Result<(), Failure> {
+    let problem = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => "is not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(_) => "cannot be inspected",
+    };
+    Err(Failure::Invalid(format!(
+        "capture directory {} {problem}",
+        clean(&dir.display().to_string())
+    )))
+}
+
+/// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown).
+pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
+    usable_dir(dir)?;
+    let report = show_capture(dir);
+    let text = render(dir, &report).join("\n");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(Failure::output(3))?;
+    Ok(exit(report.closure.closure.exit_status()))
+}
+
+/// The verdict in one line of words.
+fn verdict_line(c: &Closure) -> String {
+    match c.closure {
+        ClosureKind::Closed => {
+            "CLOSED: the session has a recorded ending and the retained decision \
+             log matches its accounting (this says nothing about whether the server succeeded)"
+                .to_string()
+        }
+        ClosureKind::Incomplete => {
+            "INCOMPLETE: the files agree, with known loss of decision events (counted below)"
+                .to_string()
+        }
+        ClosureKind::Unknown => {
+            "UNKNOWN: the files do not vouch for this session; nothing below is confirmed by them"
+                .to_string()
+        }
+    }
+}
+
+/// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`.
+fn ending(s: &StopData) -> String {
+    match s.termination {
+        Termination::Exited => format!("exited with code {}", s.exit_code.unwrap_or(-1)),
+        Termination::Signaled => {
+            let n = s.signal.unwrap_or(0);
+            let name = nix::sys::signal::Signal::try_from(n)
+                .map(|sig| format!(" ({})", sig.as_str()))
+                .unwrap_or_default();
+            let core = if s.core_dumped == Some(true) {
+                ", core dumped"
+            } else {
+                ""
+            };
+            format!("killed by signal {n}{name}{core}")
+        }
+        Termination::Unknown => "status unknown (never observed)".to_string(),
+    }
+}
+
+fn session_end(e: SessionEnd) -> &'static str {
+    match e {
+        SessionEnd::ClientClosed => {
+            "client_closed (the client closed its input; a recorded ending)"
+        }
+        SessionEnd::ProxyError => "proxy_error (the wrapper failed: an I/O or protocol error)",
+    }
+}
+
+fn decision_log(s: &StopData) -> String {
+    let counts = match (s.decision_events_written, s.decision_events_dropped) {
+        (Some(w), Some(d)) => format!(": {w} written, {d} dropped"),
+        _ => String::new(),
+    };
+    let state = match s.decision_log {
+        DecisionLogState::Complete => "complete",
+        DecisionLogState::Incomplete => "incomplete",
+        DecisionLogState::Temporary => "temporary (not retained)",
+        DecisionLogState::Absent => "absent (none was kept)",
+        DecisionLogState::Unknown => "unknown (the writer never started)",
+    };
+    format!("{state}{counts}")
+}
+
+fn field(lines: &mut Vec<String>, name: &str, value: String) {
+    lines.push(format!("  {name:<16}{value}"));
+}
+
+fn who_and_when(lines: &mut Vec<String>, f: &SessionFacts, session_id: Option<&str>) {
+    lines.push("who".to_string());
+    field(
+        lines,
+        "server_id",
+        format!(
+            "{} (the configured label, not the executable's identity)",
+            or_dash(f.server_id.as_deref())
+        ),
+    );
+    field(lines, "session id", or_dash(session_id));
+    field(lines, "event source", or_dash(f.event_source.as_deref()));
+    field(
+        lines,
+        "server pid",
+        f.server_pid.map_or("-".to_string(), |p| p.to_string()),
+    );
+    field(
+        lines,
+        "command sha256",
+        format!(
+            "{} (of the server's argv; the argv is not recorded)",
+            or_dash(f.command_sha256.as_deref())
+        ),
+    );
+    field(lines, "producer", or_dash(f.producer.as_deref()));
+    field(
+        lines,
+        "policy",
+        format!(
+            "{} (sha256 {})",
+            or_dash(f.policy_name.as_deref()),
+            or_dash(f.policy_sha256.as_deref())
+        ),
+    );
+    if f.dry_run == Some(true) {
+        field(
+            lines,
+            "dry run",
+            "yes: refusals were logged, not enforced".to_string(),
+        );
+    }
+    lines.push("when".to_string());
+    field(lines, "created", or_dash(f.created_at.as_deref()));
+    field(lines, "started", or_dash(f.started_at.as_deref()));
+    field(lines, "stopped", or_dash(f.stopped_at.as_deref()));
+}
+
+/// The report as lines.
+fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
+    let c = &r.closure;
+    let mut lines = vec![
+        format!("capture  {}", clean(&dir.display().to_string())),
+        format!("verdict  {}", verdict_line(c)),
+    ];
+    for reason in &c.reasons {
+        lines.push(format!(
+            "  - {}: {} ({})",
+            reason.code.as_str(),
+            reason.code.in_words(),
+            clean(&reason.detail)
+        ));
+    }
+    who_and_when(&mut lines, &r.session, c.session_id.as_deref());
+    lines.push("how it ended".to_string());
+    match &r.stop {
+        Some(s) => {
+            field(
+                &mut lines,
+                "session end",
+                session_end(s.session_end).to_string(),
+            );
+            field(&mut lines, "server", ending(s));
+            field(
+                &mut lines,
+                "kill requested",
+                if s.assay_kill_requested {
+                    "yes (the server had not exited after the session; claims no cause)"
+                } else {
+                    "no"
+                }
+                .to_string(),
+            );
+            field(&mut lines, "decision log", decision_log(s));
+        }
+        None => field(
+            &mut lines,
+            "stop record",
+            "none that passed the reader's checks: how the session ended is not known".to_string(),
+        ),
+    }
+    decisions(&mut lines, r);
+    lines
+}
+
+fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
+    let d = &r.decisions;
+    let vouched = r.closure.closure != ClosureKind::Unknown;
+    let note = if vouched {
+        ""
+    } else {
+        " (as read; not vouched for: the verdict is unknown)"
+    };
+    lines.push(format!("decisions{note}"));
+    if let Some(why) = &d.unavailable {
+        lines.push(format!("  not shown: {}", clean(why)));
+        return;
+    }
+    if d.lines.is_empty() {
+        lines.push("  none".to_string());
+    } else {
+        let mut t = Table::new(&["SEQ", "TIME", "TOOL", "DECISION", "REASON CODE", "RULE"]);
+        for line in &d.lines {
+            match line {
+                LogLine::Decision(row) => {
+                    let decision = if row.enforced || row.decision == "allow" {
+                        clean(&row.decision)
+                    } else {
+                        format!("{} (not enforced)", clean(&row.decision))
+                    };
+                    t.row(vec![
+                        row.seq.to_string(),
+                        clean(&row.time),
+                        or_dash(row.tool.as_deref()),
+                        decision,
+                        clean(&row.reason_code),
+                        or_dash(row.matched_rule.as_deref()),
+                    ]);
+                }
+                LogLine::Refused { line, code, detail } => t.row(vec![
+                    "?".to_string(),
+                    "-".to_string(),
+                    format!("line {line} refused by the reader"),
+                    code.as_str().to_string(),
+                    clean(detail),
+                ]),
+            }
+        }
+        lines.extend(t.lines("  "));
+    }
+    if d.partial_tail_bytes > 0 {
+        lines.push(format!(
+            "  + {} bytes of a partial last line (not shown)",
+            d.partial_tail_bytes
+        ));
+    }
+    let n = d.counts();
+    let mut counts = format!(
+        "counts: {} allow, {} deny, {} error",
+        n.allow, n.deny, n.error
+    );
+    if n.refused_lines > 0 {
+        counts.push_str(&format!(", {} lines refused", n.refused_lines));
+    }
+    lines.push(counts);
+}
+
+/// The stop field `key` of a verdict, when the stop record passed its checks.
+fn stop_field<'a>(c: &'a Closure, key: &str) -> Option<&'a serde_json::Value> {
+    c.stop.as_ref().and_then(|m| m.get(key))
+}
+
+/// How a capture's server ended, in a table cell.
+fn ended_cell(c: &Closure) -> String {
+    let int = |k: &str| stop_field(c, k).and_then(serde_json::Value::as_i64);
+    match stop_field(c, "termination").and_then(serde_json::Value::as_str) {
+        Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
+        Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
+        Some(other) => clean(other),
+        None => "-".to_string(),
+    }
+}
+
+/// `capture summary ROOT --format table`: every capture's row once all are judged (the columns
+/// are as wide as their widest cell), then the counts; the status is `capture summary`'s.
+pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
+    let mut t = Table::new(&[
+        "CAPTURE",
+        "STATUS",
+        "SERVER",
+        "ENDED",
+        "DECISIONS",
+        "REASONS",
+    ]);
+    let counts = read_captures(root, |v| {
+        let c = &v.closure;
+        let reasons: Vec<&str> = c.reasons.iter().map(|r| r.code.as_str()).collect();
+        let status = match v.status {
+            CaptureStatus::NoSession => "no_session",
+            other => other.as_str(),
+        };
+        t.row(vec![
+            clean(&v.name),
+            status.to_string(),
+            or_dash(stop_field(c, "server_id").and_then(serde_json::Value::as_str)),
+            ended_cell(c),
+            stop_field(c, "decision_events_written")
+                .and_then(serde_json::Value::as_u64)
+                .map_or("-".to_string(), |n| n.to_string()),
+            if reasons.is_empty() {
+                "-".to_string()
+            } else {
+                reasons.join(",")
+            },
+        ]);
+        ControlFlow::Continue(())
+    })
+    .map_err(Failure::library)?;
+    let mut text = t.lines("").join("\n");
+    text.push_str(&format!(
+        "\n{} closed, {} incomplete, {} unknown, {} no_session\n",
+        counts.closed, counts.incomplete, counts.unknown, counts.no_session
+    ));
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Failure::output(3))?;
+    Ok(exit(counts.exit_status()))
+}

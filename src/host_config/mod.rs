@@ -1,0 +1,27 @@
+//! Wrapping an MCP host's configuration file (`assay mcp wrap-config`, SPEC §10).
+//!
+//! Hosts list their servers in a JSON file: `mcpServers` (Claude Desktop, Cursor, the MCP
+//! Inspector's config) or `servers` (VS Code, whose stdio entries carry `"type": "stdio"`).
+//! [`rewrite`] turns every stdio entry (one with a `command`) into one that runs
+//! `ASSAY mcp wrap --policy P [--capture-root R …] -- COMMAND ARGS…`, and [`RewriteAction::Unwrap`]
+//! turns it back. The file is read as strictly as a protocol line (duplicate keys, invalid JSON,
+//! non-UTF-8, comments and trailing commas are refused: nothing is written) and edited in place:
+//! only the `command` and `args` values of the entries change, every other byte (key order,
+//! spacing, escapes, other members, remote entries with a `url`) stays as it was.
+//! [`rewrite_file`] writes a backup of the original bytes first and replaces the file atomically.
+//! The rules where SPEC is silent are in `docs/decisions.md` ("Host configurations").
+
+mod edit;
+mod error;
+mod file;
+mod locate;
+mod rewrite;
+
+pub use error::HostConfigError;
+pub use file::{FileRewrite, rewrite_file};
+pub use rewrite::{
+    EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, entry_label, rewrite,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,339 @@
+//! The rewrite of a host configuration's text (SPEC §10): which entries are stdio servers, what
+//! a wrapped entry runs, and the report of what happened to each entry.
+
+use std::path::PathBuf;
+
+use super::edit::{self, Edit, Prefix};
+use super::error::HostConfigError;
+use super::locate::{self, Entry, SECTIONS, Span};
+
+/// What to do with the stdio entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RewriteAction {
+    /// Wrap every stdio entry that is not wrapped yet.
+    Wrap(WrapWith),
+    /// Give every wrapped entry back its original command and arguments.
+    Unwrap,
+}
+
+/// What a wrapped entry runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrapWith {
+    /// The absolute path of the `assay` program the entry runs.
+    pub assay: PathBuf,
+    /// The policy file (written as given: make it absolute, hosts start servers in any directory).
+    pub policy: PathBuf,
+    /// A capture root: each entry then also gets `--event-source assay://host-config/<name>` and
+    /// `--label=<name>` (its entry name), so its captures say which server they are.
+    pub capture_root: Option<PathBuf>,
+}
+
+impl WrapWith {
+    /// Checks what a wrapped entry will need at every launch, before any file is touched: the
+    /// paths are absolute (hosts start servers in any directory), the policy loads, and the
+    /// capture root is usable as `assay mcp wrap --capture-root` requires (SPEC §10).
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Config`] naming the option.
+    pub fn check(&self) -> crate::Result<()> {
+        for (option, path) in [
+            ("policy", Some(&self.policy)),
+            ("capture-root", self.capture_root.as_ref()),
+        ] {
+            if let Some(p) = path {
+                if !p.is_absolute() {
+                    return Err(crate::Error::config(
+                        option,
+                        format!("{} is not an absolute path", p.display()),
+                    ));
+                }
+            }
+        }
+        crate::Policy::load(&self.policy)
+            .map_err(|e| crate::Error::config("policy", e.to_string()))?;
+        if let Some(root) = &self.capture_root {
+            crate::config::check_root(root)?;
+        }
+        Ok(())
+    }
+}
+
+/// What happened to one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryChange {
+    /// Rewritten to run through `assay mcp wrap`.
+    Wrapped,
+    /// Already ran through `assay mcp wrap`: left as it is.
+    AlreadyWrapped,
+    /// Given back its original command and arguments.
+    Unwrapped,
+    /// Not wrapped, nothing to unwrap: left as it is.
+    NotWrapped,
+    /// Runs `assay mcp wrap` without a `--` before the server command: left as it is (the
+    /// server command cannot be told from the options).
+    NoSeparator,
+    /// A remote server (`url`, or a `type` other than `stdio`, without a `command`): left as it is.
+    Remote,
+    /// No `command` and no `url`: left as it is.
+    NoCommand,
+}
+
+impl EntryChange {
+    /// A short description, e.g. `wrapped`, `left alone (remote)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EntryChange::Wrapped => "wrapped",
+            EntryChange::AlreadyWrapped => "left alone (already wrapped)",
+            EntryChange::Unwrapped => "unwrapped",
+            EntryChange::NotWrapped => "left alone (not wrapped)",
+            EntryChange::NoSeparator => {
+                "left alone (runs assay mcp wrap without `--` before the server command)"
+            }
+            EntryChange::Remote => "left alone (remote server)",
+            EntryChange::NoCommand => "left alone (no command)",
+        }
+    }
+}
+
+/// One entry of the file and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryReport {
+    /// `mcpServers` or `servers`.
+    pub section: &'static str,
+    /// The entry's name.
+    pub name: String,
+    /// What happened.
+    pub change: EntryChange,
+    /// For a changed entry: the lines of the original text its edits touched.
+    pub before: String,
+    /// For a changed entry: the same lines in the new text.
+    pub after: String,
+}
+
+/// The result of a rewrite: the new text and a report per entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The file's new text (equal to the old one when nothing changed).
+    pub text: String,
+    /// Every entry of every section, in file order.
+    pub entries: Vec<EntryReport>,
+}
+
+impl Rewrite {
+    /// Whether any entry changed.
+    pub fn changed(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.change, EntryChange::Wrapped | EntryChange::Unwrapped))
+    }
+}
+
+/// Percent-encodes `s` for a URI path segment (unreserved characters kept).
+fn segment(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn prefix_for(w: &WrapWith, name: &str) -> Prefix {
+    let mut elements = vec![
+        "mcp".to_string(),
+        "wrap".to_string(),
+        "--policy".to_string(),
+        w.policy.to_string_lossy().into_owned(),
+    ];
+    if let Some(root) = &w.capture_root {
+        elements.push("--capture-root".to_string());
+        elements.push(root.to_string_lossy().into_owned());
+        elements.push("--event-source".to_string());
+        elements.push(format!("assay://host-config/{}", segment(name)));
+        // `=`: an entry name may begin with `-`. A name `--label` cannot take (empty, or with a
+        // control character) gets none: the server then runs with the default label instead of
+        // failing at every launch.
+        if !name.is_empty() && !name.chars().any(char::is_control) {
+            elements.push(format!("--label={name}"));
+        }
+    }
+    Prefix {
+        elements,
+        assay: w.assay.to_string_lossy().into_owned(),
+    }
+}
+
+/// What kind of entry this is; an entry this rewrite cannot handle faithfully is an error.
+fn classify(text: &str, section: &str, e: &Entry) -> Result<Kind, HostConfigError> {
+    let what = format!("`{section}.{}`", e.name.escape_debug());
+    let shape = |msg: String| Err(HostConfigError::Shape(msg));
+    if e.value.is_none_or(|v| v.first != b'{') {
+        return shape(format!("{what} is not an object"));
+    }
+    if let Some((key, name)) = &e.variant {
+        return shape(format!(
+            "{what} has a key `{}` that some hosts read as `{name}`; spell it `{name}`",
+            key.escape_debug()
+        ));
+    }
+    let Some(command) = e.command else {
+        let remote = e.url.is_some()
+            || e.r#type
+                .is_some_and(|t| t.span.of(text).trim_matches('"') != "stdio");
+        return Ok(if remote {
+            Kind::Remote
+        } else {
+            Kind::NoCommand
+        });
+    };
+    if command.first != b'"' {
+        return shape(format!("{what}: `command` is not a string"));
+    }
+    if let Some(t) = e.r#type {
+        if t.span.of(text) != "\"stdio\"" {
+            return shape(format!(
+                "{what} has a `command` and `type` {}: only a stdio entry can be wrapped",
+                t.span.of(text).escape_debug()
+            ));
+        }
+    }
+    if e.url.is_some() {
+        return shape(format!(
+            "{what} has both a `command` and a `url`: hosts disagree on which one runs"
+        ));
+    }
+    if let Some(args) = e.args {
+        if args.first != b'[' || e.elements.iter().any(|x| x.first != b'"') {
+            return shape(format!("{what}: `args` is not an array of strings"));
+        }
+    }
+    Ok(Kind::Stdio)
+}
+
+enum Kind {
+    Stdio,
+    Remote,
+    NoCommand,
+}
+
+/// The whole lines of `text` that `span` touches.
+fn lines_around(text: &str, span: Span) -> String {
+    let start = text
+        .get(..span.start)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let end = text
+        .get(span.end..)
+        .and_then(|t| t.find('\n'))
+        .map_or(text.len(), |i| span.end + i);
+    text.get(start..end).unwrap_or_default().to_string()
+}
+
+/// Rewrites the host configuration `bytes` (SPEC §10): every stdio entry of `mcpServers` and
+/// `servers` wrapped or unwrapped; nothing else changes.
+///
+/// # Errors
+/// [`HostConfigError::Syntax`] for anything but strict UTF-8 JSON (a duplicate key, a comment, a
+/// trailing comma included), [`HostConfigError::Shape`] for a file without a `mcpServers` or
+/// `servers` object, or an entry that cannot be rewritten faithfully (a `command` that is not a
+/// string, `args` that are not strings, a case variant of a member name, a `command` beside a
+/// `url`).
+pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConfigError> {
+    let (text, found) = locate::locate(bytes)?;
+    if !found.top_is_object {
+        return Err(HostConfigError::Shape(
+            "the file is not a JSON object".to_string(),
+        ));
+    }
+    if let Some((key, name)) = &found.variant {
+        return Err(HostConfigError::Shape(format!(
+            "top-level key `{}` is read as `{name}` by some hosts; spell it `{name}`",
+            key.escape_debug()
+        )));
+    }
+    if found.sections.is_empty() {
+        return Err(HostConfigError::Shape(format!(
+            "no top-level `{}` or `{}` object (only those are rewritten)",
+            SECTIONS[0], SECTIONS[1]
+        )));
+    }
+    let mut edits: Vec<Edit> = Vec::new();
+    // Per entry: its report and the indexes of its edits.
+    let mut reports: Vec<(EntryReport, Vec<usize>)> = Vec::new();
+    for section in &found.sections {
+        if section.value.is_none_or(|v| v.first != b'{') {
+            return Err(HostConfigError::Shape(format!(
+                "`{}` is not an object",
+                section.name
+            )));
+        }
+        for entry in &section.entries {
+            let kind = classify(text, section.name, entry)?;
+            let (change, new_edits) = match (kind, action) {
+                (Kind::Remote, _) => (EntryChange::Remote, Vec::new()),
+                (Kind::NoCommand, _) => (EntryChange::NoCommand, Vec::new()),
+                (Kind::Stdio, RewriteAction::Wrap(w)) => {
+                    if edit::is_wrapped(text, entry) {
+                        (EntryChange::AlreadyWrapped, Vec::new())
+                    } else {
+                        let prefix = prefix_for(w, &entry.name);
+                        (EntryChange::Wrapped, edit::wrap(text, entry, &prefix))
+                    }
+                }
+                (Kind::Stdio, RewriteAction::Unwrap) => {
+                    if !edit::is_wrapped(text, entry) {
+                        (EntryChange::NotWrapped, Vec::new())
+                    } else {
+                        match edit::unwrap(text, entry) {
+                            Some(e) => (EntryChange::Unwrapped, e),
+                            None => (EntryChange::NoSeparator, Vec::new()),
+                        }
+                    }
+                }
+            };
+            let first = edits.len();
+            edits.extend(new_edits);
+            reports.push((
+                EntryReport {
+                    section: section.name,
+                    name: entry.name.clone(),
+                    change,
+                    before: String::new(),
+                    after: String::new(),
+                },
+                (first..edits.len()).collect(),
+            ));
+        }
+    }
+    let (new_text, placed) = edit::apply(text, &edits);
+    let entries = reports
+        .into_iter()
+        .map(|(mut report, idx)| {
+            let covering = |spans: &mut dyn Iterator<Item = Span>| {
+                spans.reduce(|a, b| Span {
+                    start: a.start.min(b.start),
+                    end: a.end.max(b.end),
+                })
+            };
+            if let Some(old) = covering(&mut idx.iter().map(|&i| edits[i].span)) {
+                report.before = lines_around(text, old);
+            }
+            if let Some(new) = covering(&mut idx.iter().map(|&i| placed[i])) {
+                report.after = lines_around(&new_text, new);
+            }
+            report
+        })
+        .collect();
+    Ok(Rewrite {
+        text: new_text,
+        entries,
+    })
+}
+
+/// The section and entry name of a report, as `mcpServers.files`.
+pub fn entry_label(report: &EntryReport) -> String {
+    format!("{}.{}", report.section, report.name)
+}

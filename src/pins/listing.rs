@@ -1,0 +1,434 @@
+//! Listing a live server's tools as an MCP client would (SPEC §10 `assay mcp pin`): start the
+//! server, `initialize` (proposing the newest revision assay knows, accepting any known revision
+//! the server answers with), `notifications/initialized`, `tools/list` following `nextCursor`,
+//! then end the server with the bounded cleanup of SPEC §3.1.
+//!
+//! Every line the server writes is read with the strict rules of the wrapper (SPEC §5, the
+//! `tools/list` walk): a duplicate key, a lenient variant of a member name, a tool without a
+//! string `name`, a non-finite number — anything the wrapper would refuse in a session — is an
+//! error, never a pin.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::evidence::event::HexDigest;
+use crate::proxy::rpc_id::IdKeys;
+use crate::proxy::tools_list::walk::{self, Hooks, MessageInfo};
+
+/// The revisions assay knows, oldest first; the last is proposed.
+pub const PROTOCOL_REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Longest server line read (the proxy's default bound).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Pages of `tools/list` followed at most.
+const MAX_PAGES: usize = 10_000;
+
+/// One listed tool.
+#[derive(Debug, Clone)]
+pub struct ListedTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its definition digest (SPEC §5.1): SHA-256 of the RFC 8785 form of the tool object.
+    pub(crate) sha256: HexDigest,
+    /// The tool object exactly as the server listed it.
+    pub definition: String,
+}
+
+impl ListedTool {
+    /// The definition digest, 64 lowercase hex digits.
+    pub fn sha256(&self) -> &str {
+        self.sha256.as_str()
+    }
+
+    /// The first line of the tool's `description` (empty when it has none).
+    pub fn summary(&self) -> String {
+        #[derive(Deserialize)]
+        struct D {
+            description: Option<String>,
+        }
+        serde_json::from_str::<D>(&self.definition)
+            .ok()
+            .and_then(|d| d.description)
+            .and_then(|d| d.lines().next().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
+/// What a server listed.
+#[derive(Debug, Clone)]
+pub struct ToolListing {
+    /// The protocol revision the server answered `initialize` with.
+    pub protocol_version: String,
+    /// The server's `serverInfo`, when it gave one (JSON text).
+    pub server_info: Option<String>,
+    /// Every tool of every page, in the server's order.
+    pub tools: Vec<ListedTool>,
+}
+
+/// Why a server could not be listed (`assay mcp pin` exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// The server could not be started (126/127 for the CLI's spawn errors).
+    #[error("cannot start the server: {0}")]
+    Spawn(crate::error::Error),
+    /// The server ended, closed its output or could not be written to.
+    #[error("the server {0}")]
+    Ended(String),
+    /// No answer within the timeout.
+    #[error("no answer to {what} within {seconds} s (--timeout)")]
+    Timeout {
+        /// The request that was not answered.
+        what: &'static str,
+        /// The bound.
+        seconds: f64,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered {what} with an error: {error}")]
+    Refused {
+        /// The request.
+        what: &'static str,
+        /// The error object as the server sent it.
+        error: String,
+    },
+    /// The server sent something the strict rules refuse.
+    #[error("the server sent a line the strict rules refuse ({0}); nothing is pinned from it")]
+    Unreadable(String),
+}
+
+/// Lists the tools of the server `command` (argv) within `timeout`. The server's stderr goes to
+/// `stderr` (inherited when `None`).
+///
+/// # Errors
+/// [`ListError`] when the server cannot be started, ends early, times out, answers an error or
+/// sends anything the strict rules refuse.
+pub fn list_server_tools(
+    command: &[String],
+    timeout: Duration,
+    stderr: Option<File>,
+) -> Result<ToolListing, ListError> {
+    let mask = nix::sys::signal::SigSet::empty();
+    let spawned = crate::child::spawn(command, stderr, &mask).map_err(ListError::Spawn)?;
+    let mut guard = crate::child::ChildGuard(Some(spawned.child));
+    let stdout = spawned.stdout;
+    let (tx, rx) = mpsc::channel();
+    // The reader ends when the server's output closes (at the latest after the cleanup's kill).
+    std::thread::spawn(move || read_lines(stdout, &tx));
+    let mut client = Client {
+        stdin: Some(spawned.stdin),
+        lines: rx,
+        deadline: Instant::now() + timeout,
+        timeout,
+        next_id: 1,
+    };
+    let listed = client.list();
+    // Close the server's input first, as MCP clients do, then the bounded cleanup (SPEC §3.1).
+    client.stdin = None;
+    if let Some(mut child) = guard.0.take() {
+        let _ = crate::child::cleanup(&mut child);
+    }
+    listed
+}
+
+fn read_lines(stdout: File, tx: &mpsc::Sender<Result<Vec<u8>, String>>) {
+    let mut r = BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        match (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) => return,
+            Ok(_) if line.len() > MAX_LINE => {
+                let _ = tx.send(Err(format!("a line longer than {MAX_LINE} bytes")));
+                return;
+            }
+            Ok(_) => {
+                if tx.send(Ok(line)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Err(format!("output could not be read: {e}")));
+                return;
+            }
+        }
+    }
+}
+
+struct Client {
+    stdin: Option<File>,
+    lines: mpsc::Receiver<Result<Vec<u8>, String>>,
+    deadline: Instant,
+    timeout: Duration,
+    next_id: u64,
+}
+
+/// A response's members, borrowed from its line.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct InitializeResult<'a> {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+    #[serde(rename = "serverInfo", borrow)]
+    server_info: Option<&'a RawValue>,
+}
+
+/// The tools of a response line, and its messages.
+#[derive(Default)]
+struct Collect {
+    tools: Vec<(String, String)>,
+    problem: Option<walk::Malformed>,
+    messages: usize,
+}
+
+impl<'a> Hooks<'a> for Collect {
+    fn tool(&mut self, _m: usize, text: &'a str, name: &'a str) {
+        let name = crate::proxy::message::as_str(name).map(std::borrow::Cow::into_owned);
+        self.tools
+            .push((name.unwrap_or_default(), text.to_string()));
+    }
+    fn message(&mut self, m: &MessageInfo<'a>) {
+        self.messages += 1;
+        if self.problem.is_none() {
+            self.problem = m.problem;
+        }
+    }
+}
+
+impl Client {
+    fn send(&mut self, line: &str) -> Result<(), ListError> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| ListError::Ended("input is closed".into()))?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| ListError::Ended(format!("cannot be written to: {e}")))
+    }
+
+    /// Sends a request and waits for its response line; answers the server's own requests
+    /// with "method not found" meanwhile and skips its notifications.
+    fn request(
+        &mut self,
+        what: &'static str,
+        method: &str,
+        params: &str,
+    ) -> Result<(Vec<u8>, Collect), ListError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        ))?;
+        let want = IdKeys::of_json(&id.to_string());
+        loop {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(Ok(line)) => line,
+                Ok(Err(e)) => return Err(ListError::Ended(e)),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(ListError::Timeout {
+                        what,
+                        seconds: self.timeout.as_secs_f64(),
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ListError::Ended(format!(
+                        "closed its output before answering {what}"
+                    )));
+                }
+            };
+            let text = std::str::from_utf8(&line).map_err(|e| {
+                ListError::Unreadable(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+            })?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let mut collect = Collect::default();
+            walk::walk(text, &mut collect).map_err(|e| ListError::Unreadable(e.to_string()))?;
+            if !text.trim_start().starts_with('{') {
+                return Err(ListError::Unreadable(
+                    "a batch or a value that is not a JSON-RPC message".into(),
+                ));
+            }
+            let env: Envelope<'_> =
+                serde_json::from_str(text).map_err(|e| ListError::Unreadable(e.to_string()))?;
+            if collect.problem == Some(walk::Malformed::EnvelopeVariant) {
+                return Err(ListError::Unreadable(
+                    "an `id` or `result` key spelled as a case or fold variant".into(),
+                ));
+            }
+            match (env.id, env.method) {
+                // A request from the server: not one this client serves.
+                (Some(sid), Some(_)) => {
+                    self.send(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"method not found"}}}}"#,
+                        sid.get()
+                    ))?;
+                    continue;
+                }
+                (None, _) => continue, // a notification
+                (Some(sid), None) => {
+                    let answers = match (&want, IdKeys::of_json(sid.get())) {
+                        (Some(w), Some(k)) => w.matches(&k),
+                        _ => false,
+                    };
+                    if !answers {
+                        continue;
+                    }
+                    if let Some(err) = env.error.filter(|_| env.result.is_none()) {
+                        return Err(ListError::Refused {
+                            what,
+                            error: err.get().to_string(),
+                        });
+                    }
+                    if env.result.is_none() {
+                        return Err(ListError::Unreadable(format!(
+                            "the answer to {what} has neither `result` nor `error`"
+                        )));
+                    }
+                    return Ok((line, collect));
+                }
+            }
+        }
+    }
+
+    fn list(&mut self) -> Result<ToolListing, ListError> {
+        let newest = PROTOCOL_REVISIONS[PROTOCOL_REVISIONS.len() - 1];
+        let params = format!(
+            r#"{{"protocolVersion":"{newest}","capabilities":{{}},"clientInfo":{{"name":"assay","version":"{}"}}}}"#,
+            env!("CARGO_PKG_VERSION")
+        );
+        let (line, _) = self.request("initialize", "initialize", &params)?;
+        let (protocol_version, server_info) = {
+            let text = String::from_utf8_lossy(&line);
+            let env: Envelope<'_> =
+                serde_json::from_str(&text).map_err(|e| ListError::Unreadable(e.to_string()))?;
+            let init: InitializeResult<'_> = env
+                .result
+                .ok_or_else(|| ListError::Unreadable("no initialize result".into()))
+                .and_then(|r| {
+                    serde_json::from_str(r.get())
+                        .map_err(|e| ListError::Unreadable(format!("initialize result: {e}")))
+                })?;
+            (
+                init.protocol_version,
+                init.server_info.map(|s| s.get().to_string()),
+            )
+        };
+        if !PROTOCOL_REVISIONS.contains(&protocol_version.as_str()) {
+            return Err(ListError::Refused {
+                what: "initialize",
+                error: format!(
+                    "protocol revision {protocol_version:?}, which assay does not know (it knows {})",
+                    PROTOCOL_REVISIONS.join(", ")
+                ),
+            });
+        }
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = std::collections::HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => serde_json::json!({ "cursor": c }).to_string(),
+                None => "{}".to_string(),
+            };
+            let (line, collect) = self.request("tools/list", "tools/list", &params)?;
+            if let Some(problem) = collect.problem {
+                return Err(ListError::Unreadable(format!(
+                    "tools/list result: {}",
+                    problem.text()
+                )));
+            }
+            for (name, definition) in collect.tools {
+                let sha256 = crate::canonical::digest_of(&definition).ok_or_else(|| {
+                    ListError::Unreadable(format!("tool {name:?} cannot be canonicalized"))
+                })?;
+                tools.push(ListedTool {
+                    name,
+                    sha256,
+                    definition,
+                });
+            }
+            cursor = next_cursor(&line)?;
+            match &cursor {
+                None => break,
+                Some(c) if !seen_cursors.insert(c.clone()) => {
+                    return Err(ListError::Unreadable(format!(
+                        "tools/list returned the cursor {c:?} twice (pagination would not end)"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        if cursor.is_some() {
+            return Err(ListError::Unreadable(format!(
+                "tools/list did not end within {MAX_PAGES} pages"
+            )));
+        }
+        let mut names = std::collections::HashSet::new();
+        for t in &tools {
+            if !names.insert(t.name.as_str()) {
+                return Err(ListError::Unreadable(format!(
+                    "tool {:?} is listed twice",
+                    t.name
+                )));
+            }
+        }
+        Ok(ToolListing {
+            protocol_version,
+            server_info,
+            tools,
+        })
+    }
+}
+
+/// The `nextCursor` of a `tools/list` response line (already read strictly): a string, or
+/// absent/null. A lenient variant of the key (`NextCursor`) is refused: readers disagree on it.
+fn next_cursor(line: &[u8]) -> Result<Option<String>, ListError> {
+    let text = String::from_utf8_lossy(line);
+    let env: Envelope<'_> =
+        serde_json::from_str(&text).map_err(|e| ListError::Unreadable(e.to_string()))?;
+    let Some(result) = env.result else {
+        return Ok(None);
+    };
+    let members: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(result.get())
+        .map_err(|_| ListError::Unreadable("tools/list result is not an object".into()))?;
+    for key in members.keys() {
+        if key != "nextCursor" && crate::lenient::same(key, "nextCursor") {
+            return Err(ListError::Unreadable(format!(
+                "tools/list result has {key:?}, a variant of `nextCursor`"
+            )));
+        }
+    }
+    match members.get("nextCursor").map(|v| v.get()) {
+        None | Some("null") => Ok(None),
+        Some(raw) => serde_json::from_str::<String>(raw)
+            .map(Some)
+            .map_err(|_| ListError::Unreadable("`nextCursor` is not a string".into())),
+    }
+}

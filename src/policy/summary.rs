@@ -1,0 +1,190 @@
+//! What a loaded policy allows, denies and constrains, as data ([`PolicySummary`]): what
+//! `assay policy check` prints (SPEC §10), and what the C and Python surfaces can return as JSON.
+//! The command line renders it; the library builds it from the compiled rules, so the summary is
+//! exactly what `evaluate` enforces.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Policy;
+use super::decide::RuleList;
+
+/// The `schema` of a serialized [`PolicySummary`].
+pub const POLICY_SUMMARY_SCHEMA: &str = "assay.policy.summary.v1";
+
+/// A loaded policy's rules, as the policy wrote them and in the order they are applied
+/// (SPEC §5): `deny`, then `allow`, then `pins`, then `constraints`, then `schemas`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct PolicySummary {
+    /// Always [`POLICY_SUMMARY_SCHEMA`].
+    pub schema: &'static str,
+    /// The policy's name (its `name`, else the file stem).
+    pub name: String,
+    /// SHA-256 of the file's bytes, lowercase hex (`policy_sha256`).
+    pub sha256: String,
+    /// Tool-name patterns that refuse a call (`P_TOOL_DENIED`), in policy order.
+    pub deny: Vec<String>,
+    /// Tool-name patterns a call must match (`P_TOOL_NOT_ALLOWED` otherwise), in policy order;
+    /// `None` when the policy has no allow list (every tool not denied passes this step), an
+    /// empty list when it allows nothing.
+    pub allow: Option<Vec<String>>,
+    /// Argument rules (`P_ARG_CONSTRAINT`), in policy order.
+    pub constraints: Vec<ConstraintSummary>,
+    /// Tools whose arguments must match a JSON Schema (`P_ARG_SCHEMA`), by name, with the schema
+    /// as written.
+    pub schemas: BTreeMap<String, Value>,
+    /// Whether `tools/list` results omit the tools refused by name.
+    pub hide_refused_tools: bool,
+    /// The pins the policy names (SPEC §5.1), or `None` without `pins`.
+    pub pins: Option<PinsSummary>,
+    /// Literal tool names the policy names anywhere (coverage's `declared_tools`).
+    pub declared_tools: Vec<String>,
+}
+
+/// The pins a policy names: the step after `allow` (`P_TOOL_UNPINNED`, `P_TOOL_DRIFT`,
+/// `P_TOOL_UNLISTED`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PinsSummary {
+    /// The pins file, as resolved (relative to the policy file).
+    pub path: String,
+    /// SHA-256 of the pins file's bytes (`pins_sha256` in the session context).
+    pub sha256: String,
+    /// The pinned tools and their definition digests, by name.
+    pub tools: BTreeMap<String, String>,
+}
+
+/// One entry of `constraints`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ConstraintSummary {
+    /// The tool-name pattern it applies to.
+    pub tool: String,
+    /// Its parameters, in name order (the order they are checked).
+    pub params: Vec<ParamSummary>,
+}
+
+/// One constrained argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ParamSummary {
+    /// The argument name.
+    pub name: String,
+    /// The regex the string value must match (a search), if any.
+    pub matches: Option<String>,
+    /// The roots the path must lie within, if any.
+    pub within: Option<Vec<String>>,
+}
+
+impl Policy {
+    /// What this policy allows, denies and constrains (SPEC §10 `assay policy check`).
+    pub fn summary(&self) -> PolicySummary {
+        let globs = |list: &RuleList| {
+            list.globs()
+                .globs()
+                .iter()
+                .map(|g| g.as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        PolicySummary {
+            schema: POLICY_SUMMARY_SCHEMA,
+            name: self.name.clone(),
+            sha256: self.sha256.clone(),
+            deny: globs(&self.rules.deny),
+            allow: self.rules.allow.as_ref().map(globs),
+            constraints: self
+                .rules
+                .constraints
+                .rules()
+                .map(|(tool, params)| ConstraintSummary {
+                    tool: tool.to_owned(),
+                    params: params
+                        .into_iter()
+                        .map(|p| ParamSummary {
+                            name: p.name.to_owned(),
+                            matches: p.matches.map(str::to_owned),
+                            within: p.within.map(<[String]>::to_vec),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            schemas: self
+                .rules
+                .schemas
+                .sources()
+                .map(|(t, s)| (t.to_owned(), s.clone()))
+                .collect(),
+            hide_refused_tools: self.hide_refused_tools,
+            pins: self.pins().map(|p| PinsSummary {
+                path: p.path().display().to_string(),
+                sha256: p.sha256().to_owned(),
+                tools: p
+                    .iter()
+                    .map(|(name, pin)| (name.to_owned(), pin.sha256().to_owned()))
+                    .collect(),
+            }),
+            declared_tools: self.declared_tools(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    #[test]
+    fn the_summary_is_the_rules_as_written() {
+        let p = Policy::from_bytes(
+            br#"
+version: "1"
+name: team
+tools: {allow: [read_file, "list_*"], deny: [exec]}
+constraints:
+  - tool: read_file
+    params:
+      path: {within: ["/w", "/v"]}
+      flag: {matches: "^on$", within: /x}
+schemas:
+  write_file: {type: object, required: [path]}
+hide_refused_tools: true
+"#,
+            Path::new("t.yaml"),
+        );
+        let s = match p {
+            Ok(p) => p.summary(),
+            Err(e) => panic!("{e}"),
+        };
+        let v = serde_json::to_value(&s).unwrap_or_default();
+        assert_eq!(
+            v,
+            json!({
+                "schema": "assay.policy.summary.v1",
+                "name": "team",
+                "sha256": s.sha256,
+                "deny": ["exec"],
+                "allow": ["read_file", "list_*"],
+                "constraints": [{"tool": "read_file", "params": [
+                    {"name": "flag", "matches": "^on$", "within": ["/x"]},
+                    {"name": "path", "matches": null, "within": ["/w", "/v"]}
+                ]}],
+                "schemas": {"write_file": {"type": "object", "required": ["path"]}},
+                "pins": null,
+                "hide_refused_tools": true,
+                "declared_tools": ["exec", "read_file", "write_file"]
+            })
+        );
+        let empty = Policy::from_bytes(b"version: '1'\n", Path::new("e.yaml"))
+            .map(|p| p.summary())
+            .ok();
+        assert_eq!(empty.as_ref().map(|s| s.allow.clone()), Some(None));
+        let none = Policy::from_bytes(b"version: '1'\nallow: []\n", Path::new("e.yaml"))
+            .map(|p| p.summary())
+            .ok();
+        assert_eq!(none.map(|s| s.allow), Some(Some(vec![])));
+    }
+}

@@ -1,0 +1,262 @@
+//! Passes two and three over a line with candidates: judge the tools of every well-formed
+//! candidate (which stay, which go), then write the line with the removed tools left out and
+//! every malformed candidate replaced by an error — streamed to the client output, so a
+//! rewritten line costs no more memory than the line itself.
+
+use std::io::{self, Write};
+
+use super::candidates::{Candidates, put, tool_name, withheld_error};
+use super::walk::{self, Hooks, MessageInfo};
+
+/// The judged candidates of a line.
+pub(crate) struct Judged {
+    candidates: Candidates,
+    /// One bit per tool of a well-formed candidate, in order: the tool stays.
+    keep: Vec<u64>,
+}
+
+impl Judged {
+    /// Whether writing the line would change it: a candidate loses tools or is malformed.
+    pub(crate) fn changes_anything(&self) -> bool {
+        self.candidates
+            .list
+            .iter()
+            .any(|c| c.loses || c.problem.is_some())
+    }
+
+    fn kept(&self, i: usize) -> bool {
+        self.keep
+            .get(i / 64)
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+}
+
+/// Pass two: every tool of every well-formed candidate, through `keep(name, tool)` (the decoded
+/// name and the tool object's text), which says whether it stays.
+pub(crate) fn judge(
+    text: &str,
+    candidates: Candidates,
+    keep: impl FnMut(&str, &str) -> bool,
+) -> Judged {
+    struct Judge<F> {
+        judged: Judged,
+        keep: F,
+        cursor: usize,
+        count: usize,
+    }
+    impl<'a, F: FnMut(&str, &str) -> bool> Hooks<'a> for Judge<F> {
+        fn tool(&mut self, message: usize, text: &'a str, name: &'a str) {
+            let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
+                return;
+            };
+            let Some(candidate) = self.judged.candidates.list.get_mut(c) else {
+                return;
+            };
+            if candidate.problem.is_some() {
+                return;
+            }
+            // The walk reports string names only, so the name always decodes.
+            let name = tool_name(name).unwrap_or_default();
+            let stays = (self.keep)(&name, text);
+            candidate.loses |= !stays;
+            if self.count.is_multiple_of(64) {
+                self.judged.keep.push(0);
+            }
+            if stays {
+                if let Some(w) = self.judged.keep.last_mut() {
+                    *w |= 1u64 << (self.count % 64);
+                }
+            }
+            self.count += 1;
+        }
+    }
+    let mut j = Judge {
+        judged: Judged {
+            candidates,
+            keep: Vec::new(),
+        },
+        keep,
+        cursor: 0,
+        count: 0,
+    };
+    // The text passed the same walk in pass one.
+    let _ = walk::walk(text, &mut j);
+    j.judged
+}
+
+/// What replaces a server line.
+pub(crate) enum Rewrite<'l> {
+    /// The line with tools removed and malformed candidates replaced.
+    Edit { text: &'l str, judged: Judged },
+    /// A line that cannot be read: the errors that replace its messages (one, or a batch).
+    Replace {
+        errors: Vec<Vec<u8>>,
+        batch: bool,
+        why: String,
+    },
+}
+
+impl<'l> Rewrite<'l> {
+    pub(crate) fn edit(text: &'l str, judged: Judged) -> Self {
+        Rewrite::Edit { text, judged }
+    }
+
+    pub(crate) fn replace(errors: Vec<Vec<u8>>, batch: bool, why: String) -> Self {
+        Rewrite::Replace { errors, batch, why }
+    }
+
+    /// A diagnostic line when something was withheld from the client (removing refused tools is
+    /// the filter's normal work and says nothing).
+    pub(crate) fn notice(&self) -> Option<String> {
+        match self {
+            Rewrite::Edit { judged, .. } => {
+                let mut problems = judged.candidates.list.iter().filter_map(|c| c.problem);
+                let first = problems.next()?;
+                Some(format!(
+                    "withheld {} answer(s) to tools/list that cannot be read as a tools/list result ({})",
+                    1 + problems.count(),
+                    first.text()
+                ))
+            }
+            Rewrite::Replace { why, .. } => Some(format!(
+                "withheld a server line that cannot be read strictly while tools/list answers are filtered ({why})"
+            )),
+        }
+    }
+
+    /// Writes the replacement line(s), `\n` terminated.
+    ///
+    /// # Errors
+    /// The first write error.
+    pub(crate) fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Rewrite::Edit { text, judged } => emit(text, judged, w),
+            Rewrite::Replace { errors, batch, .. } => {
+                match (errors.as_slice(), batch) {
+                    ([], _) => w.write_all(&withheld_error(None, "server line withheld"))?,
+                    ([one], false) => w.write_all(one)?,
+                    (many, _) => {
+                        w.write_all(b"[")?;
+                        for (i, e) in many.iter().enumerate() {
+                            if i > 0 {
+                                w.write_all(b",")?;
+                            }
+                            w.write_all(e)?;
+                        }
+                        w.write_all(b"]")?;
+                    }
+                }
+                w.write_all(b"\n")
+            }
+        }
+    }
+}
+
+/// Pass three: the line with removed tools left out (the remaining ones byte-exact, joined by
+/// `,`), malformed candidates replaced by errors, everything else copied as it was.
+fn emit(text: &str, judged: &Judged, w: &mut dyn Write) -> io::Result<()> {
+    struct Emit<'a, 'w> {
+        text: &'a str,
+        judged: &'a Judged,
+        w: &'w mut dyn Write,
+        failed: Option<io::Error>,
+        /// Everything before this offset has been written (or left out).
+        copied: usize,
+        cursor: usize,
+        /// Index of the next tool of a well-formed candidate.
+        tool: usize,
+        /// Inside a `tools` array being rebuilt; no tool written yet.
+        rebuilding: bool,
+        first: bool,
+    }
+    impl Emit<'_, '_> {
+        fn copy_to(&mut self, end: usize) {
+            if let Some(part) = self.text.get(self.copied..end) {
+                put(self.w, part.as_bytes(), &mut self.failed);
+            }
+            self.copied = self.copied.max(end);
+        }
+    }
+    impl<'a> Hooks<'a> for Emit<'a, '_> {
+        fn tools_open(&mut self, message: usize, at: usize) {
+            let c = self.judged.candidates.at(&mut self.cursor, message);
+            let rebuild = c
+                .and_then(|c| self.judged.candidates.list.get(c))
+                .is_some_and(|c| c.problem.is_none() && c.loses);
+            if rebuild {
+                self.copy_to(at + 1);
+                self.rebuilding = true;
+                self.first = true;
+            }
+        }
+        fn tool(&mut self, message: usize, text: &'a str, _name: &'a str) {
+            let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
+                return;
+            };
+            if self
+                .judged
+                .candidates
+                .list
+                .get(c)
+                .is_none_or(|c| c.problem.is_some())
+            {
+                return;
+            }
+            let i = self.tool;
+            self.tool += 1;
+            if self.rebuilding && self.judged.kept(i) {
+                if !self.first {
+                    put(self.w, b",", &mut self.failed);
+                }
+                put(self.w, text.as_bytes(), &mut self.failed);
+                self.first = false;
+            }
+        }
+        fn tools_close(&mut self, _message: usize, at: usize) {
+            if self.rebuilding {
+                self.copied = at;
+                self.rebuilding = false;
+            }
+        }
+        fn message(&mut self, m: &MessageInfo<'a>) {
+            let Some(c) = self.judged.candidates.at(&mut self.cursor, m.start) else {
+                return;
+            };
+            let Some(candidate) = self.judged.candidates.list.get(c).copied() else {
+                return;
+            };
+            let Some(problem) = candidate.problem else {
+                return;
+            };
+            let spelling = match candidate.client {
+                Some(i) => self.judged.candidates.spellings.get(i).map(|s| &**s),
+                None => m.id,
+            };
+            self.copy_to(m.start);
+            let error = withheld_error(
+                spelling,
+                &format!("tools/list result withheld: {}", problem.text()),
+            );
+            put(self.w, &error, &mut self.failed);
+            self.copied = m.end;
+        }
+    }
+    let mut e = Emit {
+        text,
+        judged,
+        w,
+        failed: None,
+        copied: 0,
+        cursor: 0,
+        tool: 0,
+        rebuilding: false,
+        first: true,
+    };
+    // The text passed the same walk in pass one.
+    let _ = walk::walk(text, &mut e);
+    e.copy_to(text.len());
+    match e.failed {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,247 @@
+//! The fail-closed reading of `tools/list` answers, attack by attack (SPEC §5).
+
+use std::path::Path;
+
+use super::*;
+
+const POLICY: &str = "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n";
+
+fn policy() -> Policy {
+    Policy::from_bytes(POLICY.as_bytes(), Path::new("p.yaml")).unwrap()
+}
+
+/// What the client receives for `line` after the client sent `tools/list` requests `ids`.
+fn through(filter: bool, ids: &[&str], line: &str) -> String {
+    through_bytes(filter, ids, line.as_bytes())
+}
+
+fn through_bytes(filter: bool, ids: &[&str], line: &[u8]) -> String {
+    let watch = ToolsListWatch::new(filter, false);
+    for id in ids {
+        watch.note_request(id);
+    }
+    match on_server_line(&watch, &policy(), line) {
+        ServerLine::Forward => String::from_utf8_lossy(line).into_owned(),
+        ServerLine::Rewrite(r) => {
+            let mut out = Vec::new();
+            r.write_to(&mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        }
+    }
+}
+
+fn error_for(id: &str) -> impl Fn(&str) -> bool + '_ {
+    move |out: &str| {
+        let v: serde_json::Value = serde_json::from_str(out).unwrap();
+        v["error"]["code"] == -32603
+            && v["id"] == serde_json::from_str::<serde_json::Value>(id).unwrap()
+    }
+}
+
+#[test]
+fn removes_refused_tools_and_keeps_every_other_byte() {
+    let line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[ {\"name\":\"echo\",\"x\":{\"a\" : 1}} , {\"name\":\"exec\"}, {\"name\":\"e\\u0078ec\"},{\"name\":\"read\"}],\"nextCursor\":\"n\"}}\n";
+    assert_eq!(
+        through(true, &["1"], line),
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"echo\",\"x\":{\"a\" : 1}},{\"name\":\"read\"}],\"nextCursor\":\"n\"}}\n"
+    );
+    // Nothing to remove: byte-exact, whitespace and all.
+    let clean = "{\"id\":1, \"result\":{\"tools\":[ {\"name\":\"echo\"} ]}}\n";
+    assert_eq!(through(true, &["1"], clean), clean);
+    // Not filtering: nothing changes.
+    assert_eq!(through(false, &["1"], line), line);
+    // No tools/list request: nothing is a candidate.
+    assert_eq!(through(true, &[], line), line);
+    // Another id: not an answer.
+    assert_eq!(through(true, &["2"], line), line);
+}
+
+/// The six ways the first reader showed refused tools, and more.
+#[test]
+fn every_candidate_is_rewritten_or_replaced() {
+    let exec = |out: &str| out.contains("exec");
+    // 1. an escaped id key
+    let out = through(
+        true,
+        &["1"],
+        r#"{"jsonrpc":"2.0","\u0069d":1,"result":{"tools":[{"name":"exec"}]}}"#,
+    );
+    assert!(!exec(&out), "{out}");
+    // 2. a batch answer
+    let out = through(
+        true,
+        &["1", "2"],
+        r#"[{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"},{"name":"a"}]}},{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"exec"}]}},{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"exec"}]}}]"#,
+    );
+    assert_eq!(
+        out,
+        r#"[{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}},{"jsonrpc":"2.0","id":2,"result":{"tools":[]}},{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"exec"}]}}]"#,
+        "id 3 was never asked for: byte-exact"
+    );
+    // 3. ids the SDKs take for the same id
+    for id in [
+        r#""0""#, r#"" 0""#, r#""+0""#, r#""00""#, "0.0", "-0", r#""0x0""#,
+    ] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"exec"}}]}}}}"#);
+        let out = through(true, &["0"], &line);
+        assert!(!exec(&out), "{id}: {out}");
+    }
+    // 4. decoys do not consume the id: every later answer is still filtered
+    let watch = ToolsListWatch::new(true, false);
+    watch.note_request("1");
+    let p = policy();
+    for line in [
+        r#"{"jsonrpc":"1.0","id":1,"result":{"tools":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{"tools":[{"name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"}]}}"#,
+    ] {
+        let ServerLine::Rewrite(r) = on_server_line(&watch, &p, line.as_bytes()) else {
+            // Only a line that loses nothing is forwarded.
+            assert!(!line.contains("exec"), "{line}");
+            continue;
+        };
+        let mut out = Vec::new();
+        r.write_to(&mut out).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("exec"));
+    }
+    // 5. results that cannot be read as a tools list: an error for the client's id
+    for line in [
+        r#"{"jsonrpc":"2.0","id":"1","result":{"tools":[{"name":"exec"}],"tools":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec","n":1e400}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"},{"title":"no name"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"},0]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"exec"}]},"result":{"tools":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+    ] {
+        let out = through(true, &["1"], line);
+        assert!(error_for("1")(&out), "{line}: {out}");
+    }
+    let out = through_bytes(
+        true,
+        &["1"],
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"exec\",\"d\":\"\xff\"}]}}\n",
+    );
+    assert!(error_for("1")(&out), "{out}");
+    // 6. lenient variants a Go client reads
+    for line in [
+        r#"{"jsonrpc":"2.0","ID":1,"result":{"tools":[{"name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"Result":{"tools":[{"name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"Tools":[{"name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"Name":"exec"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tool\u017f":[{"name":"exec"}]}}"#,
+    ] {
+        let out = through(true, &["1"], line);
+        assert!(error_for("1")(&out), "{line}: {out}");
+    }
+}
+
+#[test]
+fn errors_echo_the_id_as_the_client_sent_it() {
+    let out = through(true, &["7"], r#"{"id":"7","result":{"tools":0}}"#);
+    assert!(out.contains(r#""id":7"#), "{out}");
+    let out = through(true, &[r#""abc""#], r#"{"id":"\u0061bc","result":0}"#);
+    assert!(out.contains(r#""id":"abc""#), "{out}");
+}
+
+#[test]
+fn unreadable_lines_are_withheld_while_filtering() {
+    for (line, id) in [
+        (&br#"{"id":1,"result":{"a":1,"a":2}}"#[..], "1"),
+        (b"{\"id\":2,\"result\":{\"t\":\"\xff\"}}", "2"),
+        (br#"{"id":3,"result":{"tools":[]},"x":NaN}"#, "3"),
+        (
+            br#"{"id":"1","result":{"tools":[{"name":"exec"}]}} trailing"#,
+            "1",
+        ),
+        (
+            b"{\"id\":1,\r\"result\":{\"tools\":[{\"name\":\"exec\"}]}}",
+            "1",
+        ),
+    ] {
+        let out = through_bytes(true, &["1"], line);
+        assert!(
+            error_for(id)(&out),
+            "{}: {out}",
+            String::from_utf8_lossy(line)
+        );
+        // Without the filter the line is forwarded as it is.
+        assert_eq!(
+            through_bytes(false, &["1"], line),
+            String::from_utf8_lossy(line)
+        );
+    }
+    // No id to be found: one error with a null id.
+    let out = through_bytes(true, &["1"], b"[[[\xff");
+    assert!(error_for("null")(&out), "{out}");
+    // A batch: an error per message with an id.
+    let out = through_bytes(
+        true,
+        &["1"],
+        b"[{\"id\":1,\"result\":0,\"result\":1},{\"id\":\"x\",\"error\":{}},{\"method\":\"m\"}]\n",
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2, "{out}");
+    assert_eq!(v[0]["id"], 1);
+    assert_eq!(v[1]["id"], "x");
+    // Before any tools/list request nothing can be an answer to one: forwarded.
+    let line = b"{\"id\":1,\"result\":{\"a\":1,\"a\":2}}\n";
+    assert_eq!(
+        through_bytes(true, &[], line),
+        String::from_utf8_lossy(line)
+    );
+}
+
+#[test]
+fn coverage_remembers_names_of_readable_results_only() {
+    let watch = ToolsListWatch::new(false, false);
+    watch.note_request("1");
+    let p = policy();
+    let _ = on_server_line(
+        &watch,
+        &p,
+        br#"{"id":1,"result":{"tools":[{"name":"a"},{"name":"exec"}]}}"#,
+    );
+    let _ = on_server_line(
+        &watch,
+        &p,
+        br#"{"id":1,"result":{"tools":[{"name":"b"},{"Name":"c"}]}}"#,
+    );
+    let _ = on_server_line(&watch, &p, br#"{"id":2,"result":{"tools":[{"name":"d"}]}}"#);
+    let names: Vec<String> = watch.observed_names().into_iter().collect();
+    assert_eq!(names, ["a", "exec"]);
+}
+
+/// SPEC §3 item 6 memory bound: rewriting costs no allocation proportional to the tools.
+#[test]
+fn a_huge_list_of_non_tools_is_replaced_cheaply() {
+    let mut line = String::from(r#"{"id":1,"result":{"tools":["#);
+    for i in 0..200_000 {
+        if i > 0 {
+            line.push(',');
+        }
+        line.push('0');
+    }
+    line.push_str("]}}\n");
+    let out = through(true, &["1"], &line);
+    assert!(error_for("1")(&out), "{out}");
+}
+
+#[test]
+fn remembers_definition_digests_of_every_readable_listing() {
+    let watch = ToolsListWatch::new(false, false);
+    watch.note_request("1");
+    let p = policy();
+    let line = br#"{"id":1,"result":{"tools":[{"name":"a","description":"x\ny","inputSchema":{"type":"object","properties":{"m":{"type":"string"}}}},{"name":"b"}]}}"#;
+    let _ = on_server_line(&watch, &p, line);
+    let a = watch.definition_of("a").expect("a remembered");
+    let want = crate::canonical::digest_of(
+        r#"{"name":"a","description":"x\ny","inputSchema":{"type":"object","properties":{"m":{"type":"string"}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(a, want);
+    assert!(watch.definition_of("b").is_some());
+    assert!(watch.definition_of("c").is_none());
+}

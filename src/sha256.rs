@@ -1,0 +1,193 @@
+//! The one SHA-256 of the crate and its lowercase hex (SPEC §4, §5, §7, §11).
+//!
+//! Every digest the wrapper writes (`policy_sha256`, `command_sha256`, `arguments_sha256`,
+//! `decision_prefix_sha256`) and every digest the reader and the packager compute goes through
+//! [`Sha256`] or [`digest`]. It is backed by `ring`'s assembly SHA-256, which picks at run time
+//! the SHA extensions where the CPU has them and a vectorized (AVX or SSSE3) block function where
+//! it does not; a pure-software SHA-256 is about twice as slow on CPUs without SHA extensions
+//! (docs/decisions.md, "One SHA-256 for the crate").
+
+/// An incremental SHA-256. Cloning it snapshots the running state (the reader takes the digest
+/// of the log's complete-line prefix that way while it hashes the whole file).
+#[derive(Clone)]
+pub(crate) struct Sha256(ring::digest::Context);
+
+impl Sha256 {
+    /// A fresh context.
+    pub(crate) fn new() -> Self {
+        Self(ring::digest::Context::new(&ring::digest::SHA256))
+    }
+
+    /// Feeds `bytes`.
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The digest of everything fed.
+    pub(crate) fn finalize(self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        // A SHA-256 digest is always 32 bytes: the zip copies all of them.
+        for (o, b) in out.iter_mut().zip(self.0.finish().as_ref()) {
+            *o = *b;
+        }
+        out
+    }
+
+    /// The lowercase hex digest of everything fed.
+    pub(crate) fn finalize_hex(self) -> String {
+        hex(&self.finalize())
+    }
+}
+
+/// The SHA-256 of `bytes`.
+pub(crate) fn digest(bytes: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(bytes);
+    h.finalize()
+}
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
+    hex(&digest(bytes))
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut s = Vec::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.extend_from_slice(&HEX_PAIRS[usize::from(b)]);
+    }
+    // Only ASCII hex digits were pushed.
+    String::from_utf8(s).unwrap_or_default()
+}
+
+/// The two lowercase hex digits of every byte value.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [DIGITS[b >> 4], DIGITS[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
+/// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HexDigest([u8; 64]);
+
+impl std::fmt::Debug for HexDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl HexDigest {
+    /// The lowercase hex SHA-256 of `bytes`.
+    pub(crate) fn of(bytes: &[u8]) -> Self {
+        let mut out = [0u8; 64];
+        for (pair, &b) in out.chunks_exact_mut(2).zip(digest(bytes).iter()) {
+            pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+        }
+        Self(out)
+    }
+
+    /// The 64 hex digits as bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8; 64] {
+        &self.0
+    }
+
+    /// The 64 hex digits.
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever stored.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FIPS 180-4 / NIST CAVP examples.
+    const VECTORS: &[(&[u8], &str)] = &[
+        (
+            b"",
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ),
+        (
+            b"abc",
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        ),
+        (
+            b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+        ),
+        (
+            b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1",
+        ),
+    ];
+
+    #[test]
+    fn known_answers() {
+        for (input, want) in VECTORS {
+            assert_eq!(digest_hex(input), *want);
+            assert_eq!(HexDigest::of(input).as_str(), *want);
+            let mut h = Sha256::new();
+            for b in *input {
+                h.update(std::slice::from_ref(b));
+            }
+            assert_eq!(h.finalize_hex(), *want);
+        }
+        // One million 'a' (FIPS 180-2 appendix B.3), fed in pieces of every size up to 1000.
+        let a = vec![b'a'; 1_000_000];
+        let mut h = Sha256::new();
+        let (mut at, mut step) = (0, 1);
+        while at < a.len() {
+            let end = (at + step).min(a.len());
+            h.update(&a[at..end]);
+            at = end;
+            step = step % 1000 + 1;
+        }
+        assert_eq!(
+            h.finalize_hex(),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+        );
+    }
+
+    /// Against an independent implementation (RustCrypto's `sha2`), at every length across the
+    /// block and padding boundaries, one-shot and split at every point; and a clone taken mid-way
+    /// goes on independently of the original.
+    #[test]
+    fn same_as_an_independent_implementation() {
+        use sha2::Digest as _;
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 151 + 7) as u8).collect();
+        for len in 0..data.len() {
+            let input = &data[..len];
+            let want: [u8; 32] = sha2::Sha256::digest(input).into();
+            assert_eq!(digest(input), want, "len {len}");
+            for split in [0, 1, len / 3, len / 2, len.saturating_sub(1), len] {
+                let (a, b) = input.split_at(split.min(len));
+                let mut h = Sha256::new();
+                h.update(a);
+                let snapshot = h.clone();
+                h.update(b);
+                assert_eq!(h.finalize(), want, "len {len} split {split}");
+                let head: [u8; 32] = sha2::Sha256::digest(a).into();
+                assert_eq!(snapshot.finalize(), head, "len {len} split {split}");
+            }
+        }
+    }
+
+    #[test]
+    fn hex_is_lowercase_pairs() {
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        let all: Vec<u8> = (0..=255).collect();
+        let h = hex(&all);
+        for (i, pair) in h.as_bytes().chunks(2).enumerate() {
+            assert_eq!(pair, format!("{i:02x}").as_bytes());
+        }
+    }
+}
