@@ -176,11 +176,17 @@ impl PendingRequests {
         };
         let text = text.trim_matches([' ', '\t', '\n', '\r']);
         if text.starts_with('[') {
-            if let Ok(batch) = serde_json::from_str::<Vec<Response<'_>>>(text) {
-                let mut inner = self.lock();
-                for r in batch.iter().filter_map(Response::id) {
-                    inner.take(r.as_bytes());
-                }
+            // All or nothing, as a client reads a batch: a first pass checks that the whole line
+            // reads, a second takes each element's id as it is read — never a `Vec` of the
+            // elements, whose size would grow with the line (SPEC §3 item 6).
+            let read = |ids: Option<&mut Inner>| {
+                let mut de = serde_json::Deserializer::from_str(text);
+                serde::Deserializer::deserialize_seq(&mut de, BatchIds(ids))
+                    .and_then(|()| de.end())
+                    .is_ok()
+            };
+            if read(None) {
+                read(Some(&mut self.lock()));
             }
         } else if let Some(id) = serde_json::from_str::<Response<'_>>(text)
             .ok()
@@ -195,6 +201,26 @@ impl PendingRequests {
     pub(crate) fn none(&self) -> bool {
         let inner = self.lock();
         inner.ids.is_empty() && !inner.overflow
+    }
+}
+
+/// Reads a batch one element at a time; with `Some`, takes away the id of every response.
+struct BatchIds<'i>(Option<&'i mut Inner>);
+
+impl<'de> serde::de::Visitor<'de> for BatchIds<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a batch of JSON-RPC messages")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(r) = seq.next_element::<Response<'de>>()? {
+            if let (Some(inner), Some(id)) = (self.0.as_deref_mut(), r.id()) {
+                inner.take(id.as_bytes());
+            }
+        }
+        Ok(())
     }
 }
 
