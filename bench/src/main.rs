@@ -421,7 +421,12 @@ fn check_hash_floor(env: &Env, data: &[u8], n: u64) -> Res<()> {
 }
 
 fn bench_latency(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: u64) -> Res<()> {
-    let paths = [Path_::Direct, Path_::Floor, Path_::HashFloor, Path_::Wrapped];
+    let paths = [
+        Path_::Direct,
+        Path_::Floor,
+        Path_::HashFloor,
+        Path_::Wrapped,
+    ];
     let k = paths.len();
     let mut p50: Vec<Vec<f64>> = vec![Vec::new(); k];
     let mut p99: Vec<Vec<f64>> = vec![Vec::new(); k];

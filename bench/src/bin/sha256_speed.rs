@@ -178,7 +178,10 @@ fn main() {
         let blocks = big.len() / 64;
         let mut fns: Vec<(&str, BlockFn)> = Vec::new();
         if has_flag("sha_ni") {
-            fns.push(("SHA extensions", ring_core_0_17_14__sha256_block_data_order_hw));
+            fns.push((
+                "SHA extensions",
+                ring_core_0_17_14__sha256_block_data_order_hw,
+            ));
         }
         if has_flag("avx") {
             fns.push(("AVX", ring_core_0_17_14__sha256_block_data_order_avx));
