@@ -17,6 +17,12 @@ cargo build "${args[@]}"
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 libdir="$(cd "$target_dir/$profile" && pwd)"
+if [ "$profile" = release ]; then
+  # The release libraries carry no debug info (SPEC §11): the profile strips libassay.so, but an
+  # archive is never linked by cargo, so it still holds the standard library's debug info and the
+  # LLVM bitcode cargo embeds for link-time optimization, neither of which a C linker reads.
+  strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$libdir/libassay.a"
+fi
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 sed -e "s|@PREFIX@|$PWD|g" -e "s|@LIBDIR@|$libdir|g" -e "s|@VERSION@|$version|g" \
   bindings/c/assay.pc.in >"$libdir/assay.pc"

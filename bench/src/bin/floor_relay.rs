@@ -1,89 +1,21 @@
-//! The SPEC §11 "floor": the least any logging stdio proxy can do. It spawns the server, forwards
-//! client lines to it and its output back, byte for byte, with buffered writes flushed when the
-//! input runs dry, and writes one ~400-byte log line per client line with one write(2).
+//! The SPEC §11 "floor": the least any logging stdio proxy can do (see `relay`).
 //!
 //! Usage: floor-relay LOGFILE -- COMMAND [ARGS...]
 
-use std::fs::OpenOptions;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::process::{Command, ExitCode, Stdio};
+#[path = "../relay/mod.rs"]
+mod relay;
 
-fn main() -> io::Result<ExitCode> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (log_path, cmd) = match args.iter().position(|a| a == "--") {
-        Some(1) if args.len() > 2 => (&args[0], &args[2..]),
-        _ => {
-            eprintln!("usage: floor-relay LOGFILE -- COMMAND [ARGS...]");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let mut log = OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(log_path)?;
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut to_child = BufWriter::with_capacity(
-        64 * 1024,
-        child
-            .stdin
-            .take()
-            .ok_or_else(|| io::Error::other("stdin"))?,
-    );
-    let mut from_child = child
-        .stdout
-        .take()
-        .ok_or_else(|| io::Error::other("stdout"))?;
+/// The floor keeps no digest.
+struct NoDigest;
 
-    let back = std::thread::spawn(move || -> io::Result<()> {
-        let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = from_child.read(&mut buf)?;
-            if n == 0 {
-                return out.flush();
-            }
-            out.write_all(&buf[..n])?;
-            out.flush()?; // the read drained what was there: flush before blocking again
-        }
-    });
+impl relay::LogDigest for NoDigest {
+    fn update(&mut self, _line: &[u8]) {}
 
-    let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
-    let mut line = Vec::with_capacity(4096);
-    let mut record = Vec::with_capacity(512);
-    let mut seq: u64 = 0;
-    loop {
-        if input.buffer().is_empty() {
-            to_child.flush()?;
-        }
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        to_child.write_all(&line)?;
-        record.clear();
-        write!(
-            record,
-            "{{\"seq\":{seq},\"bytes\":{},\"decision\":\"allow\",\"pad\":\"",
-            line.len()
-        )?;
-        while record.len() < 397 {
-            record.push(b'x');
-        }
-        record.extend_from_slice(b"\"}\n");
-        // One write(2) per line (a regular file takes the whole buffer in one call).
-        log.write_all(&record)?;
-        seq += 1;
+    fn finish(self) -> Option<[u8; 32]> {
+        None
     }
-    to_child.flush()?;
-    drop(to_child);
-    let relayed = back
-        .join()
-        .map_err(|_| io::Error::other("relay thread panicked"))?;
-    let status = child.wait()?;
-    relayed?;
-    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+}
+
+fn main() -> std::io::Result<std::process::ExitCode> {
+    relay::run("floor-relay", NoDigest)
 }
