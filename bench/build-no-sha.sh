@@ -35,7 +35,7 @@ fi
 mkdir -p "$work/tree"
 (cd "$root" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$work/tree"
 # (ring's own warnings, which a path dependency no longer caps, go to build.log.)
-if ! CARGO_TARGET_DIR="$work/build" cargo build --release --quiet --bin assay \
+if ! CARGO_TARGET_DIR="$work/build" cargo build --release --quiet -p assay-cli --bin assay \
   --manifest-path "$work/tree/Cargo.toml" \
   --config "patch.crates-io.ring.path=\"$ring\"" 2>"$work/build.log"; then
   cat "$work/build.log" >&2

@@ -15,7 +15,7 @@ if [ "${1:-}" = "--kind" ]; then
   kind="${2:?--kind native|no-sha|both}"
   shift 2
 fi
-cargo build --release --quiet --manifest-path "$here/../Cargo.toml" --bin assay
+cargo build --release --quiet --manifest-path "$here/../Cargo.toml" -p assay-cli --bin assay
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
 bench="$here/target/release/assay-bench"
 

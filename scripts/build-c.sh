@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the C ABI libraries (libassay.so, libassay.a) and writes target/<profile>/assay.pc, so
+# Builds the C ABI libraries (libassay.so, libassay.a: the crate crates/assay-capi) and writes target/<profile>/assay.pc, so
 # that `PKG_CONFIG_PATH=target/<profile> pkg-config --cflags --libs assay` works from this
 # checkout.
 #
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=debug
-args=(--lib)
+args=(-p assay-capi)
 if [ "${1:-}" = "--release" ]; then
   profile=release
   args+=(--release)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs assay the documented way (`cargo install --locked --path .`) into a temporary root and
+# Installs assay the documented way (`cargo install --locked --path crates/assay-cli`) into a temporary root and
 # runs a real session with the installed binary: the demo server behind the demo policy, a short
 # client session, then the reader on the capture it wrote. Run by scripts/test.sh.
 #
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-cargo install --locked --path . --root "$tmp/root" --target-dir "$PWD/target"
+cargo install --locked --path crates/assay-cli --root "$tmp/root" --target-dir "$PWD/target"
 assay="$tmp/root/bin/assay"
 test -x "$assay" || { echo "check-install: $assay was not installed" >&2; exit 1; }
 "$assay" --version
@@ -27,4 +27,4 @@ grep -q '"closure": "closed"' "$tmp/verdict" || { echo "check-install: capture n
 "$assay" capture show "$tmp/capture" > "$tmp/shown"
 grep -q 'server_id       installed' "$tmp/shown" \
   || { echo "check-install: capture show did not name the label" >&2; exit 1; }
-echo "check-install: cargo install --path . gave a working assay ($("$assay" --version))"
+echo "check-install: cargo install --path crates/assay-cli gave a working assay ($("$assay" --version))"

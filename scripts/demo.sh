@@ -4,5 +4,5 @@
 # reader's verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release
+cargo build --release -p assay-cli
 exec target/release/assay demo "$@"

@@ -55,17 +55,16 @@ need_system "the parser differential builds a Go encoding/json server" golang-go
 
 step "rust: format and lints"
 cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
-cargo clippy -p assay-stop-python -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 step "rust: unit and integration tests"
 export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
 cargo test --all-targets
 
 step "rust: docs build without warnings"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
-step "install: cargo install --path . into a temporary root, then a session with that assay"
+step "install: cargo install --path crates/assay-cli into a temporary root, then a session with that assay"
 bash scripts/check-install.sh
 
 step "python: build the portable release wheel (scripts/build-wheel.sh) and install it into .venv"

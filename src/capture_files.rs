@@ -1,6 +1,7 @@
 //! The fixed file names inside a capture directory (SPEC §7), in one place: the configuration
 //! plans them, the writers create them, the reader, `package_capture` and `capture summary` read
-//! them. (Public as `assay::config::capture_names`.)
+//! them. This module is their one home.
+#![forbid(unsafe_code)]
 
 /// The protocol companion.
 pub const PROTOCOL: &str = "protocol.json";

@@ -7,6 +7,7 @@
 //! item 1, a config error creates no file). Creating the root and the run directory
 //! ([`place_run`]) happens once the session id exists, right where the session starts creating
 //! files; from then on the run directory is used exactly as a `capture_dir`.
+#![forbid(unsafe_code)]
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, open, openat};
 use nix::sys::stat::{Mode, fchmod, mkdirat};
 
-use crate::config::{LogMode, Plan, StderrSink, capture_names};
+use crate::config::{LogMode, SessionPlan, StderrSink};
 use crate::diag::Diag;
 use crate::error::{Error, Result};
 
@@ -83,7 +84,7 @@ fn create_run_dir(root: &Path, name: &str) -> Result<PathBuf> {
 /// For a capture-root plan: creates the run directory for `session_id` and points every capture
 /// output into it, exactly as `capture_dir` does. Any other plan is returned unchanged. With
 /// `verbose`, names the directory on this process's stderr (SPEC §10).
-pub(crate) fn place_run(mut plan: Plan, session_id: &str) -> Result<Plan> {
+pub(crate) fn place_run(mut plan: SessionPlan, session_id: &str) -> Result<SessionPlan> {
     let Some(root) = plan.capture_root.clone() else {
         return Ok(plan);
     };
@@ -92,7 +93,7 @@ pub(crate) fn place_run(mut plan: Plan, session_id: &str) -> Result<Plan> {
     if plan.verbose {
         Diag::new(None, true).say(&format!("capture directory {}", dir.display()));
     }
-    use capture_names::*;
+    use crate::capture_files::*;
     plan.decision_log = Some(dir.join(DECISIONS));
     plan.log_mode = LogMode::New;
     plan.context_out = Some(dir.join(CONTEXT));

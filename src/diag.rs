@@ -1,6 +1,7 @@
 //! Wrapper diagnostics: one line each, prefixed `assay:`, to the diagnostics sink — the process's
 //! stderr, or for a capture the retained `proxy-stderr.log` shared with the child's stderr.
 //! Never to the client output, which carries protocol only.
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::Write;

@@ -1,6 +1,7 @@
 //! The one rule for an `event_source` (SPEC §2), used both where a configuration is checked
 //! before a session and where the capture reader checks the records: the two must never
 //! disagree about which sources are valid.
+#![forbid(unsafe_code)]
 
 /// True when `s` is an absolute URI `scheme://…` (SPEC §2): a scheme of a letter then letters,
 /// digits, `+`, `-` or `.`; then `://`; then at least one character; and no whitespace or control

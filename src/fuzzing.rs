@@ -2,6 +2,7 @@
 //! client-line parser are fuzzed"). Not API: hidden from the docs, no stability promise. Each
 //! function only calls the crate-private code it names and summarizes the result, so a fuzz
 //! target can check invariants without reaching into private types.
+#![forbid(unsafe_code)]
 
 use crate::proxy::message::{ClientLine, Message, classify, for_each_message};
 use crate::strict_json::ScanErrorKind;

@@ -13,6 +13,7 @@
 //!
 //! Keys are compared straight from their JSON text (escapes decoded on the fly), so comparing
 //! or hashing a key never allocates.
+#![forbid(unsafe_code)]
 
 use std::hash::{Hash, Hasher};
 

@@ -9,13 +9,16 @@
 //! or `unknown` without trusting anything it reads; [`read_captures`] judges every capture under a
 //! capture root at once. [`package_capture`] copies a capture with a manifest of digests.
 //!
-//! The same operations are exposed to C (`include/assay.h`, generated from the [`ffi`] module), to
-//! Python (`import assay_stop`) and on the command line (`assay`).
+//! This crate is the core: the same operations are exposed to C by `crates/assay-capi`
+//! (`include/assay.h`), to Python by `bindings/python` (`import assay_stop`) and on the command
+//! line by `crates/assay-cli` (`assay`); docs/architecture.md maps the crates and modules.
 #![deny(missing_docs)]
+// `unsafe` only in `sys` (the process, signal and descriptor layer); every other module forbids it.
+#![deny(unsafe_code)]
 
 pub mod capture;
+pub mod capture_files;
 pub mod error;
-pub mod ffi;
 pub mod host_config;
 pub mod outcome;
 pub mod pins;
@@ -26,15 +29,15 @@ pub use capture::{
     CaptureCounts, CaptureReport, CaptureStatus, CaptureVerdict, Closure, ClosureKind,
     PackageManifest, package_capture, read_capture, read_captures, show_capture,
 };
-pub use error::{Error, ErrorKind, OptionSpelling, Result};
+pub use error::{
+    ConfigError, ConfigOption, ConfigProblem, Error, ErrorKind, OptionSpelling, Result,
+};
 pub use outcome::{
     ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
 };
 
 mod canonical;
-mod capture_files;
 mod capture_root;
-mod child;
 pub mod config;
 mod diag;
 mod event_source;
@@ -45,7 +48,7 @@ mod lenient;
 mod lenient_table;
 mod proxy;
 mod sha256;
-mod signals;
+mod sys;
 
 pub use config::WrapConfig;
 
@@ -54,3 +57,4 @@ pub use config::WrapConfig;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};
+pub use sys::restore_default_sigchld;

@@ -1,5 +1,6 @@
 //! The values a session produces: the stop-record fields (SPEC §4.3) and the [`WrapOutcome`]
 //! returned by [`crate::wrap_session`].
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 

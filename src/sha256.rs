@@ -6,6 +6,7 @@
 //! the SHA extensions where the CPU has them and a vectorized (AVX or SSSE3) block function where
 //! it does not; a pure-software SHA-256 is about twice as slow on CPUs without SHA extensions
 //! (docs/decisions.md, "One SHA-256 for the crate").
+#![forbid(unsafe_code)]
 
 /// An incremental SHA-256. Cloning it snapshots the running state (the reader takes the digest
 /// of the log's complete-line prefix that way while it hashes the whole file).

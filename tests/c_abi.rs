@@ -16,11 +16,11 @@ use crate::util::{Run, demo_policy, demo_server, fault_server, root, run, run_co
 
 /// Where this test run's `libassay.so` and `libassay.a` are.
 ///
-/// Cargo builds every crate type of the library for any target that depends on it, into
-/// `target/<profile>/deps` — the directory of this test binary — but copies them up to
-/// `target/<profile>` only for `cargo build`. Using the copies next to the test binary means the
-/// hosts always link the library this very run was built from, even on a clean checkout.
-fn lib_dir() -> PathBuf {
+/// The C ABI crate (`crates/assay-capi`) is a dev-dependency of these tests, so Cargo builds its
+/// libraries into `target/<profile>/deps` — the directory of this test binary — but copies them
+/// up to `target/<profile>` only for `cargo build`. Using the copies next to the test binary means
+/// the hosts always link the library this very run was built from, even on a clean checkout.
+pub(crate) fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe
         .parent()
@@ -36,7 +36,7 @@ fn lib_dir() -> PathBuf {
     }
     panic!(
         "libassay.so / libassay.a not found next to the test binary ({}); \
-         Cargo.toml [lib] crate-type must include cdylib and staticlib",
+         crates/assay-capi must be a dev-dependency of these tests",
         deps.display()
     );
 }

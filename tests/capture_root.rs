@@ -528,8 +528,9 @@ fn run_directories_are_0700_under_a_hostile_umask() {
     assert_eq!(mode(&runs(&shared)[0]), 0o700);
 }
 
-/// `assay_wrap_session` (called from Rust) with `config_json`, feeding `input` as the client.
-fn c_wrap(config: Value, input: Vec<u8>) -> (assay::ffi::AssayStatus, Option<Value>) {
+/// `assay_wrap_session` of libassay.so (called from Rust) with `config_json`, feeding `input` as
+/// the client.
+fn c_wrap(config: Value, input: Vec<u8>) -> (u32, Option<Value>) {
     use std::ffi::{CStr, CString};
     use std::io::Write;
     use std::os::fd::AsRawFd;
@@ -548,11 +549,12 @@ fn c_wrap(config: Value, input: Vec<u8>) -> (assay::ffi::AssayStatus, Option<Val
     let session = std::thread::spawn(move || {
         let mut out: *mut std::os::raw::c_char = std::ptr::null_mut();
         // SAFETY (test): a valid NUL-terminated config and a valid out pointer.
-        let status = unsafe { assay::ffi::assay_wrap_session(config.as_ptr(), &mut out) };
+        let lib = crate::c_library::c_library();
+        let status = unsafe { (lib.wrap_session)(config.as_ptr(), &mut out) };
         let outcome = (!out.is_null()).then(|| {
             // SAFETY (test): the library returned a NUL-terminated string it allocated.
             let s = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
-            unsafe { assay::ffi::assay_string_free(out) };
+            unsafe { (lib.string_free)(out) };
             serde_json::from_str::<Value>(&s).unwrap()
         });
         drop(client_in_r);
@@ -568,7 +570,7 @@ fn c_wrap(config: Value, input: Vec<u8>) -> (assay::ffi::AssayStatus, Option<Val
 
 #[test]
 fn c_config_capture_root_outcome_names_the_run_directory() {
-    use assay::ffi::AssayStatus;
+    use crate::c_library::{ASSAY_ERR_CONFIG, ASSAY_OK};
     let d = tempdir();
     let root = d.path().join("root");
     let config = |extra: Value| {
@@ -585,7 +587,7 @@ fn c_config_capture_root_outcome_names_the_run_directory() {
     };
 
     let (status, outcome) = c_wrap(config(json!({})), session());
-    assert_eq!(status, AssayStatus::ASSAY_OK);
+    assert_eq!(status, ASSAY_OK);
     let outcome = outcome.unwrap();
     let dirs = runs(&root);
     assert_eq!(dirs.len(), 1);
@@ -599,7 +601,7 @@ fn c_config_capture_root_outcome_names_the_run_directory() {
     assert_eq!(outcome["session_id"], sid(&dirs[0]));
 
     let (status, outcome) = c_wrap(config(json!({})), script(&[DISCOVER]));
-    assert_eq!(status, AssayStatus::ASSAY_OK);
+    assert_eq!(status, ASSAY_OK);
     let outcome = outcome.unwrap();
     let dirs = runs(&root);
     assert_eq!(dirs.len(), 2);
@@ -614,7 +616,7 @@ fn c_config_capture_root_outcome_names_the_run_directory() {
         config(json!({"capture_dir": d.path().join("cap")})),
         Vec::new(),
     );
-    assert_eq!(status, AssayStatus::ASSAY_ERR_CONFIG);
+    assert_eq!(status, ASSAY_ERR_CONFIG);
     assert!(outcome.is_none());
     assert_eq!(runs(&root).len(), 2, "a config error creates nothing");
     assert!(!d.path().join("cap").exists());

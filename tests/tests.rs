@@ -1,9 +1,11 @@
-//! Integration tests driving the real `assay` binary, the library and (later) the C ABI against
-//! real child processes. One test binary; each file is a module.
+//! Integration tests driving the real `assay` binary, the library and the C ABI (C and C++ hosts,
+//! and `libassay.so` loaded from Rust) against real child processes. One test binary; each file is
+//! a module. They belong to `crates/assay-cli`, the crate that builds the binary.
 
 mod util;
 
 mod c_abi;
+mod c_library;
 mod capture;
 mod capture_root;
 mod cli;
@@ -11,9 +13,7 @@ mod coverage;
 mod differential;
 mod evidence;
 mod faults;
-mod ffi_status;
 mod fidelity;
-mod header;
 mod hostile;
 mod hosts;
 mod interop;

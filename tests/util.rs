@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The repository root (these tests belong to `crates/assay-cli`, two levels below it).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/assay-cli sits two levels below the repository root")
+        .to_path_buf()
 }
 
 pub fn bin() -> PathBuf {

@@ -9,7 +9,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::{Env, Res, Row, median, peak_rss, row, timed};
+use super::reader::{peak_rss, timed};
+use super::{Env, Res, Row, median, row};
 
 const MIB: usize = 1024 * 1024;
 

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::{Env, Res, Row, call_line, median, peak_rss, record_capture, row, verdict};
+use super::reader::{peak_rss, record_capture};
+use super::{Env, Res, Row, call_line, median, row, verdict};
 
 const DECISIONS: u64 = 100;
 /// SPEC-side goal for 1,000 captures on the 2-core machine.

@@ -1,7 +1,7 @@
 """The ``assay`` console script: the same command line as the native ``assay`` binary.
 
 The package's ``[project.scripts]`` entry ``assay = "assay_stop._cli:main"`` runs the command
-line compiled into the extension from the binary's own source (``src/cli/``), so ``pip install``,
+line linked into the extension from the binary's own crate (``crates/assay-cli``), so ``pip install``,
 ``pipx install`` and ``uv tool install`` all put the same ``assay`` on ``PATH``: same commands,
 options, output and exit statuses.
 """

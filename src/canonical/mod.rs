@@ -6,6 +6,7 @@
 //! every text as a visitor of the strict scanner. Neither builds a `serde_json::Value`, and the
 //! general one is bounded: a canonical form longer than the text plus [`SLACK`] (only numbers
 //! written in exponent form grow, `1e20` → `100000000000000000000`) is refused rather than built.
+#![forbid(unsafe_code)]
 
 mod full;
 mod simple;

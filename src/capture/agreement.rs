@@ -5,8 +5,8 @@ use std::fmt;
 
 use super::companions::{ContextView, ProtocolView, StopView};
 use super::fields::Reasons;
-use super::limits::{CONTEXT, PROTOCOL, STOP};
-use super::verdict::ReasonCode;
+use super::judgement::ReasonCode;
+use crate::capture_files::{CONTEXT, PROTOCOL, STOP};
 use crate::outcome::{DecisionLogState, SessionEnd, StopData};
 
 /// Cross-file agreement (SPEC §7).

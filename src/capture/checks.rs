@@ -6,7 +6,7 @@
 //! field by field so every problem is reported. The log (≤ 8 MiB, ≤ 10,000 lines) is read in
 //! 64 KiB chunks through the same bounded opener: each chunk is hashed once while it is in cache
 //! and its complete lines are checked, each line in one pass by
-//! `fastline` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse
+//! `fast_line_parser` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse
 //! into a small borrowed struct. Line reasons are kept only when the whole log was read within
 //! its bound and holds at most 10,000 lines, so the reasons are those of reading the whole file
 //! first. The decisions taken where SPEC is silent are in `docs/capture-reader.md`.
@@ -17,13 +17,14 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::agreement::{check_agreement, loss_reason};
+use super::bounds::MAX_COMPANION_BYTES;
 use super::companions::{check_accounting, check_context, check_protocol, check_stop};
 use super::decision_line::Expect;
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
-use super::limits::{CONTEXT, MAX_COMPANION_BYTES, PROTOCOL, STOP};
+use super::judgement::{CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ReasonCode};
 use super::log::check_log_file;
 use super::no_session;
-use super::verdict::{CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ReasonCode};
+use crate::capture_files::{CONTEXT, PROTOCOL, STOP};
 use crate::outcome::DecisionLogState;
 
 /// The whole reader: files, checks, verdict.

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::fields::{Fields, Reasons};
-use super::limits::{CONTEXT, LOG, PROTOCOL, STOP};
-use super::verdict::ReasonCode;
+use super::judgement::ReasonCode;
+use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, SessionEnd, StopData, Termination};
 
@@ -27,7 +27,7 @@ pub(super) fn check_protocol<'a>(
     let server_id = f.str("server_id");
     f.time("created_at");
     // The reader opens fixed names; a protocol naming other files describes another layout.
-    f.equals("decision_log", LOG);
+    f.equals("decision_log", DECISIONS);
     f.equals("session_context", CONTEXT);
     f.equals("session_stop", STOP);
     f.producer("producer");

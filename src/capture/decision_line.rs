@@ -1,6 +1,6 @@
 //! The decision-line types of the capture reader (SPEC §4.1, §7): what every line must agree
 //! with, the borrowed views of a parsed line and the per-line reason collector. A leaf shared
-//! by the general path (`log`) and the one-pass parser (`fastline`).
+//! by the general path (`log`) and the one-pass parser (`fast_line_parser`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
-use super::limits::LOG;
-use super::verdict::{Reason, ReasonCode};
+use super::judgement::{Reason, ReasonCode};
+use crate::capture_files::DECISIONS;
 
 /// What every decision line must agree with, from the best available source.
 pub(super) struct Expect<'a> {
@@ -168,7 +168,7 @@ impl LineReasons {
         if self.list.len() < MAX_LINE_REASONS {
             self.list.push(Reason {
                 code,
-                detail: format!("{LOG} line {}: {msg}", line + 1),
+                detail: format!("{DECISIONS} line {}: {msg}", line + 1),
             });
         } else {
             self.suppressed += 1;
@@ -181,7 +181,10 @@ impl LineReasons {
         if let Some(code) = self.first_suppressed {
             r.push(
                 code,
-                format!("{LOG}: {} more line problems not listed", self.suppressed),
+                format!(
+                    "{DECISIONS}: {} more line problems not listed",
+                    self.suppressed
+                ),
             );
         }
     }

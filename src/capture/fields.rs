@@ -7,8 +7,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::bounded::{self, BoundedError};
-use super::limits::MAX_DEPTH;
-use super::verdict::{FileDigest, Reason, ReasonCode};
+use super::bounds::MAX_DEPTH;
+use super::judgement::{FileDigest, Reason, ReasonCode};
 use crate::strict_json::{self, ScanErrorKind};
 
 /// At most this many reasons come from individual decision lines; the rest are summarized in

@@ -1,19 +1,20 @@
 //! The decision-log reader (SPEC §7): the log is read in 64 KiB chunks through the bounded
 //! opener, each chunk hashed once while in cache and its complete lines checked, each line by
-//! `fastline` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse.
+//! `fast_line_parser` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
 use super::bounded::{self, BoundedError};
+use super::bounds::{MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::decision_line::{
     Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
 };
-use super::fastline;
+use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
-use super::limits::{LOG, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
-use super::verdict::{FileDigest, ReasonCode};
+use super::judgement::{FileDigest, ReasonCode};
+use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, StopData};
 use crate::sha256::Sha256;
@@ -33,7 +34,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     };
     // The common shape in one pass; anything else through the strict scan and serde, which
     // also name the problem.
-    if let Some(v) = fastline::parse(line) {
+    if let Some(v) = fast_line_parser::parse(line) {
         check_fields(i, &v, exp, lr);
         return;
     }
@@ -207,9 +208,9 @@ pub(super) fn check_log_file(
             BoundedError::NotRegular(_) => ReasonCode::NotRegularFile,
             BoundedError::TooLarge { .. } => ReasonCode::TooLarge,
         };
-        r.push(code, format!("{LOG} {}", e.describe(MAX_LOG_BYTES)));
+        r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
     };
-    let file = match bounded::open_regular(&dir.join(LOG), MAX_LOG_BYTES) {
+    let file = match bounded::open_regular(&dir.join(DECISIONS), MAX_LOG_BYTES) {
         Ok((file, _)) => file,
         Err(e) => return refused(e, r),
     };
@@ -262,7 +263,7 @@ pub(super) fn check_log_file(
     }
     let (file_sha, prefix_sha) = hash.finish();
     files.insert(
-        LOG.to_string(),
+        DECISIONS.to_string(),
         FileDigest {
             bytes: total,
             sha256: file_sha.clone(),
@@ -273,7 +274,9 @@ pub(super) fn check_log_file(
     if count > MAX_DECISIONS {
         r.push(
             ReasonCode::TooManyDecisions,
-            format!("{LOG} holds {count} decision lines, over the {MAX_DECISIONS}-line bound"),
+            format!(
+                "{DECISIONS} holds {count} decision lines, over the {MAX_DECISIONS}-line bound"
+            ),
         );
     } else {
         lines.lr.finish(r);
@@ -289,7 +292,7 @@ pub(super) fn check_log_file(
         r.push(
             ReasonCode::PartialLine,
             format!(
-                "{LOG} ends with {} bytes without a newline but decision_log is complete",
+                "{DECISIONS} ends with {} bytes without a newline but decision_log is complete",
                 tail.len()
             ),
         );
@@ -298,7 +301,9 @@ pub(super) fn check_log_file(
         if written != count as u64 {
             r.push(
                 ReasonCode::CountMismatch,
-                format!("{LOG} holds {count} complete lines, decision_events_written is {written}"),
+                format!(
+                    "{DECISIONS} holds {count} complete lines, decision_events_written is {written}"
+                ),
             );
         }
     }
@@ -311,7 +316,9 @@ pub(super) fn check_log_file(
         if got != want {
             r.push(
                 ReasonCode::DigestMismatch,
-                format!("{LOG}: SHA-256 of {what} is {got}, decision_prefix_sha256 is {want}"),
+                format!(
+                    "{DECISIONS}: SHA-256 of {what} is {got}, decision_prefix_sha256 is {want}"
+                ),
             );
         }
     }

@@ -11,21 +11,22 @@
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
 //! [`show_capture`] collects what a person needs to read one capture (`assay capture show`).
+#![forbid(unsafe_code)]
 
 mod agreement;
 mod bounded;
+mod bounds;
 mod checks;
 mod companions;
 mod decision_line;
-mod fastline;
+mod fast_line_parser;
 mod fields;
-mod limits;
+mod judgement;
 mod log;
 mod no_session;
 mod package;
 mod show;
 mod summary;
-mod verdict;
 
 use std::path::Path;
 
@@ -37,8 +38,8 @@ pub use show::{
 };
 pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
 
-pub use limits::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
-pub use verdict::{
+pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
+pub use judgement::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, FileDigest, Reason, ReasonCode,
 };
 
@@ -52,7 +53,7 @@ pub fn read_capture(dir: &Path) -> Closure {
 }
 
 #[cfg(test)]
-use limits::{CONTEXT, LOG, PROTOCOL, STDERR_LOG, STOP};
+use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STDERR, STOP};
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::bounds::MAX_COMPANION_BYTES;
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
-use super::limits::{LOG, MAX_COMPANION_BYTES, NO_SESSION, PROTOCOL, STOP};
-use super::verdict::{FileDigest, ReasonCode};
+use super::judgement::{FileDigest, ReasonCode};
+use crate::capture_files::{DECISIONS, NO_SESSION, PROTOCOL, STOP};
 
 /// The `schema` of `no-session.json`.
 const SCHEMA: &str = "assay.capture.no_session.v1";
@@ -104,14 +105,16 @@ pub(super) fn check(
         );
     }
     // The log's size as read, or (when it was not read within its bound) as the directory says.
-    let log_bytes = match files.get(LOG) {
+    let log_bytes = match files.get(DECISIONS) {
         Some(d) => d.bytes,
-        None => std::fs::symlink_metadata(dir.join(LOG)).map_or(0, |md| md.len()),
+        None => std::fs::symlink_metadata(dir.join(DECISIONS)).map_or(0, |md| md.len()),
     };
     if log_bytes > 0 {
         r.push(
             ReasonCode::InconsistentAccounting,
-            format!("{NO_SESSION} says no session existed, but {LOG} holds {log_bytes} bytes"),
+            format!(
+                "{NO_SESSION} says no session existed, but {DECISIONS} holds {log_bytes} bytes"
+            ),
         );
     }
 }

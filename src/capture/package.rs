@@ -22,12 +22,10 @@ use nix::sys::stat::Mode;
 use serde::Serialize;
 
 use super::bounded::{self, BoundedError};
+use super::bounds::{MAX_COMPANION_BYTES, MAX_LOG_BYTES};
 use super::checks::judge;
-use super::limits::{
-    CONTEXT, COVERAGE, LOG, MAX_COMPANION_BYTES, MAX_LOG_BYTES, NO_SESSION, PROTOCOL, STDERR_LOG,
-    STOP,
-};
-use super::verdict::Closure;
+use super::judgement::Closure;
+use crate::capture_files::{CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sha256::Sha256;
 
@@ -49,8 +47,8 @@ const PACKAGED: [(&str, u64); 7] = [
     (PROTOCOL, MAX_COMPANION_BYTES),
     (CONTEXT, MAX_COMPANION_BYTES),
     (STOP, MAX_COMPANION_BYTES),
-    (LOG, MAX_LOG_BYTES),
-    (STDERR_LOG, MAX_STDERR_BYTES),
+    (DECISIONS, MAX_LOG_BYTES),
+    (STDERR, MAX_STDERR_BYTES),
     (COVERAGE, MAX_COVERAGE_BYTES),
     (NO_SESSION, MAX_COMPANION_BYTES),
 ];

@@ -16,15 +16,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bounded;
+use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop};
 use super::decision_line::{Expect, LineReasons};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
-use super::limits::{
-    CONTEXT, LOG, MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES, PROTOCOL, STOP,
-};
+use super::judgement::{Closure, ReasonCode};
 use super::log::check_line;
-use super::verdict::{Closure, ReasonCode};
+use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 use crate::outcome::StopData;
 use crate::strict_json;
 
@@ -247,22 +246,22 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
         unavailable: Some(why),
         ..DecisionLines::default()
     };
-    let Some(judged) = closure.files.get(LOG) else {
-        return unavailable(format!("{LOG} was not read (see the reasons above)"));
+    let Some(judged) = closure.files.get(DECISIONS) else {
+        return unavailable(format!("{DECISIONS} was not read (see the reasons above)"));
     };
-    let bytes = match bounded::read_bounded(&dir.join(LOG), MAX_LOG_BYTES) {
+    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), MAX_LOG_BYTES) {
         Ok(b) => b,
-        Err(e) => return unavailable(format!("{LOG} {}", e.describe(MAX_LOG_BYTES))),
+        Err(e) => return unavailable(format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES))),
     };
     if digest_of(&bytes) != *judged {
-        return unavailable(format!("{LOG} changed after it was judged"));
+        return unavailable(format!("{DECISIONS} changed after it was judged"));
     }
     let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
     let (body, tail) = bytes.split_at(complete);
     let count = memchr::memchr_iter(b'\n', body).count();
     if count > MAX_DECISIONS {
         return unavailable(format!(
-            "{LOG} holds {count} lines, over the reader's {MAX_DECISIONS}-line bound"
+            "{DECISIONS} holds {count} lines, over the reader's {MAX_DECISIONS}-line bound"
         ));
     }
     let mut lines = Vec::with_capacity(count);
@@ -315,7 +314,7 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
     // runs again before serde so that no line reaches serde unscanned, whichever path checked it.
     let parsed = std::str::from_utf8(line)
         .ok()
-        .filter(|t| strict_json::scan_str(t, super::limits::MAX_DEPTH).is_ok())
+        .filter(|t| strict_json::scan_str(t, super::bounds::MAX_DEPTH).is_ok())
         .and_then(|t| serde_json::from_str::<RowEvent>(t).ok());
     match parsed {
         Some(ev) => LogLine::Decision(DecisionRow {
@@ -331,7 +330,7 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
         }),
         None => refused(
             ReasonCode::SchemaMismatch,
-            format!("{LOG} line {}: not a decision event", i + 1),
+            format!("{DECISIONS} line {}: not a decision event", i + 1),
         ),
     }
 }
@@ -443,7 +442,7 @@ mod tests {
     #[test]
     fn an_over_bound_log_is_never_read() {
         let dir = Builder::new(1).build();
-        let log = dir.path().join(LOG);
+        let log = dir.path().join(DECISIONS);
         let big = vec![b'x'; MAX_LOG_BYTES as usize + 1];
         std::fs::write(&log, big).unwrap();
         let r = show_capture(dir.path());

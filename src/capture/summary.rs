@@ -26,10 +26,10 @@ use nix::sys::stat::{Mode, fstatat};
 use serde::Serialize;
 
 use super::checks;
-use super::limits::PROTOCOL;
-use super::verdict::{
+use super::judgement::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, Reason, ReasonCode,
 };
+use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Verdicts held per worker thread at most while earlier ones are still being judged.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{CONTEXT, LOG, PROTOCOL, STOP};
+use super::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 
 pub(super) const SID: &str = "0123456789abcdef0123456789abcdef";
 pub(super) const POLICY_SHA: &str =
@@ -219,7 +219,7 @@ impl Builder {
         std::fs::write(dir.join(PROTOCOL), self.ser(&self.protocol())).unwrap();
         std::fs::write(dir.join(CONTEXT), self.ser(&self.context())).unwrap();
         std::fs::write(dir.join(STOP), self.ser(&self.stop(&log[..prefix_len]))).unwrap();
-        std::fs::write(dir.join(LOG), &log).unwrap();
+        std::fs::write(dir.join(DECISIONS), &log).unwrap();
     }
 
     pub(super) fn build(&self) -> tempfile::TempDir {

@@ -447,6 +447,8 @@ mod tests {
         let sid = "0123456789abcdef0123456789abcdef";
         let source = "assay://te\"st/\u{e9}\\x";
         let policy = "ab\ncd";
+        // A reason with a tab and U+0001 (built here: the sources hold no U+0001).
+        let reason = format!("bad \"name\"\t{}", char::from(1));
         let mut log = writer(Box::new(VecSink(out.clone())), sid, source, policy, false);
         let base = [
             entry(),
@@ -455,7 +457,7 @@ mod tests {
                 tool_call_id: None,
                 decision: Decision::Error,
                 reason_code: ReasonCode::P_MALFORMED,
-                reason: "bad \"name\"\t\u{1}",
+                reason: &reason,
                 matched_rule: None,
                 arguments_sha256: Some(&DIGEST),
                 tool_definition_sha256: None,

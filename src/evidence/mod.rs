@@ -1,6 +1,7 @@
 //! Evidence writers: the exclusive file opener, the CloudEvents envelope, the decision log with
 //! its accounting, and the session-context, session-stop, protocol, coverage and no-session
 //! records.
+#![forbid(unsafe_code)]
 
 pub(crate) mod context;
 pub(crate) mod coverage;

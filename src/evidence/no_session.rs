@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::config::{Plan, capture_names};
+use crate::capture_files;
+use crate::config::SessionPlan;
 use crate::diag::Diag;
 use crate::error::{Error, Result};
 use crate::outcome::WrapOutcome;
@@ -34,11 +35,11 @@ pub(crate) fn write(path: &Path, session_id: &str) -> Result<()> {
 
 /// For a discovery-only run inside a capture directory: writes `no-session.json` and records its
 /// path in the outcome; a failed write is an evidence error (exit status 3), like any other.
-pub(crate) fn record(plan: &Plan, session_id: &str, diag: &Diag, outcome: &mut WrapOutcome) {
+pub(crate) fn record(plan: &SessionPlan, session_id: &str, diag: &Diag, outcome: &mut WrapOutcome) {
     let Some(dir) = &plan.capture_dir else {
         return;
     };
-    let path: PathBuf = dir.join(capture_names::NO_SESSION);
+    let path: PathBuf = dir.join(capture_files::NO_SESSION);
     match write(&path, session_id) {
         Ok(()) => outcome.paths.no_session = Some(path),
         Err(e) => {
@@ -56,7 +57,7 @@ mod tests {
     #[test]
     fn written_once_compact_and_0600() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join(capture_names::NO_SESSION);
+        let p = d.path().join(capture_files::NO_SESSION);
         let sid = "0123456789abcdef0123456789abcdef";
         write(&p, sid).unwrap();
         assert_eq!(

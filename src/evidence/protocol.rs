@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::event::{PRODUCER, Producer};
-use crate::config::capture_names;
+use crate::capture_files;
 use crate::error::{Error, Result};
 
 #[derive(Serialize)]
@@ -35,9 +35,9 @@ pub(crate) fn write(
         event_source,
         server_id,
         created_at,
-        decision_log: capture_names::DECISIONS,
-        session_context: capture_names::CONTEXT,
-        session_stop: capture_names::STOP,
+        decision_log: capture_files::DECISIONS,
+        session_context: capture_files::CONTEXT,
+        session_stop: capture_files::STOP,
         producer: PRODUCER,
     };
     let mut bytes = serde_json::to_vec_pretty(&doc)

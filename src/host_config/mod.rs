@@ -10,6 +10,7 @@
 //! spacing, escapes, other members, remote entries with a `url`) stays as it was.
 //! [`rewrite_file`] writes a backup of the original bytes first and replaces the file atomically.
 //! The rules where SPEC is silent are in `docs/decisions.md` ("Host configurations").
+#![forbid(unsafe_code)]
 
 mod edit;
 mod error;

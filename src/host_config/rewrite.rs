@@ -37,8 +37,8 @@ impl WrapWith {
     /// [`crate::ErrorKind::Config`] naming the option.
     pub fn check(&self) -> crate::Result<()> {
         for (option, path) in [
-            ("policy", Some(&self.policy)),
-            ("capture-root", self.capture_root.as_ref()),
+            (crate::ConfigOption::Policy, Some(&self.policy)),
+            (crate::ConfigOption::CaptureRoot, self.capture_root.as_ref()),
         ] {
             if let Some(p) = path {
                 if !p.is_absolute() {
@@ -50,7 +50,7 @@ impl WrapWith {
             }
         }
         crate::Policy::load(&self.policy)
-            .map_err(|e| crate::Error::config("policy", e.to_string()))?;
+            .map_err(|e| crate::Error::config(crate::ConfigOption::Policy, e.to_string()))?;
         if let Some(root) = &self.capture_root {
             crate::config::check_root(root)?;
         }

@@ -119,8 +119,8 @@ pub fn list_server_tools(
     stderr: Option<File>,
 ) -> Result<ToolListing, ListError> {
     let mask = nix::sys::signal::SigSet::empty();
-    let spawned = crate::child::spawn(command, stderr, &mask).map_err(ListError::Spawn)?;
-    let mut guard = crate::child::ChildGuard(Some(spawned.child));
+    let spawned = crate::sys::child::spawn(command, stderr, &mask).map_err(ListError::Spawn)?;
+    let mut guard = crate::sys::child::ChildGuard(Some(spawned.child));
     let stdout = spawned.stdout;
     let (tx, rx) = mpsc::channel();
     // The reader ends when the server's output closes (at the latest after the cleanup's kill).
@@ -136,7 +136,7 @@ pub fn list_server_tools(
     // Close the server's input first, as MCP clients do, then the bounded cleanup (SPEC §3.1).
     client.stdin = None;
     if let Some(mut child) = guard.0.take() {
-        let _ = crate::child::cleanup(&mut child);
+        let _ = crate::sys::child::cleanup(&mut child);
     }
     listed
 }

@@ -6,6 +6,7 @@
 //! (`P_TOOL_UNPINNED`, `P_TOOL_DRIFT`, `P_TOOL_UNLISTED`). [`list_server_tools`] lists a live
 //! server as a client would, [`check`] compares a listing with pins (`assay mcp pin`), and
 //! [`write_pins`] writes a pins file.
+#![forbid(unsafe_code)]
 
 mod diff;
 mod file;

@@ -2,7 +2,7 @@
 //! `tools/list` results (SPEC §5).
 
 use super::Policy;
-use super::verdict::ReasonCode;
+use super::decision::ReasonCode;
 
 impl Policy {
     /// Whether every call of `tool` is refused whatever its arguments: a `deny` pattern matches

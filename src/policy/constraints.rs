@@ -26,9 +26,9 @@
 use regex::Regex;
 use serde_json::Value;
 
+use super::decision::Failure;
 use super::error::{Ctx, PolicyError};
 use super::glob::Glob;
-use super::verdict::Failure;
 
 struct ParamRule {
     name: String,

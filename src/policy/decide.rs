@@ -1,5 +1,5 @@
 //! The decision itself: the evaluation order of SPEC §5 (the verdict types are in
-//! [`super::verdict`]).
+//! [`super::decision`]).
 //!
 //! Order, first match wins: a `deny` pattern matches → [`ReasonCode::P_TOOL_DENIED`]; an
 //! `allow` list exists and nothing in it matches → [`ReasonCode::P_TOOL_NOT_ALLOWED`]; with
@@ -17,9 +17,9 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::constraints::Constraints;
+use super::decision::{Decision, ReasonCode, Verdict, VerdictRef};
 use super::glob::GlobList;
 use super::schema::Schemas;
-use super::verdict::{Decision, ReasonCode, Verdict, VerdictRef};
 use crate::evidence::event::HexDigest;
 use crate::pins::Pins;
 

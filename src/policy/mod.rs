@@ -30,10 +30,12 @@
 //! path containment check), `schema` (argument JSON Schemas), `decide` (verdict types and the
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
 //! refuses every call, for `hide_refused_tools`).
+#![forbid(unsafe_code)]
 
 mod by_name;
 mod constraints;
 mod decide;
+mod decision;
 mod error;
 mod glob;
 mod json;
@@ -43,7 +45,6 @@ mod read;
 mod scalar;
 mod schema;
 pub mod summary;
-mod verdict;
 mod vocabulary;
 mod within;
 mod yaml;
@@ -58,10 +59,10 @@ use self::decide::{RuleList, Rules};
 use self::read::Format;
 use self::schema::Schemas;
 
+pub(crate) use self::decision::VerdictRef;
+pub use self::decision::{Decision, ReasonCode, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::load::MAX_POLICY_BYTES;
-pub(crate) use self::verdict::VerdictRef;
-pub use self::verdict::{Decision, ReasonCode, Verdict};
 
 use self::error::Ctx;
 

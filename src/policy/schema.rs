@@ -24,8 +24,8 @@ use std::collections::HashMap;
 use jsonschema::Validator;
 use serde_json::{Map, Value};
 
+use super::decision::Failure;
 use super::error::{Ctx, PolicyError};
-use super::verdict::Failure;
 
 struct ToolSchema {
     validator: Validator,

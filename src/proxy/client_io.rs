@@ -2,9 +2,10 @@
 //! to, and the constructors every surface uses to get them (SPEC §3, §8, §9).
 
 use std::io::{self, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{ConfigOption, Error, ErrorKind};
+use crate::sys;
 
 /// The client's side of a session: the descriptor the proxy reads client messages from and the
 /// one it writes responses to. The session owns (and closes) these descriptors; surfaces that are
@@ -41,8 +42,8 @@ impl ClientIo {
     /// duplicated (e.g. `EMFILE`).
     pub fn from_borrowed(stdin: RawFd, stdout: RawFd) -> crate::error::Result<Self> {
         Ok(Self {
-            input: dup_borrowed(stdin, "stdin")?,
-            output: dup_borrowed(stdout, "stdout")?,
+            input: dup_borrowed(stdin, ConfigOption::Stdin)?,
+            output: dup_borrowed(stdout, ConfigOption::Stdout)?,
         })
     }
 
@@ -65,36 +66,30 @@ impl ClientIo {
 
 /// Duplicates a borrowed descriptor (close-on-exec, numbered 3 or above): `option` names it in
 /// the error. A bad descriptor is an invalid argument (SPEC §8 `ASSAY_ERR_INVALID_ARGUMENT`).
-fn dup_borrowed(fd: RawFd, option: &'static str) -> crate::error::Result<OwnedFd> {
+fn dup_borrowed(fd: RawFd, option: ConfigOption) -> crate::error::Result<OwnedFd> {
+    let name = option.identifier();
     if fd < 0 {
         return Err(Error::invalid_option(
             option,
-            format!("{option}: file descriptor must be non-negative, got {fd}"),
+            format!("{name}: file descriptor must be non-negative, got {fd}"),
             None,
         ));
     }
-    // SAFETY: F_DUPFD_CLOEXEC only reads `fd`; on a descriptor that is not open it fails with
-    // EBADF and touches nothing. No Rust object is asserted to own or borrow `fd`.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        let e = io::Error::last_os_error();
-        return Err(if e.raw_os_error() == Some(libc::EBADF) {
+    sys::fd::duplicate_lent(fd).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBADF) {
             Error::invalid_option(
                 option,
-                format!("{option}: file descriptor {fd} is not open"),
+                format!("{name}: file descriptor {fd} is not open"),
                 Some(libc::EBADF),
             )
         } else {
             Error::new(
                 ErrorKind::Io,
-                format!("{option}: cannot duplicate file descriptor {fd}: {e}"),
+                format!("{name}: cannot duplicate file descriptor {fd}: {e}"),
             )
             .with_errno(e.raw_os_error())
-        });
-    }
-    // SAFETY: `new` was just returned by fcntl(F_DUPFD_CLOEXEC): an open descriptor that nothing
-    // else refers to, so this OwnedFd is its only owner.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+        }
+    })
 }
 
 #[cfg(test)]
@@ -115,14 +110,14 @@ mod tests {
         let e = ClientIo::from_borrowed(-1, w.as_raw_fd()).unwrap_err();
         assert_eq!(
             (e.kind(), e.option(), e.os_errno()),
-            (ErrorKind::InvalidArgument, Some("stdin"), None)
+            (ErrorKind::InvalidArgument, Some(ConfigOption::Stdin), None)
         );
         // Above any descriptor limit, so never open (a just-closed number could be reused by a
         // concurrent test).
         let closed = 1 << 30;
         let e = ClientIo::from_borrowed(r.as_raw_fd(), closed).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert_eq!(e.option(), Some("stdout"));
+        assert_eq!(e.option(), Some(ConfigOption::Stdout));
         assert_eq!(e.os_errno(), Some(libc::EBADF));
         assert!(e.to_string().contains("not open"), "{e}");
     }

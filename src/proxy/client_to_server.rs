@@ -9,7 +9,9 @@ use std::sync::atomic::Ordering;
 
 use serde_json::value::RawValue;
 
-use super::emitter::{Batch, Emitter, Op, QUEUED_LINE_MAX, Source, Span, Stage, Then};
+use super::emitter::{
+    ActionRunner, Batch, Delivery, Emitter, LineAction, QUEUED_LINE_MAX, Source, Span,
+};
 use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
@@ -48,7 +50,7 @@ pub(crate) struct ClientWorker {
     pub shared: Arc<Shared>,
 }
 
-/// What handling one line needs besides the line and where its ops go.
+/// What handling one line needs besides the line and where its actions go.
 struct Ctx<'s> {
     shared: &'s Shared,
     recorder: &'s mut Recorder,
@@ -128,29 +130,29 @@ impl ClientWorker {
                 return Err(e);
             }
         }
-        // Client EOF: every op done, the child's stdin flushed and closed.
+        // Client EOF: every action done, the child's stdin flushed and closed.
         emitter.finish()
     }
 }
 
 /// Appends a response line (the bytes and a newline) to the arena.
-fn response(batch: &mut Batch, bytes: &[u8]) -> Then {
+fn response(batch: &mut Batch, bytes: &[u8]) -> Delivery {
     let mark = batch.mark();
     batch.arena().extend_from_slice(bytes);
     batch.arena().push(b'\n');
-    Then::Respond(batch.span_from(mark))
+    Delivery::Respond(batch.span_from(mark))
 }
 
 /// Forwarding `line`: from a copy in the arena when queued, else in place.
-fn forward(batch: &mut Batch, line: &[u8], queued: bool) -> Then {
+fn forward(batch: &mut Batch, line: &[u8], queued: bool) -> Delivery {
     if queued {
-        Then::Forward(Source::Arena(batch.put(line)))
+        Delivery::Forward(Source::Arena(batch.put(line)))
     } else {
-        Then::Forward(Source::Current)
+        Delivery::Forward(Source::Current)
     }
 }
 
-/// Handles one client line: a JSON-RPC batch at once with the stage; anything else as an op,
+/// Handles one client line: a JSON-RPC batch at once with the runner; anything else as an action,
 /// queued when it is short, else run at once reading the line in place.
 fn handle_line(
     ctx: &mut Ctx<'_>,
@@ -161,7 +163,8 @@ fn handle_line(
 ) -> Result<(), WorkerError> {
     let class = classify(line);
     if let ClientLine::Batch(text) = class {
-        return emitter.with_stage(|stage| handle_batch(ctx, stage, decision_line, text, line))?;
+        return emitter
+            .with_runner(|runner| handle_batch(ctx, runner, decision_line, text, line))?;
     }
     let queued = line.len() <= QUEUED_LINE_MAX;
     let batch = if queued {
@@ -172,25 +175,25 @@ fn handle_line(
     };
     let op = match class {
         ClientLine::Single(msg) => handle_single(ctx, batch, &msg, line, queued),
-        ClientLine::Blank => Op {
+        ClientLine::Blank => LineAction {
             decision: None,
-            then: forward(batch, line, queued),
+            delivery: forward(batch, line, queued),
         },
-        refused => Op {
+        refused => LineAction {
             decision: None,
-            then: refuse_line(ctx.shared, batch, refused),
+            delivery: refuse_line(ctx.shared, batch, refused),
         },
     };
     batch.push(op);
     if queued {
         emitter.line_done()
     } else {
-        emitter.with_stage(|stage| stage.run(scratch, line, false))?
+        emitter.with_runner(|runner| runner.run(scratch, line, false))?
     }
 }
 
 /// A line that is neither blank nor a message: answered with an error, never forwarded.
-fn refuse_line(shared: &Shared, batch: &mut Batch, class: ClientLine<'_>) -> Then {
+fn refuse_line(shared: &Shared, batch: &mut Batch, class: ClientLine<'_>) -> Delivery {
     let (code, msg) = match class {
         ClientLine::ParseError(e) => {
             if shared.diag.verbose {
@@ -350,7 +353,7 @@ fn record(
 /// are never collected: memory stays independent of its number of elements).
 fn record_now(
     ctx: &mut Ctx<'_>,
-    stage: &mut Stage,
+    runner: &mut ActionRunner,
     line: &mut Vec<u8>,
     ev: &Evaluated<'_, '_>,
     verdict: &VerdictRef<'_>,
@@ -359,7 +362,7 @@ fn record_now(
     line.clear();
     let (wrote, id) = record(ctx, line, ev, verdict, want_id);
     if wrote {
-        stage.write_decision(line, false)?;
+        runner.write_decision(line, false)?;
     }
     Ok(id)
 }
@@ -405,13 +408,13 @@ fn handle_single(
     head: &Message<'_>,
     line: &[u8],
     queued: bool,
-) -> Op {
+) -> LineAction {
     note_message(ctx.shared, head);
     if !head.method_is("tools/call") {
         note_forwarded(ctx.shared, head);
-        return Op {
+        return LineAction {
             decision: None,
-            then: forward(batch, line, queued),
+            delivery: forward(batch, line, queued),
         };
     }
     let ev = evaluate(ctx.shared, head);
@@ -419,26 +422,26 @@ fn handle_single(
     let mark = batch.mark();
     let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
     let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
-    let then = if pass {
+    let delivery = if pass {
         note_forwarded(ctx.shared, head);
         forward(batch, line, queued)
     } else {
         match refusal(&ev, &ev.verdict, &decision_id) {
             Some(bytes) => response(batch, &bytes),
             // A refused notification is dropped without a response.
-            None => Then::Drop,
+            None => Delivery::Drop,
         }
     };
-    Op { decision, then }
+    LineAction { decision, delivery }
 }
 
-/// A batch (SPEC §3 item 6), run at once with the stage. Its messages are walked three times
+/// A batch (SPEC §3 item 6), run at once with the runner. Its messages are walked three times
 /// from the text (note and decide, then record, then answer) instead of being collected, so
 /// memory does not grow with the number of elements; a refused batch's response is streamed to
 /// the client output under its lock (one whole line) rather than built in memory.
 fn handle_batch(
     ctx: &mut Ctx<'_>,
-    stage: &mut Stage,
+    runner: &mut ActionRunner,
     decision_line: &mut Vec<u8>,
     text: &str,
     line: &[u8],
@@ -459,12 +462,13 @@ fn handle_batch(
         for_each_message(text, |m| {
             if m.method_is("tools/call") && recorded.is_ok() {
                 let ev = evaluate(shared, m);
-                recorded = record_now(ctx, stage, decision_line, &ev, &ev.verdict, false).map(drop);
+                recorded =
+                    record_now(ctx, runner, decision_line, &ev, &ev.verdict, false).map(drop);
             }
         });
         recorded?;
         for_each_message(text, |m| note_forwarded(shared, m));
-        return stage.forward(line);
+        return runner.forward(line);
     }
     // Refuse the whole batch: one decision per call, allowed calls logged as refused with it.
     let batch_refused = VerdictRef {
@@ -482,7 +486,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                recorded = record_now(ctx, stage, decision_line, &ev, verdict, false).map(drop);
+                recorded = record_now(ctx, runner, decision_line, &ev, verdict, false).map(drop);
             }
         });
         return recorded;
@@ -501,7 +505,7 @@ fn handle_batch(
                 } else {
                     &ev.verdict
                 };
-                match record_now(ctx, stage, decision_line, &ev, verdict, true) {
+                match record_now(ctx, runner, decision_line, &ev, verdict, true) {
                     Ok(decision_id) => refusal(&ev, verdict, &decision_id),
                     Err(e) => {
                         recorded = Err(e);

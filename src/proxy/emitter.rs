@@ -3,20 +3,20 @@
 //! drop it.
 //!
 //! The client worker classifies and judges a line and describes what must happen to it as an
-//! [`Op`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
-//! Whoever holds the [`Stage`] (the server's stdin and the decision-log writer) carries the ops
+//! [`LineAction`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
+//! Whoever holds the [`ActionRunner`] (the server's stdin and the decision-log writer) carries the actions
 //! out:
 //!
 //! - when the client waits for answers (its input ran dry), the client worker itself runs its
-//!   ops at once and flushes — one request in flight costs no thread hand-off;
+//!   actions at once and flushes — one request in flight costs no thread hand-off;
 //! - when the client pipelines (more input is already buffered), full batches go to an emitter
 //!   thread, started on first need, so judging the next lines overlaps with writing (and
 //!   hashing, for the log's prefix digest) the decisions of the previous ones. The pipeline
-//!   holds at most two batches ([`BATCH_BYTES`] each, plus one op) besides the one being filled.
+//!   holds at most two batches ([`BATCH_BYTES`] each, plus one action) besides the one being filled.
 //!
-//! Order is kept: ops run in the order they were added, whichever thread runs them, because the
-//! client worker runs ops itself only when no batch is pending and the stage is free. Once the
-//! session has sealed the decision log ([`LogSlot::seal`]), no decision is written and no call
+//! Order is kept: actions run in the order they were added, whichever thread runs them, because the
+//! client worker runs actions itself only when no batch is pending and the runner is free. Once the
+//! session has sealed the decision log ([`LogWriterState::seal`]), no decision is written and no call
 //! is forwarded any more.
 
 use std::io::{BufWriter, Write};
@@ -25,16 +25,16 @@ use std::thread::JoinHandle;
 
 use super::cancel::is_cancelled;
 use super::endpoint::Endpoint;
-use super::shared::{LogSlot, Shared};
+use super::shared::{LogWriterState, Shared};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::Emitted;
-use crate::signals::block_write_signals_in_this_thread;
+use crate::sys::signals::block_write_signals_in_this_thread;
 
 /// A batch is handed to the emitter thread once its arena holds this many bytes.
 pub(crate) const BATCH_BYTES: usize = 32 * 1024;
 
 /// Lines longer than this are not copied into a batch: the client worker waits until every
-/// earlier op is done, then runs the line's own ops itself, reading the line in place (memory
+/// earlier action is done, then runs the line's own actions itself, reading the line in place (memory
 /// stays bounded by the line buffer, SPEC §3 item 6).
 pub(crate) const QUEUED_LINE_MAX: usize = 64 * 1024;
 
@@ -50,13 +50,13 @@ pub(crate) struct Span {
 pub(crate) enum Source {
     /// Copied into the arena.
     Arena(Span),
-    /// The line being handled, passed to [`Stage::run`] (ops run at once only).
+    /// The line being handled, passed to [`ActionRunner::run`] (actions run at once only).
     Current,
 }
 
 /// What happens to a line once its decision (if any) is written.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Then {
+pub(crate) enum Delivery {
     /// Forward the bytes to the server.
     Forward(Source),
     /// Write the bytes (a whole line, newline included) to the client.
@@ -67,17 +67,17 @@ pub(crate) enum Then {
 
 /// One line's work.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Op {
+pub(crate) struct LineAction {
     /// The decision line to write first, when the line is a `tools/call` and a log is kept.
     pub decision: Option<Span>,
-    pub then: Then,
+    pub delivery: Delivery,
 }
 
 /// Ops and the bytes they refer to. Reused: no allocation once warm.
 #[derive(Default)]
 pub(crate) struct Batch {
     bytes: Vec<u8>,
-    ops: Vec<Op>,
+    ops: Vec<LineAction>,
 }
 
 impl Batch {
@@ -106,7 +106,7 @@ impl Batch {
         self.span_from(mark)
     }
 
-    pub(crate) fn push(&mut self, op: Op) {
+    pub(crate) fn push(&mut self, op: LineAction) {
         self.ops.push(op);
     }
 
@@ -127,8 +127,8 @@ impl Batch {
     }
 }
 
-/// The server's stdin and the way to the decision log: what carrying out an op needs.
-pub(crate) struct Stage {
+/// The server's stdin and the way to the decision log: what carrying out an action needs.
+pub(crate) struct ActionRunner {
     to_child: BufWriter<Endpoint>,
     shared: Arc<Shared>,
 }
@@ -147,7 +147,7 @@ pub(crate) fn to_client(e: std::io::Error) -> WorkerError {
     WorkerError::Io(format!("writing to the client: {e}"))
 }
 
-impl Stage {
+impl ActionRunner {
     pub(crate) fn new(to_child: Endpoint, shared: Arc<Shared>) -> Self {
         Self {
             to_child: BufWriter::with_capacity(64 * 1024, to_child),
@@ -166,12 +166,12 @@ impl Stage {
     ) -> Result<(), WorkerError> {
         let mut slot = self.log();
         let failure = match &mut *slot {
-            LogSlot::Open(log) => match log.write(line, defer_hash) {
+            LogWriterState::Open(log) => match log.write(line, defer_hash) {
                 (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
                 _ => None,
             },
-            LogSlot::Absent => None,
-            LogSlot::Sealed => {
+            LogWriterState::Absent => None,
+            LogWriterState::Sealed => {
                 return Err(WorkerError::Io(
                     "the session ended before this call's decision could be written".to_string(),
                 ));
@@ -191,7 +191,7 @@ impl Stage {
         self.to_child.write_all(line).map_err(to_server)
     }
 
-    /// Carries out `batch`'s ops in order; `current` is the line [`Source::Current`] names.
+    /// Carries out `batch`'s actions in order; `current` is the line [`Source::Current`] names.
     /// `waiting` says the client waits for the answers: hashing is deferred to the flush.
     pub(crate) fn run(
         &mut self,
@@ -203,22 +203,22 @@ impl Stage {
             if let Some(d) = op.decision {
                 self.write_decision(batch.get(d), waiting)?;
             }
-            match op.then {
-                Then::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
-                Then::Forward(Source::Current) => self.forward(current)?,
-                Then::Respond(s) => self
+            match op.delivery {
+                Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
+                Delivery::Forward(Source::Current) => self.forward(current)?,
+                Delivery::Respond(s) => self
                     .shared
                     .output
                     .write_line(batch.get(s))
                     .map_err(to_client)?,
-                Then::Drop => {}
+                Delivery::Drop => {}
             }
         }
         Ok(())
     }
 
     /// The decision-log writer's slot, locked.
-    fn log(&self) -> MutexGuard<'_, LogSlot> {
+    fn log(&self) -> MutexGuard<'_, LogWriterState> {
         self.shared
             .decision_log
             .lock()
@@ -230,7 +230,7 @@ impl Stage {
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
         self.to_child.flush().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)?;
-        if let LogSlot::Open(log) = &mut *self.log() {
+        if let LogWriterState::Open(log) = &mut *self.log() {
             log.settle();
         }
         Ok(())
@@ -244,9 +244,9 @@ impl Stage {
     }
 }
 
-struct GateState {
-    /// Free for whoever runs ops; `None` while someone does.
-    stage: Option<Stage>,
+struct HandoffState {
+    /// Free for whoever runs actions; `None` while someone does.
+    runner: Option<ActionRunner>,
     /// The batch handed to the emitter thread and not yet taken.
     pending: Batch,
     /// The emitter thread failed; nothing runs after that.
@@ -259,7 +259,7 @@ struct GateState {
     client_waiting: bool,
 }
 
-impl GateState {
+impl HandoffState {
     /// The emitter thread's error (reported once; later callers get a short reminder).
     fn failure(&mut self) -> WorkerError {
         self.failed
@@ -268,22 +268,25 @@ impl GateState {
     }
 }
 
-struct Gate {
-    state: Mutex<GateState>,
+struct BatchHandoff {
+    state: Mutex<HandoffState>,
     /// The emitter thread waits here for a pending batch.
     work: Condvar,
-    /// The client worker waits here for room (no pending batch) or the free stage.
+    /// The client worker waits here for room (no pending batch) or the free runner.
     room: Condvar,
 }
 
-impl Gate {
-    fn lock(&self) -> MutexGuard<'_, GateState> {
+impl BatchHandoff {
+    fn lock(&self) -> MutexGuard<'_, HandoffState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The client worker waits for the emitter thread to take the pending batch or give back
-    /// the stage (or fail).
-    fn wait_room<'g>(&'g self, mut st: MutexGuard<'g, GateState>) -> MutexGuard<'g, GateState> {
+    /// the runner (or fail).
+    fn wait_room<'g>(
+        &'g self,
+        mut st: MutexGuard<'g, HandoffState>,
+    ) -> MutexGuard<'g, HandoffState> {
         st.client_waiting = true;
         st = self.room.wait(st).unwrap_or_else(PoisonError::into_inner);
         st.client_waiting = false;
@@ -299,22 +302,22 @@ impl Gate {
 
 /// The client worker's side of the pipeline.
 pub(crate) struct Emitter {
-    gate: Arc<Gate>,
+    gate: Arc<BatchHandoff>,
     thread: Option<JoinHandle<()>>,
-    /// No emitter thread could be started: the client worker runs every op itself.
+    /// No emitter thread could be started: the client worker runs every action itself.
     no_thread: bool,
-    /// [`Emitter::with_stage`] ran since the last flush: its bytes may still be buffered.
+    /// [`Emitter::with_runner`] ran since the last flush: its bytes may still be buffered.
     unflushed: bool,
-    /// The ops being collected.
+    /// The actions being collected.
     local: Batch,
 }
 
 impl Emitter {
-    pub(crate) fn new(stage: Stage) -> Self {
+    pub(crate) fn new(runner: ActionRunner) -> Self {
         Self {
-            gate: Arc::new(Gate {
-                state: Mutex::new(GateState {
-                    stage: Some(stage),
+            gate: Arc::new(BatchHandoff {
+                state: Mutex::new(HandoffState {
+                    runner: Some(runner),
                     pending: Batch::default(),
                     dead: false,
                     failed: None,
@@ -332,7 +335,7 @@ impl Emitter {
         }
     }
 
-    /// The batch the next ops go to.
+    /// The batch the next actions go to.
     pub(crate) fn local(&mut self) -> &mut Batch {
         &mut self.local
     }
@@ -345,8 +348,8 @@ impl Emitter {
         Ok(())
     }
 
-    /// The client's input ran dry (the reader is about to wait for more): every collected op
-    /// runs now — on this thread when the stage is free, else queued behind the emitter's work,
+    /// The client's input ran dry (the reader is about to wait for more): every collected action
+    /// runs now — on this thread when the runner is free, else queued behind the emitter's work,
     /// which flushes when it runs out.
     pub(crate) fn input_dry(&mut self) -> Result<(), WorkerError> {
         if !self.local.is_empty() {
@@ -355,7 +358,7 @@ impl Emitter {
         if self.unflushed {
             // What ran in place (a JSON-RPC batch, a long line) goes out before the client waits
             // for its answer.
-            self.with_stage(Stage::idle)??;
+            self.with_runner(ActionRunner::idle)??;
             self.unflushed = false;
         }
         Ok(())
@@ -368,14 +371,14 @@ impl Emitter {
             return Err(st.failure());
         }
         if (dry || self.no_thread) && st.pending.is_empty() {
-            if let Some(mut stage) = st.stage.take() {
+            if let Some(mut runner) = st.runner.take() {
                 drop(st);
-                let r = stage
+                let r = runner
                     .run(&self.local, &[], dry)
-                    .and_then(|()| if dry { stage.idle() } else { Ok(()) });
+                    .and_then(|()| if dry { runner.idle() } else { Ok(()) });
                 self.unflushed = !dry;
                 self.local.clear();
-                gate.lock().stage = Some(stage);
+                gate.lock().runner = Some(runner);
                 return r;
             }
         }
@@ -414,49 +417,49 @@ impl Emitter {
                 // Run the pending batch here, and every later one too.
                 self.no_thread = true;
                 let mut batch = std::mem::take(&mut self.gate.lock().pending);
-                let r = self.with_stage(|stage| stage.run(&batch, &[], true));
+                let r = self.with_runner(|runner| runner.run(&batch, &[], true));
                 batch.clear();
                 r?
             }
         }
     }
 
-    /// Runs `f` with the stage once every op handed off before is done (a line that is not
+    /// Runs `f` with the runner once every action handed off before is done (a line that is not
     /// queued: a JSON-RPC batch, a very long line).
-    pub(crate) fn with_stage<R>(
+    pub(crate) fn with_runner<R>(
         &mut self,
-        f: impl FnOnce(&mut Stage) -> R,
+        f: impl FnOnce(&mut ActionRunner) -> R,
     ) -> Result<R, WorkerError> {
         if !self.local.is_empty() {
             self.hand_off(false)?;
         }
-        let mut stage = self.take_stage()?;
-        let r = f(&mut stage);
-        self.gate.lock().stage = Some(stage);
+        let mut runner = self.take_runner()?;
+        let r = f(&mut runner);
+        self.gate.lock().runner = Some(runner);
         self.unflushed = true;
         Ok(r)
     }
 
-    /// The client's input ended: every op done, the server's stdin flushed and closed, the
+    /// The client's input ended: every action done, the server's stdin flushed and closed, the
     /// client output flushed, the emitter thread ended.
     pub(crate) fn finish(mut self) -> Result<(), WorkerError> {
-        let r = self.input_dry().and_then(|()| self.take_stage());
+        let r = self.input_dry().and_then(|()| self.take_runner());
         self.stop_thread();
         r?.close()
     }
 
-    /// On an error of the client worker: every op collected so far is still carried out (best
+    /// On an error of the client worker: every action collected so far is still carried out (best
     /// effort: those lines were accepted), then the thread ends.
     pub(crate) fn abandon(mut self) {
         let _ = self
             .input_dry()
-            .and_then(|()| self.take_stage())
-            .map(Stage::close);
+            .and_then(|()| self.take_runner())
+            .map(ActionRunner::close);
         self.stop_thread();
     }
 
-    /// The stage, once every op handed off before is done (waits for the emitter thread).
-    fn take_stage(&mut self) -> Result<Stage, WorkerError> {
+    /// The runner, once every action handed off before is done (waits for the emitter thread).
+    fn take_runner(&mut self) -> Result<ActionRunner, WorkerError> {
         let gate = self.gate.clone();
         let mut st = gate.lock();
         loop {
@@ -464,8 +467,8 @@ impl Emitter {
                 return Err(st.failure());
             }
             if st.pending.is_empty() {
-                if let Some(stage) = st.stage.take() {
-                    return Ok(stage);
+                if let Some(runner) = st.runner.take() {
+                    return Ok(runner);
                 }
             }
             st = gate.wait_room(st);
@@ -482,29 +485,29 @@ impl Emitter {
 
 impl Drop for Emitter {
     /// Never leaves the emitter thread waiting for work that cannot come (it ends once nothing is
-    /// pending, dropping the stage and so closing the server's stdin).
+    /// pending, dropping the runner and so closing the server's stdin).
     fn drop(&mut self) {
         self.gate.close();
     }
 }
 
-/// The emitter thread: takes pending batches and runs them with the stage; flushes when nothing
+/// The emitter thread: takes pending batches and runs them with the runner; flushes when nothing
 /// more is pending.
-fn emitter_thread(gate: &Gate) {
+fn emitter_thread(gate: &BatchHandoff) {
     // SIGPIPE and SIGXFSZ become EPIPE / EFBIG here too (SPEC §4.1), as on the workers.
     block_write_signals_in_this_thread();
     let mut batch = Batch::default();
     loop {
-        let (mut stage, wake) = {
+        let (mut runner, wake) = {
             let mut st = gate.lock();
             loop {
                 if st.dead {
                     return;
                 }
                 if !st.pending.is_empty() {
-                    if let Some(stage) = st.stage.take() {
+                    if let Some(runner) = st.runner.take() {
                         std::mem::swap(&mut batch, &mut st.pending);
-                        break (stage, st.client_waiting);
+                        break (runner, st.client_waiting);
                     }
                 } else if st.closing {
                     return;
@@ -518,16 +521,16 @@ fn emitter_thread(gate: &Gate) {
             gate.room.notify_one();
         }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            stage.run(&batch, &[], false)?;
+            runner.run(&batch, &[], false)?;
             if gate.lock().pending.is_empty() {
-                stage.idle()?;
+                runner.idle()?;
             }
             Ok(())
         }))
         .unwrap_or(Err(WorkerError::Panicked));
         batch.clear();
         let mut st = gate.lock();
-        st.stage = Some(stage);
+        st.runner = Some(runner);
         if let Err(e) = ran {
             st.dead = true;
             st.failed = Some(e);

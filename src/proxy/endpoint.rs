@@ -25,11 +25,12 @@
 //! session can tell a slow reader (still accepting) from a stalled one.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cancel::{Cancel, cancelled};
+use crate::sys::fd;
 
 /// How an endpoint's reads and writes avoid blocking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +64,7 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// An end of a pipe this session created: its description is made non-blocking.
     pub(crate) fn own_pipe(fd: OwnedFd, cancel: Cancel) -> io::Result<Self> {
-        set_nonblocking(&fd)?;
+        fd::set_nonblocking(fd.as_fd())?;
         Ok(Self {
             fd,
             mode: Mode::NonBlocking,
@@ -98,47 +99,27 @@ impl Endpoint {
 
     /// One attempt to write `buf`: `WouldBlock` when there is no room.
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        let fd = self.fd.as_raw_fd();
-        let r = match self.mode {
-            // SAFETY: send reads `buf.len()` bytes from a live slice; MSG_NOSIGNAL turns a
-            // vanished peer into EPIPE instead of SIGPIPE.
-            Mode::Socket => unsafe {
-                libc::send(
-                    fd,
-                    buf.as_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            },
-            Mode::NonBlocking | Mode::File => {
-                // SAFETY: write reads `buf.len()` bytes from a live slice.
-                unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }
-            }
+        let fd = self.fd.as_fd();
+        match self.mode {
+            Mode::Socket => fd::send_nonblocking(fd, buf),
+            Mode::NonBlocking | Mode::File => fd::write(fd, buf),
             Mode::PollFirst => {
-                if !self.cancel.wait_writable(self.fd.as_fd())? {
+                if !self.cancel.wait_writable(fd)? {
                     return Err(cancelled());
                 }
-                let n = buf.len().min(libc::PIPE_BUF);
-                // SAFETY: write reads `n` ≤ `buf.len()` bytes from a live slice.
-                unsafe { libc::write(fd, buf.as_ptr().cast(), n) }
+                fd::write(fd, &buf[..buf.len().min(libc::PIPE_BUF)])
             }
-        };
-        usize::try_from(r).map_err(|_| io::Error::last_os_error())
+        }
     }
 
     /// One attempt to read into `buf`: `WouldBlock` when nothing is there.
     fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let fd = self.fd.as_raw_fd();
-        let r = match self.mode {
-            // SAFETY: recv writes at most `buf.len()` bytes into a live slice.
-            Mode::Socket => unsafe {
-                libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
-            },
-            // SAFETY: read writes at most `buf.len()` bytes into a live slice. A PollFirst
-            // description is read only after its reader's poll reported data.
-            _ => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) },
-        };
-        usize::try_from(r).map_err(|_| io::Error::last_os_error())
+        let fd = self.fd.as_fd();
+        match self.mode {
+            Mode::Socket => fd::recv_nonblocking(fd, buf),
+            // A PollFirst description is read only after its reader's poll reported data.
+            _ => fd::read(fd, buf),
+        }
     }
 }
 
@@ -186,36 +167,18 @@ impl AsFd for Endpoint {
     }
 }
 
-fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: F_GETFL/F_SETFL only read and change the flags of a description this session
-    // owns alone.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// The descriptor to use for a lent one, and how: see the module documentation.
 fn private_or_shared(fd: OwnedFd, direction: Direction) -> (OwnedFd, Mode) {
-    let raw = fd.as_raw_fd();
-    // SAFETY: F_GETFL only reads the description's flags.
-    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-    if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+    if fd::status_flags(fd.as_fd()).is_some_and(|flags| flags & libc::O_NONBLOCK != 0) {
         return (fd, Mode::NonBlocking);
     }
-    // SAFETY: a zeroed stat is a valid buffer; fstat writes into it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(raw, &mut st) } != 0 {
+    let Some(st) = fd::stat(fd.as_fd()) else {
         return (fd, Mode::PollFirst);
-    }
+    };
     match st.st_mode & libc::S_IFMT {
         libc::S_IFSOCK => (fd, Mode::Socket),
         libc::S_IFREG => (fd, Mode::File),
-        libc::S_IFIFO => match reopen(raw, direction) {
+        libc::S_IFIFO => match reopen(fd.as_fd(), direction) {
             Some(private) => (private, Mode::NonBlocking),
             None => (fd, Mode::PollFirst),
         },
@@ -225,36 +188,19 @@ fn private_or_shared(fd: OwnedFd, direction: Direction) -> (OwnedFd, Mode) {
 
 /// A new, non-blocking open file description of the pipe `fd` refers to (`/proc/self/fd/N`),
 /// or `None` (no `/proc`, no permission, or — for writing — no reader left: `ENXIO`).
-fn reopen(fd: libc::c_int, direction: Direction) -> Option<OwnedFd> {
-    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+fn reopen(fd: BorrowedFd<'_>, direction: Direction) -> Option<OwnedFd> {
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
     let access = match direction {
         Direction::Read => libc::O_RDONLY,
         Direction::Write => libc::O_WRONLY,
     };
-    // SAFETY: opens a path with flags; the result is a new descriptor owned below. A FIFO opened
-    // with O_NONBLOCK never waits for the other side.
-    let new = unsafe {
-        libc::open(
-            path.as_ptr(),
-            access | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
-        )
-    };
-    if new < 0 {
-        return None;
-    }
-    // SAFETY: `new` was just opened and nothing else owns it.
-    let new = unsafe { OwnedFd::from_raw_fd(new) };
+    let new = fd::open(
+        &path,
+        access | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
+    )?;
     // It must be the same pipe (the link resolved to the descriptor's own object).
-    let original = object_of(fd)?;
-    (object_of(new.as_raw_fd()) == Some(original)).then_some(new)
-}
-
-/// The device and inode `fd` refers to.
-fn object_of(fd: libc::c_int) -> Option<(libc::dev_t, libc::ino_t)> {
-    // SAFETY: a zeroed stat is a valid buffer; fstat writes into it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    let original = fd::object_of(fd)?;
+    (fd::object_of(new.as_fd()) == Some(original)).then_some(new)
 }
 
 #[cfg(test)]
@@ -262,8 +208,7 @@ mod tests {
     use super::*;
 
     fn flags(fd: &impl AsFd) -> libc::c_int {
-        // SAFETY: F_GETFL only reads.
-        unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_GETFL) }
+        fd::status_flags(fd.as_fd()).unwrap()
     }
 
     /// A pipe the host lends gets a private description: the host's stays blocking, and a

@@ -1,6 +1,7 @@
 //! The proxy session of SPEC §3: validate, load the policy, open the evidence writers, spawn the
 //! child, run the two I/O workers, end the session on client EOF or a returned error, run the
 //! bounded cleanup, and write the stop record.
+#![forbid(unsafe_code)]
 
 mod cancel;
 mod client_io;
@@ -31,8 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::child::{self, ChildGuard};
-use crate::config::{LogMode, Plan, StderrSink, WrapConfig};
+use crate::config::{LogMode, SessionPlan, StderrSink, WrapConfig};
 use crate::diag::Diag;
 use crate::error::{Error, ErrorKind, Result};
 use crate::evidence::decision_log::{DecisionFormat, DecisionLog, LogAccounting};
@@ -42,7 +42,8 @@ use crate::outcome::{
     DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
 };
 use crate::policy::Policy;
-use crate::signals::{Forwarding, ThreadMask};
+use crate::sys::child::{self, ChildGuard};
+use crate::sys::signals::{Forwarding, ThreadMask};
 
 use cancel::Cancel;
 pub use client_io::ClientIo;
@@ -52,7 +53,7 @@ use output::ClientOutput;
 use pending::PendingRequests;
 use recorder::Recorder;
 use session_end::run_workers;
-use shared::{LogSlot, Shared};
+use shared::{LogWriterState, Shared};
 use stderr_tee::Tee;
 use undo::StartupFiles;
 
@@ -66,7 +67,7 @@ struct OpenedLog {
 }
 
 fn open_log(
-    plan: &Plan,
+    plan: &SessionPlan,
     session_id: &str,
     created: &mut StartupFiles,
 ) -> Result<Option<OpenedLog>> {
@@ -100,7 +101,7 @@ fn open_log(
     }))
 }
 
-fn open_stderr(plan: &Plan, created: &mut StartupFiles) -> Result<Option<File>> {
+fn open_stderr(plan: &SessionPlan, created: &mut StartupFiles) -> Result<Option<File>> {
     match &plan.stderr {
         None => Ok(None),
         Some(StderrSink::New(p)) => {
@@ -118,7 +119,7 @@ fn open_stderr(plan: &Plan, created: &mut StartupFiles) -> Result<Option<File>> 
 /// SPEC §3 item 2: the capture directory (0700, when it does not exist yet) and its
 /// `protocol.json`, the first files a session creates.
 fn start_capture(
-    plan: &Plan,
+    plan: &SessionPlan,
     session_id: &str,
     source: &str,
     created: &mut StartupFiles,
@@ -142,7 +143,7 @@ fn start_capture(
 /// The child's stderr sink, the wrapper's diagnostics writing to the same file, and with
 /// `tee_stderr` the thread that copies the child's stderr into the sink and to our stderr.
 fn open_diagnostics(
-    plan: &Plan,
+    plan: &SessionPlan,
     created: &mut StartupFiles,
 ) -> Result<(Option<File>, Arc<Diag>, Option<Tee>)> {
     let stderr_file = open_stderr(plan, created)?;
@@ -172,7 +173,7 @@ fn open_diagnostics(
 /// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
 /// write failed (an evidence error, not the end of the session).
 fn write_context(
-    plan: &Plan,
+    plan: &SessionPlan,
     source: &str,
     session_id: &str,
     pid: u32,
@@ -203,7 +204,7 @@ fn write_context(
 
 /// The coverage report (SPEC §4.4), after the session; the error line when the write failed.
 fn write_coverage(
-    plan: &Plan,
+    plan: &SessionPlan,
     session_id: &str,
     shared: &Shared,
     log_path: Option<&std::path::Path>,
@@ -330,8 +331,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         ),
         policy,
         decision_log: Mutex::new(match log_writer {
-            Some(w) => LogSlot::Open(Box::new(w)),
-            None => LogSlot::Absent,
+            Some(w) => LogWriterState::Open(Box::new(w)),
+            None => LogWriterState::Absent,
         }),
         diag: diag.clone(),
         dry_run: plan.dry_run,
@@ -405,7 +406,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 /// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the
 /// session id, the event source and the workers' cancel pipe.
 struct Prepared {
-    plan: Plan,
+    plan: SessionPlan,
     policy: Policy,
     session_id: String,
     source: String,
@@ -432,7 +433,7 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
 /// `protocol.json`, stderr sink, decision log).
 struct Evidence {
     /// The plan, with this run's capture directory placed under a capture root.
-    plan: Plan,
+    plan: SessionPlan,
     /// The child's stderr sink.
     stderr_file: Option<File>,
     /// `--server-stderr tee`: the copy of the child's stderr.
@@ -454,7 +455,7 @@ struct SessionLog {
 }
 
 fn open_evidence(
-    plan: Plan,
+    plan: SessionPlan,
     session_id: &str,
     source: &str,
     policy: &Policy,
@@ -500,7 +501,7 @@ fn open_evidence(
 /// kill the wrapper before the record is written — and the server spawned. What it creates is
 /// recorded in `created`, for the caller to remove when this fails.
 fn start_server(
-    plan: Plan,
+    plan: SessionPlan,
     session_id: &str,
     source: &str,
     policy: &Policy,
@@ -520,7 +521,7 @@ fn start_server(
 }
 
 /// SIGTERM, SIGINT and SIGHUP forwarding, when requested.
-fn install_forwarding(plan: &Plan) -> Result<Option<Forwarding>> {
+fn install_forwarding(plan: &SessionPlan) -> Result<Option<Forwarding>> {
     if plan.forward_signals {
         Forwarding::install()
             .map(Some)
@@ -533,7 +534,7 @@ fn install_forwarding(plan: &Plan) -> Result<Option<Forwarding>> {
 /// SPEC §3 item 3: spawns the server, its stderr to the sink (or inherited), and points the
 /// signal forwarding at it.
 fn spawn_server(
-    plan: &Plan,
+    plan: &SessionPlan,
     stderr_file: Option<File>,
     mask: &ThreadMask,
     forwarding: Option<&Forwarding>,
@@ -597,11 +598,14 @@ fn run_session(
     shared: &Arc<Shared>,
     guard: &mut ChildGuard,
     cancel: &Cancel,
-    plan: &Plan,
+    plan: &SessionPlan,
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
-        emitter: emitter::Emitter::new(emitter::Stage::new(streams.server_stdin, shared.clone())),
+        emitter: emitter::Emitter::new(emitter::ActionRunner::new(
+            streams.server_stdin,
+            shared.clone(),
+        )),
         recorder,
         shared: shared.clone(),
     };
@@ -645,7 +649,7 @@ struct SettledStop {
 }
 
 fn settle_stop_data(
-    plan: &Plan,
+    plan: &SessionPlan,
     session_id: &str,
     pid: u32,
     context_id: Option<String>,
@@ -695,7 +699,7 @@ fn settle_stop_data(
 
 /// The session's outcome before the stop record is written.
 fn outcome_of(
-    plan: &Plan,
+    plan: &SessionPlan,
     session_id: &str,
     log: &SessionLog,
     stop: StopData,
@@ -738,7 +742,7 @@ fn outcome_of(
 /// The stop record (SPEC §4.3) or, for a discovery-only run, the no-session marker (SPEC §3
 /// item 8), and the exit status.
 fn write_stop(
-    plan: &Plan,
+    plan: &SessionPlan,
     source: &str,
     diag: &Diag,
     mut outcome: WrapOutcome,

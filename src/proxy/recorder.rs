@@ -1,6 +1,6 @@
 //! The decision recorder (SPEC §4.1), on the client worker's thread: numbers every decision
 //! (`seq`, contiguous over written and failed emissions) and formats its line for the decision
-//! log when there is one. Writing the line is the emitter's job (`emitter::Stage`), after which
+//! log when there is one. Writing the line is the emitter's job (`emitter::ActionRunner`), after which
 //! the call is forwarded.
 
 use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};

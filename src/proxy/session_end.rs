@@ -23,8 +23,8 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use super::cancel::Cancel;
 use super::shared::Shared;
 use super::workers::{Report, Worker, WorkerError};
-use crate::child::{self, KILL_POLL_BOUND};
-use crate::config::Plan;
+use crate::config::SessionPlan;
+use crate::sys::child::{self, KILL_POLL_BOUND};
 
 pub(crate) struct RunResult {
     pub proxy_error: bool,
@@ -122,10 +122,10 @@ pub(crate) fn run_workers(
     rx: &mpsc::Receiver<Report>,
     child: &mut child::ServerProcess,
     cancel: &Cancel,
-    plan: &Plan,
+    plan: &SessionPlan,
     watch: Watch,
 ) -> RunResult {
-    let mut state = Settled {
+    let mut state = WorkerOutcomes {
         pending: [Worker::ClientToServer, Worker::ServerToClient].into(),
         proxy_error: false,
         message: None,
@@ -258,9 +258,9 @@ struct Drained {
 fn drain(
     rx: &mpsc::Receiver<Report>,
     child: &mut child::ServerProcess,
-    plan: &Plan,
+    plan: &SessionPlan,
     watch: &Watch,
-    state: &mut Settled,
+    state: &mut WorkerOutcomes,
 ) -> Drained {
     let mut drained = Drained::default();
     if !state.pending.contains(&Worker::ServerToClient) {
@@ -348,7 +348,7 @@ fn server_cpu(child: &child::ServerProcess, exited_at: Option<Instant>) -> Optio
 fn finish_threads(
     rx: &mpsc::Receiver<Report>,
     cancel: &Cancel,
-    state: &mut Settled,
+    state: &mut WorkerOutcomes,
     threads: Vec<(Worker, JoinHandle<()>)>,
 ) {
     cancel.cancel();
@@ -379,7 +379,7 @@ fn finish_threads(
 }
 
 /// What the session knows about its workers while it waits for them.
-struct Settled {
+struct WorkerOutcomes {
     pending: HashSet<Worker>,
     proxy_error: bool,
     /// The first failure, for diagnostics.
@@ -391,7 +391,7 @@ struct Settled {
     client_too_long: bool,
 }
 
-impl Settled {
+impl WorkerOutcomes {
     /// Records a worker's end. Any error makes the session a `proxy_error`, except a
     /// cancellation the session itself caused (after an earlier error, or at the end of
     /// [`SERVER_EOF_GRACE`]).

@@ -28,7 +28,7 @@ pub(crate) struct Shared {
     pub output: ClientOutput,
     pub policy: Policy,
     /// The decision-log writer (SPEC §4.1), written by the client path, sealed by the session.
-    pub decision_log: Mutex<LogSlot>,
+    pub decision_log: Mutex<LogWriterState>,
     pub diag: Arc<Diag>,
     pub dry_run: bool,
     /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
@@ -40,7 +40,7 @@ pub(crate) struct Shared {
 }
 
 /// The decision-log writer as the session holds it.
-pub(crate) enum LogSlot {
+pub(crate) enum LogWriterState {
     /// No decision log is kept.
     Absent,
     /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
@@ -49,17 +49,17 @@ pub(crate) enum LogSlot {
     Sealed,
 }
 
-impl LogSlot {
+impl LogWriterState {
     /// Seals the writer and returns its final accounting (SPEC §4.3), if a log was kept. A
     /// worker still running afterwards can neither write a decision nor forward its call, so
     /// the stop record describes every decision line the log will ever hold.
     pub(crate) fn seal(&mut self) -> Option<LogAccounting> {
-        match std::mem::replace(self, LogSlot::Sealed) {
-            LogSlot::Open(mut log) => {
+        match std::mem::replace(self, LogWriterState::Sealed) {
+            LogWriterState::Open(mut log) => {
                 log.settle();
                 Some(log.accounting())
             }
-            LogSlot::Absent | LogSlot::Sealed => None,
+            LogWriterState::Absent | LogWriterState::Sealed => None,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::line::LineError;
-use crate::signals::block_write_signals_in_this_thread;
+use crate::sys::signals::block_write_signals_in_this_thread;
 
 /// Why an I/O worker stopped early.
 #[derive(Debug)]

@@ -20,6 +20,7 @@
 //! for lenient key comparison (SPEC §3 item 6).
 //!
 //! Only after a successful scan does the caller hand the same bytes (or a part) to `serde_json`.
+#![forbid(unsafe_code)]
 
 use std::cell::RefCell;
 use std::fmt;

@@ -52,7 +52,7 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     // Options are spelled as Python keywords (`event_source`), not as CLI flags.
     let message = err.render(OptionSpelling::Key);
     let exit_status = err.exit_status();
-    let option = err.option().map(|o| OptionSpelling::Key.spell(o));
+    let option = err.option().map(|o| o.spell(OptionSpelling::Key));
     let pyerr = match (kind, err.os_errno()) {
         // A borrowed descriptor that is not open is an invalid argument everywhere; Python
         // reports an OS error number as an `OSError` (as `os.fstat` does), so it is a

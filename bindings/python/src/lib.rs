@@ -2,7 +2,7 @@
 //!
 //! This crate only translates: Python arguments into an [`assay::WrapConfig`] and a
 //! [`assay::ClientIo`], library results into immutable Python objects, library errors into the
-//! three exceptions of [`errors`]. Every decision is made by the `assay` library. The public,
+//! three exceptions of `errors`. Every decision is made by the `assay` library. The public,
 //! documented API is the Python package `assay_stop` (`python/assay_stop/`), which normalises
 //! `os.PathLike` paths and `fileno()` objects before calling in here; the docstrings users see
 //! live in `python/assay_stop/_native.pyi`.
@@ -15,11 +15,6 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod listing;
-
-/// The command line of the `assay` binary, compiled from the same files (`src/cli/`): the
-/// `assay` console script of the Python package runs it through [`run_cli`].
-#[path = "../../../src/cli/mod.rs"]
-mod cli;
 
 use convert::{Closure, PackageManifest, Reason, WrapOutcome};
 use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
@@ -131,7 +126,7 @@ fn package_capture(
 /// into host configurations). The GIL is released for the whole run.
 #[pyfunction]
 fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>, exe: PathBuf) -> u8 {
-    py.detach(move || cli::run(argv, &exe))
+    py.detach(move || assay_cli::run(argv, &exe))
 }
 
 #[pymodule(gil_used = false)]

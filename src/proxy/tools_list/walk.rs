@@ -394,12 +394,17 @@ mod tests {
 
     #[test]
     fn refuses_what_a_client_line_may_not_be() {
+        // A name holding U+0001, a control character (built here: the sources hold none).
+        let control = format!(
+            "{{\"id\":1,\"result\":{{\"tools\":[{{\"name\":\"{}\"}}]}}}}",
+            char::from(1)
+        );
         for line in [
             r#"{"id":1,"result":{"tools":[],"tools":[]}}"#,
             r#"{"id":1,"Id":2,"result":{"tools":[]}}"#,
             r#"{"id":1,"result":{"tools":[{"name":"a","NAME":"b"}]}}"#,
             r#"{"id":1e400,"result":{"tools":[]}}"#,
-            "{\"id\":1,\"result\":{\"tools\":[{\"name\":\"\u{1}\"}]}}",
+            control.as_str(),
         ] {
             assert!(walked(line).is_err(), "{line}");
         }

@@ -1,0 +1,62 @@
+//! The [`SessionPlan`]: a configuration that passed every check of SPEC §6, resolved into what
+//! the session uses (paths, how the decision log is kept, the stderr sink, durations).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the decision log is kept (the context event's `decision_log` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogMode {
+    New,
+    Append,
+    Temporary,
+    Absent,
+}
+
+impl LogMode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            LogMode::New => "new",
+            LogMode::Append => "append",
+            LogMode::Temporary => "temporary",
+            LogMode::Absent => "absent",
+        }
+    }
+}
+
+/// A validated configuration: every path resolved, every check of SPEC §6 passed.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionPlan {
+    pub command: Vec<String>,
+    pub policy_path: PathBuf,
+    pub event_source: Option<String>,
+    pub server_id: String,
+    pub decision_log: Option<PathBuf>,
+    pub log_mode: LogMode,
+    pub context_out: Option<PathBuf>,
+    pub stop_out: Option<PathBuf>,
+    pub coverage_out: Option<PathBuf>,
+    pub capture_dir: Option<PathBuf>,
+    /// Set for a capture-root run until `capture_root::place_run` fills in the capture paths.
+    pub capture_root: Option<PathBuf>,
+    pub protocol_out: Option<PathBuf>,
+    pub stderr: Option<StderrSink>,
+    /// Copy the child's stderr to this process's stderr too (only with a stderr sink).
+    pub tee_stderr: bool,
+    pub dry_run: bool,
+    pub drain_timeout: Option<Duration>,
+    /// `None`: wait forever.
+    pub idle_drain: Option<Duration>,
+    pub max_line_bytes: usize,
+    pub verbose: bool,
+    pub forward_signals: bool,
+}
+
+/// Where the child's stderr (and, for a capture, the wrapper's diagnostics) go.
+#[derive(Debug, Clone)]
+pub(crate) enum StderrSink {
+    /// A capture's `proxy-stderr.log`: created new.
+    New(PathBuf),
+    /// A user-given path: appended to.
+    Append(PathBuf),
+}

@@ -1,0 +1,27 @@
+//! The operating-system layer, and the only module of this crate allowed `unsafe` code (each
+//! block with a `// SAFETY:` comment): the server process (spawn, the code between clone and
+//! exec, its handle and cleanup: [`child`]), the signals the session deals with ([`signals`]), and
+//! the descriptor calls of the client and server byte streams ([`fd`]). Everything above this
+//! module is safe Rust (`#![forbid(unsafe_code)]` in each of them).
+#![allow(unsafe_code)]
+
+pub(crate) mod child;
+pub(crate) mod fd;
+pub(crate) mod signals;
+
+/// Gives `SIGCHLD` its default disposition in this process (a disposition, not a handler).
+///
+/// SPEC §3.1: a host that ignores `SIGCHLD` passes that on to its children, and the kernel would
+/// then reap the server before the wrapper could observe its status. The `assay` command line
+/// calls this before anything else; a library host keeps its own dispositions. Call it before any
+/// thread that could change the disposition is started.
+pub fn restore_default_sigchld() {
+    // SAFETY: SIG_DFL installs no handler, so no code of ours runs in signal context; the caller
+    // runs this before any thread of its own is started.
+    let _ = unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGCHLD,
+            nix::sys::signal::SigHandler::SigDfl,
+        )
+    };
+}
