@@ -65,16 +65,9 @@ impl Cancel {
 }
 
 /// The error a write (or a read) returns when the session cancelled it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled by the session")]
 pub(crate) struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("cancelled by the session")
-    }
-}
-
-impl std::error::Error for Cancelled {}
 
 /// An I/O error saying the session cancelled the operation.
 pub(crate) fn cancelled() -> io::Error {

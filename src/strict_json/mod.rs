@@ -30,40 +30,31 @@ use keys::{Key, KeySet};
 mod keys;
 
 /// Why a scan refused its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ScanErrorKind {
     /// Not UTF-8, or not JSON text (RFC 8259).
+    #[error("invalid JSON")]
     Invalid,
     /// An object holds the same key twice.
+    #[error("duplicate object key")]
     DuplicateKey,
     /// `NaN`, `Infinity`, `-Infinity`, or a number that overflows a double.
+    #[error("non-finite number")]
     NonFinite,
     /// Nesting deeper than the limit.
+    #[error("nesting too deep")]
     TooDeep,
 }
 
 /// A refused input: the kind and the byte offset where it was detected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at byte {offset}")]
 pub struct ScanError {
     /// Why the input was refused.
     pub kind: ScanErrorKind,
     /// Byte offset into the input where the problem was detected.
     pub offset: usize,
 }
-
-impl fmt::Display for ScanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.kind {
-            ScanErrorKind::Invalid => "invalid JSON",
-            ScanErrorKind::DuplicateKey => "duplicate object key",
-            ScanErrorKind::NonFinite => "non-finite number",
-            ScanErrorKind::TooDeep => "nesting too deep",
-        };
-        write!(f, "{what} at byte {}", self.offset)
-    }
-}
-
-impl std::error::Error for ScanError {}
 
 /// An open container: whether it is an object, the role its visitor gave it, the slot it fills
 /// in its parent, and where it started.

@@ -219,23 +219,14 @@ pub(crate) fn on_server_line<'l>(
 }
 
 /// Why a line cannot be read strictly.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, thiserror::Error)]
 enum Unreadable {
+    #[error("invalid UTF-8 at byte {0}")]
     NotUtf8(usize),
+    #[error("carriage return inside the line at byte {0}")]
     CarriageReturn(usize),
+    #[error("{0}")]
     Scan(ScanError),
-}
-
-impl std::fmt::Display for Unreadable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unreadable::NotUtf8(at) => write!(f, "invalid UTF-8 at byte {at}"),
-            Unreadable::CarriageReturn(at) => {
-                write!(f, "carriage return inside the line at byte {at}")
-            }
-            Unreadable::Scan(e) => write!(f, "{e}"),
-        }
-    }
 }
 
 /// A line the strict rules refuse, while `tools/list` requests were sent: forwarded unchanged
