@@ -64,6 +64,13 @@ cargo test --all-targets
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+# The two release builds below (cargo install, the wheel) use thin LTO in 16 units instead of the
+# shipped profile's fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized
+# in parallel, which keeps this command well under 20 minutes on two cores. The shipped profile is
+# what `cargo install`, scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use
+# outside this script (docs/decisions.md, "Start-up and size").
+export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+
 step "install: cargo install --path crates/assay-cli into a temporary root, then a session with that assay"
 bash scripts/check-install.sh
 

@@ -27,6 +27,13 @@ mod throughput;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 const POLICY: &str = "version: \"1\"\nname: bench\nallow: [\"echo\", \"bench_*\"]\n";
+/// The same rules with `hide_refused_tools` (SPEC §5): every server line is also read for
+/// answers to the client's `tools/list`.
+const POLICY_HIDE: &str =
+    "version: \"1\"\nname: bench\nallow: [\"echo\", \"bench_*\"]\nhide_refused_tools: true\n";
+/// The same rules with pins (SPEC §5.1) written by `assay mcp pin` against the echo server.
+const POLICY_PINS: &str =
+    "version: \"1\"\nname: bench\nallow: [\"echo\", \"bench_*\"]\npins: pins.json\n";
 const EVENT_SOURCE: &str = "assay://bench/local";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -44,6 +51,10 @@ enum Path_ {
     Capture,
     /// `assay mcp wrap --policy P` with no evidence output (startup row only).
     Bare,
+    /// As `Wrapped`, with `hide_refused_tools: true` (throughput row only).
+    Hiding,
+    /// As `Wrapped`, with pins of the echo server's one tool (throughput row only).
+    Pinned,
 }
 
 impl Path_ {
@@ -55,6 +66,8 @@ impl Path_ {
             Path_::Wrapped => "wrap + decision log",
             Path_::Capture => "wrap + capture dir",
             Path_::Bare => "wrap (no evidence)",
+            Path_::Hiding => "wrap + decision log, hide_refused_tools",
+            Path_::Pinned => "wrap + decision log, pins",
         }
     }
 }
@@ -66,6 +79,8 @@ struct Env {
     hash_relay: PathBuf,
     tmp: PathBuf,
     policy: PathBuf,
+    policy_hide: PathBuf,
+    policy_pins: PathBuf,
     counter: std::cell::Cell<u64>,
 }
 
@@ -93,9 +108,14 @@ impl Env {
                 c = Command::new(&self.hash_relay);
                 c.arg(self.fresh("hash-floor.log"));
             }
-            Path_::Wrapped => {
+            Path_::Wrapped | Path_::Hiding | Path_::Pinned => {
+                let policy = match path {
+                    Path_::Hiding => &self.policy_hide,
+                    Path_::Pinned => &self.policy_pins,
+                    _ => &self.policy,
+                };
                 c = Command::new(&self.assay);
-                c.args(["mcp", "wrap", "--policy"]).arg(&self.policy);
+                c.args(["mcp", "wrap", "--policy"]).arg(policy);
                 c.arg("--decision-log").arg(self.fresh("decisions.ndjson"));
                 c.args(["--decision-log-new", "--event-source", EVENT_SOURCE]);
             }
@@ -120,7 +140,7 @@ impl Env {
         if let Ok(rd) = fs::read_dir(&self.tmp) {
             for e in rd.flatten() {
                 let p = e.path();
-                if p == self.policy {
+                if p.file_name() == Some("fixed".as_ref()) {
                     continue;
                 }
                 let _ = if p.is_dir() {
@@ -146,9 +166,12 @@ fn call_line(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(b"\"}}}\n");
 }
 
+/// `n` lines: one `tools/list` (a pinned session judges calls against the listing it saw, and
+/// with hiding on it is the one answer rewritten), then `n - 1` calls.
 fn lines(n: u64) -> Vec<u8> {
     let mut v = Vec::with_capacity(n as usize * 201);
-    for i in 0..n {
+    v.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"tools/list\"}\n");
+    for i in 1..n {
         call_line(&mut v, i);
     }
     v
@@ -299,15 +322,35 @@ fn run() -> Res<()> {
     }
     let tmp = std::env::temp_dir().join(format!("assay-bench-{}", std::process::id()));
     fs::create_dir_all(&tmp)?;
-    let policy = tmp.join("policy.yaml");
+    // Policies and pins live in tmp/fixed, which `Env::clean` keeps.
+    let fixed = tmp.join("fixed");
+    fs::create_dir_all(&fixed)?;
+    let policy = fixed.join("policy.yaml");
     fs::write(&policy, POLICY)?;
+    let policy_hide = fixed.join("policy-hide.yaml");
+    fs::write(&policy_hide, POLICY_HIDE)?;
+    let policy_pins = fixed.join("policy-pins.yaml");
+    fs::write(&policy_pins, POLICY_PINS)?;
+    let echo = dir.join("echo-server");
+    let pinned = Command::new(&assay)
+        .args(["mcp", "pin", "--out"])
+        .arg(fixed.join("pins.json"))
+        .arg("--")
+        .arg(&echo)
+        .stdout(Stdio::null())
+        .status()?;
+    if !pinned.success() {
+        return Err(format!("assay mcp pin against the echo server: {pinned}").into());
+    }
     let env = Env {
         assay: fs::canonicalize(assay)?,
-        echo: dir.join("echo-server"),
+        echo,
         relay: dir.join("floor-relay"),
         hash_relay: dir.join("hash-floor-relay"),
         tmp,
         policy,
+        policy_hide,
+        policy_pins,
         counter: std::cell::Cell::new(0),
     };
     let head = machine();

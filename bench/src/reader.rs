@@ -29,11 +29,12 @@ pub(crate) fn record_capture(env: &Env, capture_flag: &str, path: &Path, data: V
 pub(crate) fn make_max_capture(env: &Env) -> Res<(PathBuf, u64)> {
     let dir = env.tmp.join("max-capture");
     let _ = fs::remove_dir_all(&dir);
-    // A long allowed tool name and a long string id make each decision line ~815 bytes.
+    // A long allowed tool name and a long string id make each decision line ~815 bytes (7.8 MiB
+    // of the 8 MiB bound; `tool_definition_sha256` is one of its fields).
     let tool = format!("bench_{}", "t".repeat(90));
     let mut data = Vec::new();
     for i in 0..10_000u64 {
-        let id = format!("{i:0>8}-{}", "i".repeat(90));
+        let id = format!("{i:0>8}-{}", "i".repeat(60));
         let _ = writeln!(
             data,
             "{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{\"n\":{i}}}}}}}"

@@ -58,7 +58,10 @@ pub(crate) fn bench_throughput(env: &Env, rows: &mut Vec<Row>, rounds: usize, n:
         Path_::HashFloor,
         Path_::Wrapped,
         Path_::Capture,
+        Path_::Hiding,
+        Path_::Pinned,
     ];
+    const WRAPPED: usize = 3;
     const FLOOR: usize = 1;
     const HASH_FLOOR: usize = 2;
     // Warm-up (page cache, binaries).
@@ -74,6 +77,7 @@ pub(crate) fn bench_throughput(env: &Env, rows: &mut Vec<Row>, rounds: usize, n:
     let mut r_floor: Vec<Vec<f64>> = vec![Vec::new(); k];
     let mut r_hash: Vec<Vec<f64>> = vec![Vec::new(); k];
     let mut r_cpu: Vec<Vec<f64>> = vec![Vec::new(); k];
+    let mut r_wrapped: Vec<Vec<f64>> = vec![Vec::new(); k];
     for round in 0..rounds {
         let mut this = vec![0.0; k];
         let mut c = vec![0.0; k];
@@ -88,6 +92,7 @@ pub(crate) fn bench_throughput(env: &Env, rows: &mut Vec<Row>, rounds: usize, n:
             r_floor[i].push(this[i] / this[FLOOR]);
             r_hash[i].push(this[i] / this[HASH_FLOOR]);
             r_cpu[i].push(c[i] / c[FLOOR]);
+            r_wrapped[i].push(this[i] / this[WRAPPED]);
         }
         eprintln!(
             "  throughput round {round}: {} ms; proxy CPU {:?} ms",
@@ -112,6 +117,10 @@ pub(crate) fn bench_throughput(env: &Env, rows: &mut Vec<Row>, rounds: usize, n:
                 verdict(vs_hash <= 1.5, format!("{:.2}×", vs_hash - 1.5)),
             ),
             Path_::Capture => ("(reported)", String::new()),
+            Path_::Hiding | Path_::Pinned => (
+                "beside wrap + decision log (issues 22, 24: within noise)",
+                format!("{:.2}× wrap + decision log", median(&mut r_wrapped[i])),
+            ),
             _ => ("", String::new()),
         };
         let cpu_ms = median(&mut cpu[i]);

@@ -54,7 +54,7 @@ impl Tee {
     pub(crate) fn finish(self, within: Duration) {
         let deadline = Instant::now() + within;
         while !self.thread.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+            crate::sys::child::nap(Duration::from_millis(5));
         }
         if self.thread.is_finished() {
             let _ = self.thread.join();

@@ -1,6 +1,8 @@
 //! A fast native MCP echo server for the benchmarks: answers every line that carries an `"id":`
 //! with a small `tools/call` result for that id, and ignores lines without one (notifications).
-//! Output is buffered and flushed whenever its input runs dry, like a real server would.
+//! `initialize` and `tools/list` get real answers (one tool, `echo`), so that `assay mcp pin`
+//! can pin it and a pinned session can list it. Output is buffered and flushed whenever its
+//! input runs dry, like a real server would.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
@@ -21,10 +23,24 @@ fn main() -> io::Result<()> {
         if let Some(id) = find_id(&line) {
             out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
             out.write_all(id)?;
-            out.write_all(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":false}}\n")?;
+            out.write_all(result_for(&line))?;
         }
     }
     out.flush()
+}
+
+/// The rest of the response line (after the id) for a request line.
+fn result_for(line: &[u8]) -> &'static [u8] {
+    let has = |m: &[u8]| line.windows(m.len()).any(|w| w == m);
+    if has(b"\"method\":\"tools/call\"") {
+        b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":false}}\n"
+    } else if has(b"\"method\":\"tools/list\"") {
+        b",\"result\":{\"tools\":[{\"name\":\"echo\",\"description\":\"Echoes.\",\"inputSchema\":{\"type\":\"object\"}}]}}\n"
+    } else if has(b"\"method\":\"initialize\"") {
+        b",\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"bench-echo\",\"version\":\"1.0.0\"}}}\n"
+    } else {
+        b",\"result\":{}}\n"
+    }
 }
 
 /// The raw id text after `"id":` up to the next `,` or `}` (the bench client writes simple ids).

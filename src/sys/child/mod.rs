@@ -131,8 +131,33 @@ pub(crate) fn poll_status(
         if now >= deadline {
             return Polled::Running;
         }
-        thread::sleep(interval.min(deadline - now));
+        nap(interval.min(deadline - now));
         interval = (interval * 2).min(every);
+    }
+}
+
+/// Sleeps at most `d`, and less when a signal arrives: the caller loops on its own deadline.
+///
+/// Not `thread::sleep`, which resumes an interrupted sleep with the remaining time the kernel
+/// reports: under a storm of signals (a host's, or forwarded ones) that time was seen to grow
+/// instead of shrink on this project's test machine, and a 50 ms grace never ended. An absolute
+/// deadline on the monotonic clock cannot drift; nor does this touch the thread's park token,
+/// which a Rust host may be using.
+pub(crate) fn nap(d: Duration) {
+    use nix::sys::time::TimeSpec;
+    use nix::time::{ClockId, ClockNanosleepFlags, clock_gettime, clock_nanosleep};
+    match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+        Ok(now) => {
+            let until = now + TimeSpec::from_duration(d);
+            // EINTR ends the nap early, as documented; any other error too (the caller's
+            // deadline still bounds its loop).
+            let _ = clock_nanosleep(
+                ClockId::CLOCK_MONOTONIC,
+                ClockNanosleepFlags::TIMER_ABSTIME,
+                &until,
+            );
+        }
+        Err(_) => thread::sleep(d),
     }
 }
 

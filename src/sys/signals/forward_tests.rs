@@ -68,7 +68,12 @@ fn inner_storm() {
         let mut ready = [0u8; 6];
         std::io::Read::read_exact(&mut server.stdout, &mut ready).unwrap();
         server.child.forward_signals_to(forwarding.target());
-        std::thread::sleep(Duration::from_millis(2));
+        // Not `thread::sleep`, which resumes with the kernel's remaining time under the storm
+        // (see `child::nap`).
+        let until = Instant::now() + Duration::from_millis(2);
+        while Instant::now() < until {
+            crate::sys::child::nap(Duration::from_millis(2));
+        }
         let c = cleanup(&mut server.child);
         assert!(c.kill_requested);
         drop(server);
