@@ -309,7 +309,9 @@ fn entries_without_command_or_url_are_left_alone() {
 
 #[test]
 fn a_name_no_label_can_hold_gets_no_label() {
-    for name in ["", "a\\u0001b"] {
+    // A control character, written as a JSON escape (built, so no source holds U+0001's escape).
+    let control = format!("a\\u{:04x}b", 1);
+    for name in ["", control.as_str()] {
         let text = format!(r#"{{"mcpServers":{{"{name}":{{"command":"x"}}}}}}"#);
         let v = parse(&wrap(&text).text);
         let entry = v["mcpServers"]
