@@ -4,7 +4,7 @@
 # command, and the README's examples. Safe to run on a fresh clone: it creates .venv and
 # tests/interop/node_modules in this checkout and installs the test tools there; it installs
 # nothing system-wide unless ASSAY_INSTALL_SYSTEM_PACKAGES=1 (see need_system below).
-# About 20 minutes the first time on 2 cores (the dependencies compile), about 15 after that.
+# About 19 minutes from a clean clone on 2 cores (the dependencies compile), about 15 after that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
