@@ -18,8 +18,9 @@ use serde_json::Value;
 
 use super::agreement::{check_agreement, loss_reason};
 use super::bounds::MAX_COMPANION_BYTES;
-use super::companions::{check_accounting, check_context, check_protocol, check_stop};
-use super::decision_line::Expect;
+use super::companions::{
+    check_accounting, check_context, check_protocol, check_stop, expectations,
+};
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
 use super::judgement::{CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ReasonCode};
 use super::log::check_log_file;
@@ -54,20 +55,7 @@ pub(super) fn judge(dir: &Path) -> Closure {
     }
     check_agreement(p.as_ref(), c.as_ref(), s.as_ref(), &mut r);
 
-    let exp = Expect {
-        session_id: s
-            .as_ref()
-            .map(|s| s.data.session_id.as_str())
-            .or(c.as_ref().map(|c| c.session_id))
-            .or(p.as_ref().map(|p| p.session_id)),
-        source: s
-            .as_ref()
-            .map(|s| s.source)
-            .or(c.as_ref().map(|c| c.source))
-            .or(p.as_ref().map(|p| p.event_source)),
-        policy_sha256: c.as_ref().map(|c| c.policy_sha256),
-        dry_run: c.as_ref().map(|c| c.dry_run),
-    };
+    let exp = expectations(p.as_ref(), c.as_ref(), s.as_ref());
     check_log_file(dir, &exp, s.as_ref().map(|s| &s.data), &mut r, &mut files);
     if let Some(m) = &marker {
         no_session::check(m, dir, p.as_ref().map(|p| p.session_id), &files, &mut r);

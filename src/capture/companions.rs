@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::decision_line::Expect;
 use super::fields::{Fields, Reasons};
 use super::judgement::ReasonCode;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
@@ -282,5 +283,27 @@ pub(super) fn check_accounting(s: &StopData, r: &mut Reasons) {
             }
         }
         DecisionLogState::Temporary => {}
+    }
+}
+
+/// What every decision line must agree with, from the best available companion: the stop
+/// record's session id and source first, then the context's, then protocol.json's; the policy
+/// digest and dry-run flag from the context only.
+pub(super) fn expectations<'a>(
+    p: Option<&ProtocolView<'a>>,
+    c: Option<&ContextView<'a>>,
+    s: Option<&'a StopView<'a>>,
+) -> Expect<'a> {
+    Expect {
+        session_id: s
+            .map(|s| s.data.session_id.as_str())
+            .or(c.map(|c| c.session_id))
+            .or(p.map(|p| p.session_id)),
+        source: s
+            .map(|s| s.source)
+            .or(c.map(|c| c.source))
+            .or(p.map(|p| p.event_source)),
+        policy_sha256: c.map(|c| c.policy_sha256),
+        dry_run: c.map(|c| c.dry_run),
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::bounded;
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::checks::judge;
-use super::companions::{check_context, check_protocol, check_stop};
+use super::companions::{check_context, check_protocol, check_stop, expectations};
 use super::decision_line::{Expect, LineReasons};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ReasonCode};
@@ -216,20 +216,7 @@ pub fn show_capture(dir: &Path) -> CaptureReport {
         stopped_at: s.as_ref().and(stop.as_ref()).and_then(|m| text(m, "time")),
     };
 
-    let exp = Expect {
-        session_id: s
-            .as_ref()
-            .map(|s| s.data.session_id.as_str())
-            .or(c.as_ref().map(|c| c.session_id))
-            .or(p.as_ref().map(|p| p.session_id)),
-        source: s
-            .as_ref()
-            .map(|s| s.source)
-            .or(c.as_ref().map(|c| c.source))
-            .or(p.as_ref().map(|p| p.event_source)),
-        policy_sha256: c.as_ref().map(|c| c.policy_sha256),
-        dry_run: c.as_ref().map(|c| c.dry_run),
-    };
+    let exp = expectations(p.as_ref(), c.as_ref(), s.as_ref());
     let decisions = decision_lines(dir, &closure, &exp);
     let stop_data = s.map(|s| s.data);
     CaptureReport {
