@@ -31,7 +31,9 @@ if [ ! -f "$ring/.patched" ]; then
   touch "$ring/.patched"
 fi
 
-# A copy of the tracked files (mtimes kept, so rebuilds are incremental).
+# A fresh copy of the tracked files (tar keeps their mtimes, so rebuilds stay incremental; files
+# the tree no longer tracks must not linger).
+rm -rf "$work/tree"
 mkdir -p "$work/tree"
 (cd "$root" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$work/tree"
 # (ring's own warnings, which a path dependency no longer caps, go to build.log.)

@@ -10,8 +10,8 @@ use std::fs::File;
 use std::io::{self, Write};
 
 use super::event::{Clock, HexDigest, TYPE_DECISION, push_json_str};
+use super::prefix_digest::PrefixDigest;
 use crate::policy::{Decision, ReasonCode};
-use crate::sha256::Sha256;
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
 pub(crate) trait DecisionSink: Send {
@@ -138,17 +138,11 @@ pub(crate) struct DecisionLog {
     written: u64,
     dropped: u64,
     poisoned: bool,
-    hasher: Sha256,
-    /// Completed writes awaiting the digest, hashed when the writer idles
-    /// ([`DecisionLog::settle`]) or [`HASH_BATCH`] bytes are pending, so the SHA-256 of a
-    /// decision line is off the path between its write and the forwarding of the call (SPEC §4.1
-    /// orders only those two).
-    unhashed: Vec<u8>,
+    /// The SHA-256 of the completed writes, computed off the path between a decision line's
+    /// write and the forwarding of its call (SPEC §4.1 orders only those two): when the writer
+    /// idles, or on a hashing thread while calls are pipelined.
+    prefix: PrefixDigest,
 }
-
-/// Written lines are hashed in batches of at least this many bytes (or sooner, when the writer
-/// idles), so the buffer holding them stays small.
-const HASH_BATCH: usize = 32 * 1024;
 
 /// The decimal text of `n`, written at the end of `buf` (no `fmt` machinery on the per-line path).
 fn decimal(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
@@ -277,15 +271,14 @@ impl DecisionLog {
             written: 0,
             dropped: 0,
             poisoned: false,
-            hasher: Sha256::new(),
-            unhashed: Vec::with_capacity(HASH_BATCH + 1024),
+            prefix: PrefixDigest::new(),
         }
     }
 
     /// Writes one formatted decision line with one `write_all` and updates the accounting; once
-    /// poisoned, refuses (and counts) the emission without writing. With `defer_hash` the line
-    /// is hashed later ([`DecisionLog::settle`]), else at once.
-    pub(crate) fn write(&mut self, line: &[u8], defer_hash: bool) -> (Emitted, Option<io::Error>) {
+    /// poisoned, refuses (and counts) the emission without writing. The line enters the prefix
+    /// digest later ([`PrefixDigest`]).
+    pub(crate) fn write(&mut self, line: &[u8]) -> (Emitted, Option<io::Error>) {
         if self.poisoned {
             self.dropped += 1;
             return (Emitted::Refused, None);
@@ -294,15 +287,7 @@ impl DecisionLog {
         match self.sink.write_line(line) {
             Ok(()) => {
                 self.written += 1;
-                if !defer_hash || line.len() >= HASH_BATCH {
-                    self.settle();
-                    self.hasher.update(line);
-                } else {
-                    self.unhashed.extend_from_slice(line);
-                    if self.unhashed.len() >= HASH_BATCH {
-                        self.settle();
-                    }
-                }
+                self.prefix.push(line);
                 (Emitted::Written, None)
             }
             Err(e) => {
@@ -314,23 +299,18 @@ impl DecisionLog {
         }
     }
 
-    /// Feeds the written lines not yet hashed to the prefix digest. Called when the writer idles
-    /// (after the forwarded calls were flushed) and whenever [`HASH_BATCH`] bytes are pending;
-    /// the digest is the same whenever it runs.
+    /// The writer idles (after the forwarded calls were flushed): see [`PrefixDigest::settle`].
+    /// The digest is the same whenever it runs.
     pub(crate) fn settle(&mut self) {
-        if !self.unhashed.is_empty() {
-            self.hasher.update(&self.unhashed);
-            self.unhashed.clear();
-        }
+        self.prefix.settle();
     }
 
-    pub(crate) fn accounting(&self) -> LogAccounting {
-        let mut hasher = self.hasher.clone();
-        hasher.update(&self.unhashed);
+    /// The accounting of this invocation's lines so far (ends the hashing thread, if one runs).
+    pub(crate) fn accounting(&mut self) -> LogAccounting {
         LogAccounting {
             written: self.written,
             dropped: self.dropped,
-            prefix_sha256: hasher.finalize_hex(),
+            prefix_sha256: self.prefix.digest_hex(),
             poisoned: self.poisoned,
         }
     }
@@ -339,6 +319,7 @@ impl DecisionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::prefix_digest::CHUNK;
     use std::sync::{Arc, Mutex};
 
     /// The formatter and the writer together, the way the proxy uses them.
@@ -366,13 +347,12 @@ mod tests {
         fn emit(&mut self, seq: u64, e: &DecisionEntry<'_>) -> (Emitted, Option<io::Error>) {
             self.line.clear();
             self.format.push_line(&mut self.line, seq, e);
-            self.log
-                .write(&self.line, self.line.len().is_multiple_of(2))
+            self.log.write(&self.line)
         }
         fn settle(&mut self) {
             self.log.settle();
         }
-        fn accounting(&self) -> LogAccounting {
+        fn accounting(&mut self) -> LogAccounting {
             self.log.accounting()
         }
     }
@@ -573,7 +553,7 @@ mod tests {
             }
         }
         let bytes = out.lock().unwrap().clone();
-        assert!(bytes.len() > 2 * HASH_BATCH);
+        assert!(bytes.len() > 2 * CHUNK);
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 400);
         let acc = log.accounting();
         assert_eq!(acc.written, 400);

@@ -9,5 +9,6 @@ pub(crate) mod decision_log;
 pub(crate) mod event;
 pub(crate) mod file;
 pub(crate) mod no_session;
+pub(crate) mod prefix_digest;
 pub(crate) mod protocol;
 pub(crate) mod stop;

@@ -74,7 +74,11 @@ impl Drop for HashThread {
 }
 
 /// The hashing thread: hashes chunks in the order sent until the queue closes.
-fn hash_chunks(mut state: Sha256, chunks: &Receiver<Vec<u8>>, spare: &SyncSender<Vec<u8>>) -> Sha256 {
+fn hash_chunks(
+    mut state: Sha256,
+    chunks: &Receiver<Vec<u8>>,
+    spare: &SyncSender<Vec<u8>>,
+) -> Sha256 {
     while let Ok(mut chunk) = chunks.recv() {
         state.update(&chunk);
         chunk.clear();
@@ -152,7 +156,9 @@ impl PrefixDigest {
         };
         let next = match t.spare.try_recv() {
             Ok(buf) => buf,
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => Vec::with_capacity(CHUNK + 1024),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
+                Vec::with_capacity(CHUNK + 1024)
+            }
         };
         let chunk = std::mem::replace(&mut self.pending, next);
         let sent = match &t.chunks {
@@ -275,7 +281,10 @@ mod tests {
             all.extend_from_slice(&l);
             d.settle();
         }
-        assert!(!d.has_thread(), "a writer that idles after each line hashes inline");
+        assert!(
+            !d.has_thread(),
+            "a writer that idles after each line hashes inline"
+        );
         for i in 0..200 {
             let l = line(i, 700);
             d.push(&l);

@@ -188,7 +188,7 @@ fn handle_line(
     if queued {
         emitter.line_done()
     } else {
-        emitter.with_runner(|runner| runner.run(scratch, line, false))?
+        emitter.with_runner(|runner| runner.run(scratch, line))?
     }
 }
 
@@ -362,7 +362,7 @@ fn record_now(
     line.clear();
     let (wrote, id) = record(ctx, line, ev, verdict, want_id);
     if wrote {
-        runner.write_decision(line, false)?;
+        runner.write_decision(line)?;
     }
     Ok(id)
 }

@@ -10,8 +10,9 @@
 //! - when the client waits for answers (its input ran dry), the client worker itself runs its
 //!   actions at once and flushes — one request in flight costs no thread hand-off;
 //! - when the client pipelines (more input is already buffered), full batches go to an emitter
-//!   thread, started on first need, so judging the next lines overlaps with writing (and
-//!   hashing, for the log's prefix digest) the decisions of the previous ones. The pipeline
+//!   thread, started on first need, so judging the next lines overlaps with writing the
+//!   decisions of the previous ones (their SHA-256, for the log's prefix digest, runs on a
+//!   third thread then: `evidence::prefix_digest`). The pipeline
 //!   holds at most two batches ([`BATCH_BYTES`] each, plus one action) besides the one being filled.
 //!
 //! Order is kept: actions run in the order they were added, whichever thread runs them, because the
@@ -156,17 +157,12 @@ impl ActionRunner {
     }
 
     /// Writes one decision line (SPEC §4.1: one `write_all`). A failed write poisons the
-    /// writer and is reported once; the decision is still enforced. `defer_hash` keeps the
-    /// line's SHA-256 off the path to forwarding (when the client waits for the answer). Fails
-    /// only once the session sealed the log.
-    pub(crate) fn write_decision(
-        &mut self,
-        line: &[u8],
-        defer_hash: bool,
-    ) -> Result<(), WorkerError> {
+    /// writer and is reported once; the decision is still enforced. Fails only once the session
+    /// sealed the log.
+    pub(crate) fn write_decision(&mut self, line: &[u8]) -> Result<(), WorkerError> {
         let mut slot = self.log();
         let failure = match &mut *slot {
-            LogWriterState::Open(log) => match log.write(line, defer_hash) {
+            LogWriterState::Open(log) => match log.write(line) {
                 (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
                 _ => None,
             },
@@ -192,16 +188,10 @@ impl ActionRunner {
     }
 
     /// Carries out `batch`'s actions in order; `current` is the line [`Source::Current`] names.
-    /// `waiting` says the client waits for the answers: hashing is deferred to the flush.
-    pub(crate) fn run(
-        &mut self,
-        batch: &Batch,
-        current: &[u8],
-        waiting: bool,
-    ) -> Result<(), WorkerError> {
+    pub(crate) fn run(&mut self, batch: &Batch, current: &[u8]) -> Result<(), WorkerError> {
         for op in &batch.ops {
             if let Some(d) = op.decision {
-                self.write_decision(batch.get(d), waiting)?;
+                self.write_decision(batch.get(d))?;
             }
             match op.delivery {
                 Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
@@ -225,8 +215,8 @@ impl ActionRunner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Nothing more to do for now: flush both ways, then hash the decision lines written since
-    /// the last time (off the path between a decision and its call).
+    /// Nothing more to do for now: flush both ways, then let the decision log settle its digest
+    /// (off the path between a decision and its call).
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
         self.to_child.flush().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)?;
@@ -374,7 +364,7 @@ impl Emitter {
             if let Some(mut runner) = st.runner.take() {
                 drop(st);
                 let r = runner
-                    .run(&self.local, &[], dry)
+                    .run(&self.local, &[])
                     .and_then(|()| if dry { runner.idle() } else { Ok(()) });
                 self.unflushed = !dry;
                 self.local.clear();
@@ -417,7 +407,7 @@ impl Emitter {
                 // Run the pending batch here, and every later one too.
                 self.no_thread = true;
                 let mut batch = std::mem::take(&mut self.gate.lock().pending);
-                let r = self.with_runner(|runner| runner.run(&batch, &[], true));
+                let r = self.with_runner(|runner| runner.run(&batch, &[]));
                 batch.clear();
                 r?
             }
@@ -521,7 +511,7 @@ fn emitter_thread(gate: &BatchHandoff) {
             gate.room.notify_one();
         }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runner.run(&batch, &[], false)?;
+            runner.run(&batch, &[])?;
             if gate.lock().pending.is_empty() {
                 runner.idle()?;
             }
