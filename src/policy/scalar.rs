@@ -158,10 +158,10 @@ fn py_bool(s: &str) -> bool {
 
 /// `(?:[eE][-+][0-9]+)?` then the end.
 fn py_exponent_end(c: &mut Cur<'_>) -> bool {
-    if c.one(|b| b == b'e' || b == b'E') {
-        if !c.one(|b| b == b'-' || b == b'+') || c.many(digit) == 0 {
-            return false;
-        }
+    if c.one(|b| b == b'e' || b == b'E')
+        && (!c.one(|b| b == b'-' || b == b'+') || c.many(digit) == 0)
+    {
+        return false;
     }
     c.done()
 }
@@ -540,7 +540,10 @@ mod tests {
 
     /// The patterns as written in PyYAML 6 `resolver.py` and YAML 1.2.2 §10.3.2: the oracle
     /// the hand-written matchers are held to.
-    const PATTERNS: [(&str, fn(&str) -> bool); 5] = [
+    /// A matcher of ours.
+    type Matcher = fn(&str) -> bool;
+
+    const PATTERNS: [(&str, Matcher); 5] = [
         (
             r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
             py_bool,
