@@ -222,6 +222,82 @@ def test_no_thread_or_descriptor_outlives_wrap_session(
     assert r["got"] > 0, r
 
 
+PIPELINED = r"""
+threads_before = threads()
+
+def names():
+    out = []
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                out.append(f.read().strip())
+        except OSError:
+            pass
+    return out
+
+# Enough pipelined calls that the decision log's digest moves to its hashing thread (32 KiB of
+# decision lines written without the client waiting), written while the session runs.
+in_r, in_w = os.pipe()
+out_r, out_w = os.pipe()
+calls = [cfg["init"]] + [
+    '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
+    % (i, "x" * (i % 50)) for i in range(2, 3002)]
+def writer():
+    for line in calls:
+        os.write(in_w, (line + "\n").encode())
+    os.close(in_w)
+got = {"n": 0}
+def reader():
+    while True:
+        chunk = os.read(out_r, 65536)
+        if not chunk:
+            break
+        got["n"] += chunk.count(b"\n")
+    os.close(out_r)
+result = {}
+def run():
+    result["outcome"] = assay_stop.wrap_session(
+        cfg["command"], policy=cfg["policy"], event_source="assay://pytest/process",
+        capture_dir=cfg["capture_dir"], stdin=in_r, stdout=out_w)
+threading.Thread(target=reader, daemon=True).start()
+t = threading.Thread(target=run)
+t.start()
+threading.Thread(target=writer, daemon=True).start()
+seen_hasher = False
+while t.is_alive():
+    seen_hasher = seen_hasher or "assay-log-hash" in names()
+    time.sleep(0.001)
+t.join()
+os.close(in_r)
+os.close(out_w)
+deadline = time.monotonic() + 2.0
+while time.monotonic() < deadline and threads() != threads_before:
+    time.sleep(0.02)
+closure = assay_stop.read_capture(cfg["capture_dir"])
+print(json.dumps({
+    "session_end": result["outcome"].to_dict()["session_end"],
+    "seen_hasher": seen_hasher, "answers": got["n"],
+    "threads_before": threads_before, "threads_after": threads(),
+    "verdict": closure.closure,
+}))
+"""
+
+
+def test_a_pipelined_session_hashes_its_log_on_a_thread_that_ends_with_it(
+    tmp_path: Path, fault_server: Path, demo_policy: Path
+) -> None:
+    # SPEC §4.1 accounting with the digest computed off the writer's thread: the reader verifies
+    # it (`closed`), and no thread of the session is left afterwards.
+    r = _run_host(tmp_path, PIPELINED,
+                  command=[sys.executable, str(fault_server), "normal"],
+                  policy=str(demo_policy), capture_dir=str(tmp_path / "cap"))
+    assert r["session_end"] == "client_closed", r
+    assert r["answers"] == 3001, r
+    assert r["seen_hasher"] is True, r
+    assert r["threads_after"] == r["threads_before"], r
+    assert r["verdict"] == "closed", r
+
+
 FALLBACK = r"""
 s = start_session(close_input=True)
 s["thread"].join(60)
