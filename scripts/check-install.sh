@@ -4,13 +4,20 @@
 # client session, then the reader on the capture it wrote. Run by scripts/test.sh.
 #
 # The build goes to this checkout's target/ (release profile), so a second run is quick.
+# `--debug` (what scripts/test.sh passes) installs with the dev profile instead, reusing what the
+# tests compiled: the install path and the installed binary are checked all the same, and the
+# release profile is compiled by the wheel build that follows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+profile=()
+if [ "${1:-}" = "--debug" ]; then
+  profile=(--debug)
+fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-cargo install --locked --path crates/assay-cli --root "$tmp/root" --target-dir "$PWD/target"
+cargo install --locked "${profile[@]}" --path crates/assay-cli --root "$tmp/root" --target-dir "$PWD/target"
 assay="$tmp/root/bin/assay"
 test -x "$assay" || { echo "check-install: $assay was not installed" >&2; exit 1; }
 "$assay" --version

@@ -64,15 +64,17 @@ cargo test --all-targets
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
-# The two release builds below (cargo install, the wheel) use thin LTO in 16 units instead of the
-# shipped profile's fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized
-# in parallel, which keeps this command well under 20 minutes on two cores. The shipped profile is
-# what `cargo install`, scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use
-# outside this script (docs/decisions.md, "Start-up and size").
-export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-
 step "install: cargo install --path crates/assay-cli into a temporary root, then a session with that assay"
-bash scripts/check-install.sh
+# With the dev profile (`--debug`), reusing what the tests compiled: the install and the installed
+# binary are checked the same way, and the release profile is compiled by the wheel build below.
+bash scripts/check-install.sh --debug
+
+# The release build below (the wheel) uses thin LTO in 16 units instead of the shipped profile's
+# fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized in parallel, which
+# keeps this command under 20 minutes on two cores. The shipped profile is what `cargo install`,
+# scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use outside this script
+# (docs/decisions.md, "Start-up and size").
+export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 
 step "python: build the portable release wheel (scripts/build-wheel.sh) and install it into .venv"
 # The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. The
