@@ -109,11 +109,7 @@ pub(super) fn check_capture_dir(config: &WrapConfig, dir: &Path) -> Result<()> {
             ));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = match dir.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if !parent.is_dir() {
+            if !containing_dir(dir).is_dir() {
                 return Err(Error::config(
                     ConfigOption::CaptureDir,
                     format!("parent directory of {} does not exist", dir.display()),
@@ -345,6 +341,14 @@ fn with_working_dir(path: &Path) -> String {
     }
 }
 
+/// The directory an entry at `path` lives in: its parent, or `.` for a bare name.
+fn containing_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 /// Resolves a capture directory that may not exist yet: its parent canonicalized, its name kept.
 fn resolve_dir(dir: &Path) -> Result<PathBuf> {
     if let Ok(c) = dir.canonicalize() {
@@ -359,10 +363,7 @@ fn resolve(option: ConfigOption, path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::config(option, format!("{} has no file name", path.display())))?;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let parent = containing_dir(path);
     let parent = parent.canonicalize().map_err(|e| {
         Error::config(
             option,
@@ -408,11 +409,7 @@ pub(crate) fn check_root(root: &Path) -> Result<()> {
             format!("{} exists and is not a directory", root.display()),
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = match root.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if parent.is_dir() {
+            if containing_dir(root).is_dir() {
                 Ok(())
             } else {
                 Err(Error::config(
