@@ -19,7 +19,7 @@
 //! `PrefixDigest` is dropped, never later: no thread outlives the session.
 #![forbid(unsafe_code)]
 
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use crate::sha256::Sha256;
@@ -88,12 +88,6 @@ fn hash_chunks(
     state
 }
 
-impl Default for PrefixDigest {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl PrefixDigest {
     /// The digest of nothing yet.
     pub(crate) fn new() -> Self {
@@ -154,12 +148,10 @@ impl PrefixDigest {
             self.pending.clear();
             return;
         };
-        let next = match t.spare.try_recv() {
-            Ok(buf) => buf,
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
-                Vec::with_capacity(CHUNK + 1024)
-            }
-        };
+        let next = t
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 1024));
         let chunk = std::mem::replace(&mut self.pending, next);
         let sent = match &t.chunks {
             Some(tx) => tx.send(chunk),

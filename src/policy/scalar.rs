@@ -172,7 +172,7 @@ fn sexagesimal_groups(c: &mut Cur<'_>) -> bool {
     let mut groups = 0;
     while c.lit(":") {
         let n = c.many(digit);
-        if n == 0 || n > 2 || (n == 2 && c.b[c.i - 2] > b'5') {
+        if n == 0 || n > 2 || (n == 2 && c.b.get(c.i - 2).is_some_and(|&d| d > b'5')) {
             return false;
         }
         groups += 1;
