@@ -11,6 +11,12 @@ use super::cancel::Cancel;
 
 const READ_CHUNK: usize = 64 * 1024;
 
+/// The buffer a reader starts with. A peer with one message in flight never needs more; a read
+/// that fills the buffer doubles it (up to [`READ_CHUNK`]), so pipelined input soon reads in
+/// 64 KiB chunks. Zeroing 64 KiB up front cost every session 16 page faults per reader at
+/// start-up (docs/decisions.md, "Start-up and size").
+const FIRST_CHUNK: usize = 4 * 1024;
+
 /// Why no line could be produced.
 #[derive(Debug)]
 pub(crate) enum LineError {
@@ -29,6 +35,8 @@ pub(crate) struct LineReader<R> {
     end: usize,
     /// Where the search for `\n` resumes (everything in start..scan has no newline).
     scan: usize,
+    /// The last read filled all the room it was given: more input is probably waiting.
+    filled: bool,
     max: usize,
     eof: bool,
     cancel: Cancel,
@@ -40,10 +48,11 @@ impl<R: Read + AsFd> LineReader<R> {
     pub(crate) fn new(src: R, max: usize, cancel: Cancel) -> Self {
         Self {
             src,
-            buf: vec![0; READ_CHUNK.min(max.saturating_add(1)).max(1024)],
+            buf: vec![0; FIRST_CHUNK.min(max.saturating_add(1)).max(1024)],
             start: 0,
             end: 0,
             scan: 0,
+            filled: false,
             max,
             eof: false,
             cancel,
@@ -95,9 +104,11 @@ impl<R: Read + AsFd> LineReader<R> {
             {
                 return Err(LineError::Cancelled);
             }
+            let room = self.buf.len() - self.end;
             match self.src.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
+                    self.filled = n == room;
                     self.end += n;
                     if let Some(a) = &self.activity {
                         a.fetch_add(n as u64, Ordering::Relaxed);
@@ -114,8 +125,8 @@ impl<R: Read + AsFd> LineReader<R> {
         }
     }
 
-    /// Moves the pending partial line to the front and grows the buffer (up to the bound plus one
-    /// read) when it is full.
+    /// Moves the pending partial line to the front and grows the buffer: up to the bound plus one
+    /// read when a partial line fills it, up to [`READ_CHUNK`] when the last read filled it.
     fn make_room(&mut self) {
         if self.start == self.end {
             self.start = 0;
@@ -127,11 +138,17 @@ impl<R: Read + AsFd> LineReader<R> {
             self.scan -= self.start;
             self.start = 0;
         }
-        if self.end == self.buf.len() {
+        let full = self.end == self.buf.len();
+        if full || (self.filled && self.buf.len() < READ_CHUNK) {
             // Never grow past what one over-long line needs to be detected.
-            let cap = self.max.saturating_add(1).saturating_add(READ_CHUNK);
+            let cap = if full {
+                self.max.saturating_add(1).saturating_add(READ_CHUNK)
+            } else {
+                READ_CHUNK
+            };
             let new_len = self.buf.len().saturating_mul(2).min(cap).max(self.end + 1);
             self.buf.resize(new_len, 0);
+            self.filled = false;
         }
     }
 }
@@ -184,6 +201,36 @@ mod tests {
         // A huge line without newline is refused without buffering it all.
         let big = vec![b'x'; 10 * 1024 * 1024];
         assert_eq!(lines(&big, 1000).unwrap_err(), "too long");
+    }
+
+    /// Reads every line of `input` (written all at once) and returns the buffer's final length.
+    fn buffer_after(input: Vec<u8>, max: usize) -> usize {
+        let (r, mut w) = std::io::pipe().unwrap();
+        let n = input.iter().filter(|b| **b == b'\n').count();
+        let t = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = w.write_all(&input);
+        });
+        let mut lr = LineReader::new(r, max, Cancel::new().unwrap());
+        let mut got = 0;
+        while let Ok(Some(_)) = lr.next_line(&mut || Ok(())) {
+            got += 1;
+        }
+        t.join().unwrap();
+        assert_eq!(got, n);
+        lr.buf.len()
+    }
+
+    #[test]
+    fn the_buffer_starts_small_and_grows_for_pipelined_input() {
+        // One message in flight: the first page is all a reader ever zeroes.
+        assert_eq!(buffer_after(b"{\"id\":1}\n".to_vec(), 1 << 20), FIRST_CHUNK);
+        // A megabyte of short lines at once: reads fill the buffer, which doubles to a full
+        // chunk and no further.
+        let many = b"{\"jsonrpc\":\"2.0\",\"id\":1}\n".repeat(40_000);
+        assert_eq!(buffer_after(many, 1 << 20), READ_CHUNK);
+        // A small bound keeps its small buffer (bound plus one, at least 1 KiB) for short lines.
+        assert_eq!(buffer_after(b"ab\n".to_vec(), 100), 1024);
     }
 
     #[test]

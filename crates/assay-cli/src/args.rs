@@ -4,17 +4,97 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
+
+/// `assay --help`'s description.
+const ABOUT: &str = "MCP stdio wrapper with a tool policy, a decision log, session-stop evidence and a bounded capture reader";
+/// The subcommands' one-line descriptions, shared by the derived definitions and the deferred
+/// command line ([`command`]).
+const MCP_ABOUT: &str = "Wrap MCP servers.";
+const CAPTURE_ABOUT: &str = "Read and package capture directories.";
+const POLICY_ABOUT: &str = "Check policy files.";
+const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with an example policy, a scripted client session, then the reader's verdict.";
+const COMPLETIONS_ABOUT: &str =
+    "Print the shell completion script for SHELL (bash, zsh or fish) on stdout.";
+const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy.";
+const WRAP_CONFIG_ABOUT: &str = "Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them.";
+const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write pins for them (--out) or check them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be listed.";
+
+/// Parses `argv` as [`Cli`], building only the part of the command line that `argv` reaches.
+///
+/// The derived definition ([`Cli`], `CommandFactory::command`) builds every argument of every
+/// subcommand up front, about a third of a millisecond of every `assay mcp wrap` start-up (SPEC
+/// §11 allows 1 ms over a bare relay). [`command`] is the same command line with each
+/// subcommand's arguments deferred (`clap::Command::defer`) until the parser enters it; a test
+/// checks that, fully built, it equals the derived one.
+pub(crate) fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(argv)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
+/// The command line of [`Cli`], with every subcommand built only when it is used.
+pub(crate) fn command() -> clap::Command {
+    /// A subcommand holding subcommands, as `#[command(subcommand)]` derives it.
+    fn group(
+        name: &'static str,
+        about: &'static str,
+        build: fn(clap::Command) -> clap::Command,
+    ) -> clap::Command {
+        clap::Command::new(name)
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .about(about)
+            .defer(build)
+    }
+    /// A subcommand with arguments only.
+    fn leaf(
+        name: &'static str,
+        about: &'static str,
+        build: fn(clap::Command) -> clap::Command,
+    ) -> clap::Command {
+        clap::Command::new(name).about(about).defer(build)
+    }
+    let mcp = |c: clap::Command| {
+        c.subcommand(leaf("wrap", WRAP_ABOUT, WrapArgs::augment_args))
+            .subcommand(leaf(
+                "wrap-config",
+                WRAP_CONFIG_ABOUT,
+                WrapConfigArgs::augment_args,
+            ))
+            .subcommand(leaf("pin", PIN_ABOUT, PinArgs::augment_args))
+    };
+    clap::Command::new("assay")
+        .version(assay::VERSION)
+        .about(ABOUT)
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        // The group clap's derive names after a struct (here `Cli`, which has no arguments).
+        .group(clap::ArgGroup::new("Cli").multiple(true))
+        .subcommand(group("mcp", MCP_ABOUT, mcp))
+        .subcommand(group(
+            "capture",
+            CAPTURE_ABOUT,
+            CaptureCommand::augment_subcommands,
+        ))
+        .subcommand(group(
+            "policy",
+            POLICY_ABOUT,
+            PolicyCommand::augment_subcommands,
+        ))
+        .subcommand(leaf("demo", DEMO_ABOUT, DemoArgs::augment_args))
+        .subcommand(leaf(
+            "completions",
+            COMPLETIONS_ABOUT,
+            CompletionsArgs::augment_args,
+        ))
+}
 
 /// MCP stdio wrapper with a tool policy, a decision log and session-stop evidence.
 // Name, version and description are spelled here, not taken from the compiling crate: the same
 // definitions are compiled into the Python extension for its `assay` console script.
 #[derive(Parser, Debug)]
-#[command(
-    name = "assay",
-    version = assay::VERSION,
-    about = "MCP stdio wrapper with a tool policy, a decision log, session-stop evidence and a bounded capture reader"
-)]
+#[command(name = "assay", version = assay::VERSION, about = ABOUT)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -24,24 +104,23 @@ pub(crate) struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Wrap MCP servers.
-    #[command(subcommand)]
+    #[command(subcommand, about = MCP_ABOUT)]
     Mcp(McpCommand),
-    /// Read and package capture directories.
-    #[command(subcommand)]
+    #[command(subcommand, about = CAPTURE_ABOUT)]
     Capture(CaptureCommand),
-    /// Check policy files.
-    #[command(subcommand)]
+    #[command(subcommand, about = POLICY_ABOUT)]
     Policy(PolicyCommand),
-    /// Run the bundled demo: an example server wrapped with an example policy, a scripted client
-    /// session, then the reader's verdict.
+    #[command(about = DEMO_ABOUT)]
     Demo(DemoArgs),
-    /// Print the shell completion script for SHELL (bash, zsh or fish) on stdout.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: Shell,
-    },
+    #[command(about = COMPLETIONS_ABOUT)]
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
 }
 
 /// The shells `assay completions` writes scripts for.
@@ -59,14 +138,11 @@ pub(crate) enum Shell {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub(crate) enum McpCommand {
-    /// Run COMMAND as an MCP stdio server behind the policy.
+    #[command(about = WRAP_ABOUT)]
     Wrap(WrapArgs),
-    /// Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run
-    /// through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them.
+    #[command(about = WRAP_CONFIG_ABOUT)]
     WrapConfig(WrapConfigArgs),
-    /// List COMMAND's tools as an MCP client would, then write pins for them (--out) or check
-    /// them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be
-    /// listed.
+    #[command(about = PIN_ABOUT)]
     Pin(PinArgs),
 }
 
@@ -290,4 +366,97 @@ pub(crate) struct DemoArgs {
     /// Where to write the demo capture (default: a new directory under the system temp dir).
     #[arg(long, value_name = "DIR")]
     pub capture_dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every subcommand path of `cmd`, the root included.
+    fn paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(prefix.clone());
+        for sub in cmd.get_subcommands() {
+            let mut p = prefix.clone();
+            p.push(sub.get_name().to_string());
+            paths(sub, p, out);
+        }
+    }
+
+    fn find<'a>(cmd: &'a mut clap::Command, path: &[String]) -> &'a mut clap::Command {
+        match path.split_first() {
+            None => cmd,
+            Some((first, rest)) => {
+                let sub = cmd
+                    .find_subcommand_mut(first)
+                    .unwrap_or_else(|| panic!("no subcommand {first}"));
+                find(sub, rest)
+            }
+        }
+    }
+
+    #[test]
+    fn the_deferred_command_line_is_the_derived_one() {
+        let mut derived = Cli::command();
+        let mut deferred = command();
+        // Every field of every (sub)command and argument, as clap keeps them, except the mirror
+        // of the tree that clap generates for `assay help …` while building (it mirrors only
+        // what is built by then); `help` itself is compared by its output, below and in
+        // `parsing_builds_only_what_the_command_line_reaches`.
+        let tree = |c: &clap::Command| {
+            let mut c = c.clone().disable_help_subcommand(true);
+            c.build();
+            format!("{c:#?}")
+        };
+        assert_eq!(tree(&deferred), tree(&derived));
+        let mut all = Vec::new();
+        paths(&derived, Vec::new(), &mut all);
+        assert!(all.len() >= 13, "{all:?}");
+        for path in &all {
+            let a = find(&mut derived, path).render_long_help().to_string();
+            let b = find(&mut deferred, path).render_long_help().to_string();
+            assert_eq!(b, a, "help of {path:?}");
+        }
+    }
+
+    #[test]
+    fn parsing_builds_only_what_the_command_line_reaches() {
+        let cli = parse(
+            [
+                "assay", "mcp", "wrap", "--policy", "p.yaml", "--", "server", "--flag",
+            ]
+            .map(Into::into)
+            .to_vec(),
+        )
+        .unwrap();
+        let Command::Mcp(McpCommand::Wrap(w)) = cli.command else {
+            panic!("not mcp wrap");
+        };
+        assert_eq!(w.policy, PathBuf::from("p.yaml"));
+        assert_eq!(w.command, ["server", "--flag"]);
+        // Usage errors and help are the derived parser's, word for word.
+        for argv in [
+            vec!["assay"],
+            vec!["assay", "mcp"],
+            vec!["assay", "mcp", "wrap"],
+            vec!["assay", "mcp", "wrap", "--bogus", "x"],
+            vec!["assay", "mcp", "pin", "--update", "x"],
+            vec!["assay", "capture", "summary", "--format", "xml", "r"],
+            vec!["assay", "completions", "tcsh"],
+            vec!["assay", "nope"],
+            vec!["assay", "--help"],
+            vec!["assay", "mcp", "wrap", "--help"],
+            vec!["assay", "--version"],
+            vec!["assay", "help", "mcp", "wrap"],
+            vec!["assay", "help", "capture", "summary"],
+            vec!["assay", "mcp", "help", "pin"],
+        ] {
+            let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+            let ours = parse(os.clone()).unwrap_err();
+            let derived = Cli::try_parse_from(os).unwrap_err();
+            assert_eq!(ours.kind(), derived.kind(), "{argv:?}");
+            assert_eq!(ours.to_string(), derived.to_string(), "{argv:?}");
+        }
+    }
 }

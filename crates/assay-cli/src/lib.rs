@@ -26,9 +26,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use args::{CaptureCommand, Cli, Command, McpCommand, PolicyCommand, SummaryFormat};
+use args::{CaptureCommand, Command, McpCommand, PolicyCommand, SummaryFormat};
 use messages::Failure;
 
 /// Runs the command line `argv` (`argv[0]` is the program name) and returns its exit status
@@ -60,7 +58,7 @@ fn status_number(code: ExitCode) -> u8 {
 
 /// Parses the command line and runs the command; the `Ok` status is the command's (SPEC §10).
 fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
-    let cli = match Cli::try_parse_from(argv) {
+    let cli = match args::parse(argv) {
         Ok(cli) => cli,
         // Help and version go to stdout with status 0 (a reader that left early is no error).
         Err(e) if !e.use_stderr() => {
@@ -86,6 +84,6 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
             hash_file,
         }) => capture::package(&dir, &out, &hash_file),
         Command::Demo(args) => demo::run(args),
-        Command::Completions { shell } => completions::print(shell),
+        Command::Completions(args) => completions::print(args.shell),
     }
 }
