@@ -9,16 +9,17 @@ use clap::{Args, FromArgMatches, Parser, Subcommand};
 /// `assay --help`'s description.
 const ABOUT: &str = "MCP stdio wrapper with a tool policy, a decision log, session-stop evidence and a bounded capture reader";
 /// The subcommands' one-line descriptions, shared by the derived definitions and the deferred
-/// command line ([`command`]).
-const MCP_ABOUT: &str = "Wrap MCP servers.";
-const CAPTURE_ABOUT: &str = "Read and package capture directories.";
-const POLICY_ABOUT: &str = "Check policy files.";
-const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with an example policy, a scripted client session, then the reader's verdict.";
+/// command line ([`command`]); without a final period, as clap's derive prints a one-line doc
+/// comment.
+const MCP_ABOUT: &str = "Wrap MCP servers";
+const CAPTURE_ABOUT: &str = "Read and package capture directories";
+const POLICY_ABOUT: &str = "Check policy files";
+const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with an example policy, a scripted client session, then the reader's verdict";
 const COMPLETIONS_ABOUT: &str =
-    "Print the shell completion script for SHELL (bash, zsh or fish) on stdout.";
-const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy.";
-const WRAP_CONFIG_ABOUT: &str = "Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them.";
-const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write pins for them (--out) or check them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be listed.";
+    "Print the shell completion script for SHELL (bash, zsh or fish) on stdout";
+const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy";
+const WRAP_CONFIG_ABOUT: &str = "Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them";
+const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write pins for them (--out) or check them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be listed";
 
 /// Parses `argv` as [`Cli`], building only the part of the command line that `argv` reaches.
 ///
@@ -417,6 +418,20 @@ mod tests {
             let a = find(&mut derived, path).render_long_help().to_string();
             let b = find(&mut deferred, path).render_long_help().to_string();
             assert_eq!(b, a, "help of {path:?}");
+        }
+    }
+
+    #[test]
+    fn descriptions_print_as_the_doc_comments_did() {
+        // clap's derive drops a one-line doc comment's final period; the shared constants
+        // were written without it, so help reads as it did before they existed.
+        let help = command().render_help().to_string();
+        for line in [
+            "  mcp          Wrap MCP servers\n",
+            "  capture      Read and package capture directories\n",
+            "  completions  Print the shell completion script for SHELL (bash, zsh or fish) on stdout\n",
+        ] {
+            assert!(help.contains(line), "{help}");
         }
     }
 
