@@ -126,7 +126,8 @@ impl<R: Read + AsFd> LineReader<R> {
     }
 
     /// Moves the pending partial line to the front and grows the buffer: up to the bound plus one
-    /// read when a partial line fills it, up to [`READ_CHUNK`] when the last read filled it.
+    /// read when a partial line fills it, up to [`READ_CHUNK`] (or the bound plus one, if
+    /// smaller) when the last read filled it.
     fn make_room(&mut self) {
         if self.start == self.end {
             self.start = 0;
@@ -139,12 +140,15 @@ impl<R: Read + AsFd> LineReader<R> {
             self.start = 0;
         }
         let full = self.end == self.buf.len();
-        if full || (self.filled && self.buf.len() < READ_CHUNK) {
+        // What pipelined reads grow the buffer to: one chunk, or the bound plus one if smaller
+        // (the size a reader used to start with).
+        let chunk = READ_CHUNK.min(self.max.saturating_add(1)).max(1024);
+        if full || (self.filled && self.buf.len() < chunk) {
             // Never grow past what one over-long line needs to be detected.
             let cap = if full {
                 self.max.saturating_add(1).saturating_add(READ_CHUNK)
             } else {
-                READ_CHUNK
+                chunk
             };
             let new_len = self.buf.len().saturating_mul(2).min(cap).max(self.end + 1);
             self.buf.resize(new_len, 0);
@@ -229,8 +233,11 @@ mod tests {
         // chunk and no further.
         let many = b"{\"jsonrpc\":\"2.0\",\"id\":1}\n".repeat(40_000);
         assert_eq!(buffer_after(many, 1 << 20), READ_CHUNK);
-        // A small bound keeps its small buffer (bound plus one, at least 1 KiB) for short lines.
+        // A small bound keeps its small buffer (bound plus one, at least 1 KiB) for short lines,
+        // pipelined or not.
         assert_eq!(buffer_after(b"ab\n".to_vec(), 100), 1024);
+        let short = b"{\"id\":1}\n".repeat(40_000);
+        assert_eq!(buffer_after(short, 2000), 2001);
     }
 
     #[test]
