@@ -17,6 +17,12 @@ const READ_CHUNK: usize = 64 * 1024;
 /// start-up (docs/decisions.md, "Start-up and size").
 const FIRST_CHUNK: usize = 4 * 1024;
 
+/// A buffer of `size` bytes for lines of at most `max` bytes: no more than one bound-sized line
+/// plus its newline needs, and at least 1 KiB.
+fn sized(size: usize, max: usize) -> usize {
+    size.min(max.saturating_add(1)).max(1024)
+}
+
 /// Why no line could be produced.
 #[derive(Debug)]
 pub(crate) enum LineError {
@@ -48,7 +54,7 @@ impl<R: Read + AsFd> LineReader<R> {
     pub(crate) fn new(src: R, max: usize, cancel: Cancel) -> Self {
         Self {
             src,
-            buf: vec![0; FIRST_CHUNK.min(max.saturating_add(1)).max(1024)],
+            buf: vec![0; sized(FIRST_CHUNK, max)],
             start: 0,
             end: 0,
             scan: 0,
@@ -142,7 +148,7 @@ impl<R: Read + AsFd> LineReader<R> {
         let full = self.end == self.buf.len();
         // What pipelined reads grow the buffer to: one chunk, or the bound plus one if smaller
         // (the size a reader used to start with).
-        let chunk = READ_CHUNK.min(self.max.saturating_add(1)).max(1024);
+        let chunk = sized(READ_CHUNK, self.max);
         if full || (self.filled && self.buf.len() < chunk) {
             // Never grow past what one over-long line needs to be detected.
             let cap = if full {
@@ -161,7 +167,9 @@ impl<R: Read + AsFd> LineReader<R> {
 mod tests {
     use super::*;
 
-    fn lines(input: &[u8], max: usize) -> Result<Vec<Vec<u8>>, String> {
+    /// Reads `input` (written all at once) to its end or first error: the lines, and the
+    /// reader's buffer length at the end.
+    fn read_all(input: &[u8], max: usize) -> (Result<Vec<Vec<u8>>, String>, usize) {
         let (r, mut w) = std::io::pipe().unwrap();
         let data = input.to_vec();
         let t = std::thread::spawn(move || {
@@ -178,9 +186,14 @@ mod tests {
                 Err(e) => break Err(format!("{e:?}")),
             }
         };
+        let len = lr.buf.len();
         drop(lr);
         t.join().unwrap();
-        res
+        (res, len)
+    }
+
+    fn lines(input: &[u8], max: usize) -> Result<Vec<Vec<u8>>, String> {
+        read_all(input, max).0
     }
 
     #[test]
@@ -207,22 +220,11 @@ mod tests {
         assert_eq!(lines(&big, 1000).unwrap_err(), "too long");
     }
 
-    /// Reads every line of `input` (written all at once) and returns the buffer's final length.
+    /// Reads every line of `input` and returns the buffer's final length.
     fn buffer_after(input: Vec<u8>, max: usize) -> usize {
-        let (r, mut w) = std::io::pipe().unwrap();
-        let n = input.iter().filter(|b| **b == b'\n').count();
-        let t = std::thread::spawn(move || {
-            use std::io::Write;
-            let _ = w.write_all(&input);
-        });
-        let mut lr = LineReader::new(r, max, Cancel::new().unwrap());
-        let mut got = 0;
-        while let Ok(Some(_)) = lr.next_line(&mut || Ok(())) {
-            got += 1;
-        }
-        t.join().unwrap();
-        assert_eq!(got, n);
-        lr.buf.len()
+        let (got, len) = read_all(&input, max);
+        assert_eq!(got.unwrap().concat(), input);
+        len
     }
 
     #[test]
