@@ -538,7 +538,7 @@ mod tests {
             true,
         );
         // Enough lines for several full batches; settle at irregular points.
-        for seq in 0..400u64 {
+        for seq in 0..1000u64 {
             assert_eq!(log.emit(seq, &entry()).0, Emitted::Written);
             if seq % 7 == 3 || seq % 53 == 0 {
                 log.settle();
@@ -554,9 +554,9 @@ mod tests {
         }
         let bytes = out.lock().unwrap().clone();
         assert!(bytes.len() > 2 * CHUNK);
-        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 400);
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1000);
         let acc = log.accounting();
-        assert_eq!(acc.written, 400);
+        assert_eq!(acc.written, 1000);
         assert_eq!(acc.prefix_sha256, super::super::event::sha256_hex(&bytes));
         log.settle();
         assert_eq!(log.accounting(), acc);

@@ -26,10 +26,13 @@ use crate::sha256::Sha256;
 
 /// Written lines are hashed in chunks of at least this many bytes (or sooner, when the writer
 /// idles and no hashing thread runs).
-pub(crate) const CHUNK: usize = 32 * 1024;
+pub(crate) const CHUNK: usize = 128 * 1024;
 
 /// Full chunks that may wait for the hashing thread; the writer waits when it is this far behind.
-const QUEUED: usize = 2;
+/// Deep enough that a hashing thread the scheduler sets aside for a few milliseconds (two CPUs,
+/// a busy host) does not stop the writer at once; small enough that the memory it can take
+/// (half a MiB) stays within the flat-RSS bar (docs/decisions.md, "Larger hand-offs").
+const QUEUED: usize = 4;
 
 /// The digest of the lines pushed so far; see the module docs.
 pub(crate) struct PrefixDigest {
@@ -277,7 +280,8 @@ mod tests {
             !d.has_thread(),
             "a writer that idles after each line hashes inline"
         );
-        for i in 0..200 {
+        // Two chunks' worth without an idle.
+        for i in 0..2 * CHUNK / 700 {
             let l = line(i, 700);
             d.push(&l);
             all.extend_from_slice(&l);

@@ -143,7 +143,7 @@ impl<H> Walker<'_, '_, H> {
 }
 
 /// Which member of `names` the raw key is (by lenient class), and whether it is spelled exactly.
-fn member(raw: &str, plain: bool, name: &str) -> Option<bool> {
+pub(super) fn member(raw: &str, plain: bool, name: &str) -> Option<bool> {
     if plain {
         // ASCII without escapes: a variant is an ASCII case variant of the same length.
         if raw == name {
