@@ -168,13 +168,53 @@ impl IdSet {
 
     /// The client id that the id `raw` (raw JSON text) answers, if any.
     pub(crate) fn find(&self, raw: &str) -> Option<Found<'_>> {
-        let keys = IdKeys::of_json(raw)?;
-        if self.saturated {
-            return Some(Found::Saturated);
-        }
-        let at = self.find_keys(&keys)?;
+        let at = match plain_integer(raw) {
+            Some(value) => {
+                if self.saturated {
+                    return Some(Found::Saturated);
+                }
+                // The readings `IdKeys::of_json` gives such a literal: no text, the number
+                // itself for JavaScript, the literal itself for Python.
+                self.by_js
+                    .get(&double_key(value))
+                    .or_else(|| self.by_py.get(raw))
+                    .copied()?
+            }
+            None => {
+                let keys = IdKeys::of_json(raw)?;
+                if self.saturated {
+                    return Some(Found::Saturated);
+                }
+                self.find_keys(&keys)?
+            }
+        };
         self.ids.get(at).map(|id| Found::Client(at, id))
     }
+}
+
+/// The value of `raw` when it is a plain integer literal of at most 15 digits without leading
+/// zeros or a negative zero (`0`, `42`, `-7`; the ids servers answer with): exact as a double,
+/// and its own canonical decimal text, so its readings need no parse and no allocation.
+fn plain_integer(raw: &str) -> Option<f64> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    let ok = match digits.as_bytes() {
+        [b'0'] => digits.len() == raw.len(),
+        [b'1'..=b'9', rest @ ..] => rest.len() < 15 && rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !ok {
+        return None;
+    }
+    let magnitude = digits
+        .bytes()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    // At most 15 digits: below 2^53, exact.
+    let value = magnitude as f64;
+    Some(if digits.len() == raw.len() {
+        value
+    } else {
+        -value
+    })
 }
 
 /// Both present and equal.
@@ -355,6 +395,56 @@ mod tests {
             (Some(a), Some(b)) => a.matches(&b),
             _ => false,
         }
+    }
+
+    /// The plain-integer path finds exactly what the readings of `IdKeys::of_json` find.
+    #[test]
+    fn plain_integers_are_found_as_their_readings_find_them() {
+        let client = [
+            "0",
+            "7",
+            "\"7\"",
+            "-3",
+            "1e1",
+            "\"012\"",
+            "999999999999999",
+            "\"x\"",
+        ];
+        let mut set = IdSet::new(64);
+        for id in client {
+            set.insert(id);
+        }
+        let mut tried = 0;
+        for raw in [
+            "0",
+            "-0",
+            "00",
+            "7",
+            "-7",
+            "10",
+            "12",
+            "-3",
+            "3",
+            "012",
+            "999999999999999",
+            "9999999999999999",
+            "1000000000000000",
+            "-999999999999999",
+            "1",
+            "x",
+            "",
+            "-",
+            "7 ",
+        ] {
+            let slow = IdKeys::of_json(raw).and_then(|k| set.find_keys(&k));
+            let fast = set.find(raw).map(|f| match f {
+                Found::Client(at, _) => at,
+                Found::Saturated => usize::MAX,
+            });
+            assert_eq!(fast, slow, "{raw:?}");
+            tried += usize::from(plain_integer(raw).is_some());
+        }
+        assert_eq!(tried, 10);
     }
 
     #[test]

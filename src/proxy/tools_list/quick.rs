@@ -26,33 +26,45 @@ use crate::proxy::rpc_id::IdSet;
 /// Whether `line` certainly holds no message that answers one of `ids`. `false` means "maybe":
 /// the walk decides.
 pub(super) fn answers_none(line: &[u8], ids: &IdSet) -> bool {
-    if memchr::memchr(b'\\', line).is_some() {
-        return false;
-    }
-    let mut at = 0;
-    while let Some(open) = memchr::memchr(b'"', line.get(at..).unwrap_or(&[])) {
-        let open = at + open;
-        let Some(close) = memchr::memchr(b'"', line.get(open + 1..).unwrap_or(&[])) else {
-            // An unterminated string: not a JSON text.
-            return true;
+    let byte = |at: usize| line.get(at).copied();
+    // Every quote and backslash, in order, in one pass.
+    let mut marks = memchr::memchr2_iter(b'"', b'\\', line);
+    let mut quote = || match marks.next() {
+        Some(at) if byte(at) == Some(b'"') => Ok(Some(at)),
+        Some(_) => Err(()),
+        None => Ok(None),
+    };
+    loop {
+        // A backslash: escapes, the walk decides. No quote left, or an unterminated string
+        // (not a JSON text): nothing is an answer.
+        let (open, close) = match (quote(), quote()) {
+            (Err(()), _) | (_, Err(())) => return false,
+            (Ok(Some(open)), Ok(Some(close))) => (open, close),
+            _ => return true,
         };
-        let close = open + 1 + close;
-        at = close + 1;
-        let after = skip_ws(line, at);
-        if line.get(after) != Some(&b':') {
+        let after = skip_ws(line, close + 1);
+        if byte(after) != Some(b':') {
             continue;
         }
-        let Ok(key) = std::str::from_utf8(line.get(open + 1..close).unwrap_or(&[])) else {
+        // The walk's id keys are two characters (a raw NUL, which lenient normalization would
+        // strip, makes the text unreadable): at most eight bytes.
+        let raw = line.get(open + 1..close).unwrap_or(&[]);
+        if raw.len() > 8 {
+            continue;
+        }
+        let Ok(key) = std::str::from_utf8(raw) else {
             return false;
         };
         if walk::member(key, key.is_ascii(), "id").is_none() {
             continue;
         }
         let start = skip_ws(line, after + 1);
-        let end = match line.get(start) {
-            Some(b'"') => match memchr::memchr(b'"', line.get(start + 1..).unwrap_or(&[])) {
-                Some(k) => start + 1 + k + 1,
-                None => return true,
+        let end = match byte(start) {
+            // Only whitespace and `:` lie between the key and its value: the next quote opens it.
+            Some(b'"') => match (quote(), quote()) {
+                (Ok(Some(open)), Ok(Some(close))) if open == start => close + 1,
+                (Ok(None), _) | (Ok(Some(_)), Ok(None)) => return true,
+                _ => return false,
             },
             Some(b'-' | b'0'..=b'9') => {
                 start
@@ -72,10 +84,7 @@ pub(super) fn answers_none(line: &[u8], ids: &IdSet) -> bool {
         if ids.find(value).is_some() {
             return false;
         }
-        // A string value's quotes are consumed here, not paired again.
-        at = end;
     }
-    true
 }
 
 fn skip_ws(line: &[u8], mut at: usize) -> usize {
