@@ -13,8 +13,8 @@
 //! would take for an id, at any depth (a superset of the message-level ones), the value that
 //! follows is looked up as the walk would look it up: a string from quote to quote, a number as
 //! its token. A value of any other kind is no id at all ([`IdSet::find`] finds none). A line
-//! that is not a JSON text is not read by the walk either: whatever the check says, the line is
-//! forwarded unchanged.
+//! that is not a JSON text holds no candidate either (the walk refuses it, and without the
+//! filter it is forwarded unchanged), whatever the check says.
 //!
 //! Anything the check is unsure of — a backslash, a key or string that is not UTF-8 — leaves
 //! the line to the walk.
