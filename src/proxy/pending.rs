@@ -22,7 +22,7 @@ use std::sync::{LazyLock, Mutex};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::rpc_id::IdKeys;
+use super::rpc_id::{IdKeys, number_token_len};
 
 /// Pending requests remembered at most.
 pub(crate) const MAX_TRACKED: usize = 16_384;
@@ -259,9 +259,8 @@ fn common_response_id(line: &[u8]) -> Option<&[u8]> {
             let close = memchr::memchr2(b'"', b'\\', rest.get(1..)?)? + 1;
             (rest.get(close) == Some(&b'"')).then_some(close + 1)?
         }
-        b'-' | b'0'..=b'9' => rest
-            .iter()
-            .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))?,
+        // A number must be followed by more of the line (checked below).
+        b'-' | b'0'..=b'9' => number_token_len(rest),
         _ => return None,
     };
     let (id, after) = rest.split_at(len);

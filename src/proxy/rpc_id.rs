@@ -192,6 +192,14 @@ impl IdSet {
     }
 }
 
+/// The length of the number token `text` starts with (the bytes a JSON number can hold), for
+/// the readers that take an id from a line's raw bytes without a parse.
+pub(crate) fn number_token_len(text: &[u8]) -> usize {
+    text.iter()
+        .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        .count()
+}
+
 /// The value of `raw` when it is a plain integer literal of at most 15 digits without leading
 /// zeros or a negative zero (`0`, `42`, `-7`; the ids servers answer with): exact as a double,
 /// and its own canonical decimal text, so its readings need no parse and no allocation.

@@ -6,9 +6,9 @@
 //! client-line rules ([`walk`]), and every message in it that *any* MCP client could take for
 //! the answer to one of those requests — a `result` member beside an id that matches one of
 //! them the way the SDKs compare ids ([`crate::proxy::rpc_id`]), keys by lenient class — is a
-//! **candidate**, for the rest of the session. (Without the filter, a line that is forwarded
-//! unchanged whatever it holds, the walk is skipped where a quick look at its id members shows
-//! that none matches: [`quick`].)
+//! **candidate**, for the rest of the session. (Without the filter every line is forwarded
+//! unchanged whatever it holds, and the walk is skipped where a quick look at its id members
+//! shows that none matches: [`quick`].)
 //!
 //! With the filter in effect (`hide_refused_tools`, or `pins` — SPEC §5.1), every candidate is
 //! either rewritten (a well-formed result: `tools` an array of objects with a string `name`,

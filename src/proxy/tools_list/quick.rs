@@ -21,7 +21,7 @@
 #![forbid(unsafe_code)]
 
 use super::walk;
-use crate::proxy::rpc_id::IdSet;
+use crate::proxy::rpc_id::{IdSet, number_token_len};
 
 /// Whether `line` certainly holds no message that answers one of `ids`. `false` means "maybe":
 /// the walk decides.
@@ -66,15 +66,7 @@ pub(super) fn answers_none(line: &[u8], ids: &IdSet) -> bool {
                 (Ok(None), _) | (Ok(Some(_)), Ok(None)) => return true,
                 _ => return false,
             },
-            Some(b'-' | b'0'..=b'9') => {
-                start
-                    + line
-                        .get(start..)
-                        .unwrap_or(&[])
-                        .iter()
-                        .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                        .count()
-            }
+            Some(b'-' | b'0'..=b'9') => start + number_token_len(line.get(start..).unwrap_or(&[])),
             // An object, an array, a literal: no id any client matches.
             _ => continue,
         };
