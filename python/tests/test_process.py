@@ -235,17 +235,18 @@ def names():
             pass
     return out
 
-# Enough pipelined calls that the decision log's digest moves to its hashing thread (32 KiB of
-# decision lines written without the client waiting), written while the session runs.
-in_r, in_w = os.pipe()
-out_r, out_w = os.pipe()
+# Enough pipelined calls that the decision log's digest moves to its hashing thread (a chunk of
+# decision lines, `prefix_digest::CHUNK`, written without the writer idling), written while the
+# session runs. Deterministic, not a race against this script's own writes: the client's input is a
+# regular file (it never runs dry before its end), and the server reads nothing for its first
+# 0.3 s, so the wrapper's writer stays busy until well past a chunk.
 calls = [cfg["init"]] + [
     '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
     % (i, "x" * (i % 50)) for i in range(2, 3002)]
-def writer():
-    for line in calls:
-        os.write(in_w, (line + "\n").encode())
-    os.close(in_w)
+with open(cfg["input_file"], "w") as f:
+    f.write("".join(line + "\n" for line in calls))
+in_r = os.open(cfg["input_file"], os.O_RDONLY)
+out_r, out_w = os.pipe()
 got = {"n": 0}
 def reader():
     while True:
@@ -262,7 +263,6 @@ def run():
 threading.Thread(target=reader, daemon=True).start()
 t = threading.Thread(target=run)
 t.start()
-threading.Thread(target=writer, daemon=True).start()
 seen_hasher = False
 while t.is_alive():
     seen_hasher = seen_hasher or "assay-log-hash" in names()
@@ -289,8 +289,10 @@ def test_a_pipelined_session_hashes_its_log_on_a_thread_that_ends_with_it(
     # SPEC §4.1 accounting with the digest computed off the writer's thread: the reader verifies
     # it (`closed`), and no thread of the session is left afterwards.
     r = _run_host(tmp_path, PIPELINED,
-                  command=[sys.executable, str(fault_server), "normal"],
-                  policy=str(demo_policy), capture_dir=str(tmp_path / "cap"))
+                  command=["/bin/sh", "-c", 'sleep 0.3; exec "$0" "$@"',
+                           sys.executable, str(fault_server), "normal"],
+                  policy=str(demo_policy), capture_dir=str(tmp_path / "cap"),
+                  input_file=str(tmp_path / "calls.ndjson"))
     assert r["session_end"] == "client_closed", r
     assert r["answers"] == 3001, r
     assert r["seen_hasher"] is True, r
