@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::evidence::event::HexDigest;
+use crate::proxy::envelope::Envelope;
 use crate::proxy::rpc_id::IdKeys;
 use crate::proxy::tools_list::walk::{self, Hooks, MessageInfo};
 
@@ -173,19 +174,6 @@ struct Client {
     deadline: Instant,
     timeout: Duration,
     next_id: u64,
-}
-
-/// A response's members, borrowed from its line.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]

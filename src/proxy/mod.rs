@@ -8,6 +8,7 @@ mod client_io;
 mod client_to_server;
 mod emitter;
 mod endpoint;
+pub(crate) mod envelope;
 mod line;
 pub(crate) mod message;
 mod output;

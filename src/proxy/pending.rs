@@ -22,6 +22,7 @@ use std::sync::{LazyLock, Mutex};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::envelope::Envelope;
 use super::rpc_id::{IdKeys, number_token_len};
 
 /// Pending requests remembered at most.
@@ -188,10 +189,10 @@ impl PendingRequests {
             if read(None) {
                 read(Some(&mut self.lock()));
             }
-        } else if let Some(id) = serde_json::from_str::<Response<'_>>(text)
+        } else if let Some(id) = serde_json::from_str::<Envelope<'_>>(text)
             .ok()
             .as_ref()
-            .and_then(Response::id)
+            .and_then(Envelope::response_id)
         {
             self.lock().take(id.as_bytes());
         }
@@ -215,36 +216,12 @@ impl<'de> serde::de::Visitor<'de> for BatchIds<'_> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(r) = seq.next_element::<Response<'de>>()? {
-            if let (Some(inner), Some(id)) = (self.0.as_deref_mut(), r.id()) {
+        while let Some(r) = seq.next_element::<Envelope<'de>>()? {
+            if let (Some(inner), Some(id)) = (self.0.as_deref_mut(), r.response_id()) {
                 inner.take(id.as_bytes());
             }
         }
         Ok(())
-    }
-}
-
-/// The members of a server message that make it a response.
-#[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-}
-
-impl Response<'_> {
-    /// The id text when this is a response (an id, a result or an error, no method).
-    fn id(&self) -> Option<&str> {
-        let answer = self.result.is_some() || self.error.is_some();
-        (answer && self.method.is_none())
-            .then_some(self.id)
-            .flatten()
-            .map(RawValue::get)
     }
 }
 
