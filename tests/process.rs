@@ -268,6 +268,34 @@ fn a_pending_request_keeps_the_drain_open() {
     assert!(r.elapsed >= Duration::from_secs(4), "{:?}", r.elapsed);
 }
 
+/// SPEC §3 item 7: a request the client cancelled is not awaited. The cancellation comes in the
+/// same read as its request (their notes reach the pending set together, in line order): the
+/// idle deadline applies at once, and the silent server is ended long before the 2.5 s after
+/// which it would have answered.
+#[test]
+fn a_cancelled_request_does_not_keep_the_drain_open() {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}"#;
+    let r = run(
+        &wrap_args(
+            &strs(&capture_opts(&cap)),
+            &["python3", &fault_server(), "slow"],
+        ),
+        &script(&[INIT, &call(2, "echo", r#"{"text":"late"}"#), cancel]),
+    );
+    r.expect_status(128 + 9);
+    assert!(r.elapsed < Duration::from_millis(2400), "{:?}", r.elapsed);
+    assert!(
+        !r.lines().iter().any(|v| v.get("id") == Some(&json!(2))),
+        "{}",
+        r.report()
+    );
+    let s = stop_of(&cap);
+    assert_eq!(s["assay_kill_requested"], true, "{s}");
+    assert_eq!(s["session_end"], "client_closed", "{s}");
+}
+
 /// A wrapper whose stdout the test reads itself (or not at all).
 struct Raw {
     child: std::process::Child,
