@@ -1,6 +1,8 @@
 //! The decision-log reader (SPEC §7): the log is read in 64 KiB chunks through the bounded
-//! opener, each chunk hashed once while in cache and its complete lines checked, each line by
-//! `fast_line_parser` when it has the wrapper's shape, else by the strict pre-scan and a `serde` parse.
+//! opener; the complete lines of each chunk are checked, each line by `fast_line_parser` when it
+//! has the wrapper's shape, else by the strict pre-scan and a `serde` parse; then the chunk is
+//! hashed once (`log_digest`: on a thread of its own for a large log, while the next chunk's
+//! lines are checked).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -14,10 +16,10 @@ use super::decision_line::{
 use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
 use super::judgement::{FileDigest, ReasonCode};
+use super::log_digest::{Hashing, HashingLost};
 use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, StopData};
-use crate::sha256::Sha256;
 use crate::strict_json;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
@@ -141,39 +143,6 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
 /// are checked and it is hashed.
 pub(super) const LOG_CHUNK: usize = 64 * 1024;
 
-/// SHA-256 of the log and of its complete-line prefix, in one pass: the running hash is
-/// snapshotted after the last `\n` of every chunk.
-pub(super) struct LogHash {
-    pub(super) all: Sha256,
-    pub(super) prefix: Sha256,
-}
-
-impl LogHash {
-    pub(super) fn new() -> Self {
-        Self {
-            all: Sha256::new(),
-            prefix: Sha256::new(),
-        }
-    }
-
-    pub(super) fn update(&mut self, chunk: &[u8]) {
-        match memchr::memrchr(b'\n', chunk) {
-            Some(p) => {
-                let (head, rest) = chunk.split_at(p + 1);
-                self.all.update(head);
-                self.prefix = self.all.clone();
-                self.all.update(rest);
-            }
-            None => self.all.update(chunk),
-        }
-    }
-
-    /// (SHA-256 of the whole file, SHA-256 of the bytes up to and including the last `\n`).
-    pub(super) fn finish(self) -> (String, String) {
-        (self.all.finalize_hex(), self.prefix.finalize_hex())
-    }
-}
-
 /// Counts complete lines and checks the first [`MAX_DECISIONS`] of them.
 pub(super) struct Lines<'e> {
     pub(super) exp: &'e Expect<'e>,
@@ -188,6 +157,63 @@ impl Lines<'_> {
         }
         self.count += 1;
     }
+}
+
+/// Reads the log to its end (at most the bound plus one byte) in [`LOG_CHUNK`]s: the complete
+/// lines of each chunk go to `lines` (a line split across chunks is assembled in `carry`, which
+/// ends holding the partial tail), then the chunk to `hashing`. Returns the bytes read.
+fn read_lines(
+    reader: &mut impl Read,
+    lines: &mut Lines<'_>,
+    carry: &mut Vec<u8>,
+    hashing: &mut Hashing<'_>,
+) -> Result<u64, BoundedError> {
+    let mut total: u64 = 0;
+    let mut buf = vec![0u8; LOG_CHUNK];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(BoundedError::Io(e)),
+        };
+        total += n as u64;
+        if total > MAX_LOG_BYTES {
+            return Err(BoundedError::TooLarge { seen: total });
+        }
+        let mut rest = buf.get(..n).unwrap_or_default();
+        let mut split = true;
+        if !carry.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(p) => {
+                    carry.extend_from_slice(&rest[..p]);
+                    lines.line(carry);
+                    carry.clear();
+                    rest = &rest[p + 1..];
+                }
+                None => {
+                    carry.extend_from_slice(rest);
+                    split = false;
+                }
+            }
+        }
+        if split {
+            let mut start = 0;
+            for p in memchr::memchr_iter(b'\n', rest) {
+                lines.line(&rest[start..p]);
+                start = p + 1;
+            }
+            carry.extend_from_slice(&rest[start..]);
+        }
+        hashing.chunk(&mut buf, n).map_err(lost)?;
+    }
+}
+
+/// The hashing thread ended without its digests: the log counts as unreadable.
+fn lost(_: HashingLost) -> BoundedError {
+    BoundedError::Io(std::io::Error::other(
+        "the log's hashing thread ended before its digest was taken",
+    ))
 }
 
 /// Reads the decision log in chunks through the bounded opener, hashing each chunk once and
@@ -210,8 +236,8 @@ pub(super) fn check_log_file(
         };
         r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
     };
-    let file = match bounded::open_regular(&dir.join(DECISIONS), MAX_LOG_BYTES) {
-        Ok((file, _)) => file,
+    let (file, size) = match bounded::open_regular(&dir.join(DECISIONS), MAX_LOG_BYTES) {
+        Ok(opened) => opened,
         Err(e) => return refused(e, r),
     };
     let mut reader = file.take(MAX_LOG_BYTES + 1);
@@ -226,42 +252,18 @@ pub(super) fn check_log_file(
     };
     // A line split across chunks is assembled here; at the end it holds the partial tail.
     let mut carry: Vec<u8> = Vec::new();
-    let mut total: u64 = 0;
-
-    let mut hash = LogHash::new();
-    let mut buf = vec![0u8; LOG_CHUNK];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return refused(BoundedError::Io(e), r),
-        };
-        total += n as u64;
-        if total > MAX_LOG_BYTES {
-            return refused(BoundedError::TooLarge { seen: total }, r);
-        }
-        let chunk = buf.get(..n).unwrap_or_default();
-        hash.update(chunk);
-        let mut rest = chunk;
-        if !carry.is_empty() {
-            let Some(p) = memchr::memchr(b'\n', rest) else {
-                carry.extend_from_slice(rest);
-                continue;
-            };
-            carry.extend_from_slice(&rest[..p]);
-            lines.line(&carry);
-            carry.clear();
-            rest = &rest[p + 1..];
-        }
-        let mut start = 0;
-        for p in memchr::memchr_iter(b'\n', rest) {
-            lines.line(&rest[start..p]);
-            start = p + 1;
-        }
-        carry.extend_from_slice(&rest[start..]);
-    }
-    let (file_sha, prefix_sha) = hash.finish();
+    // The lines are checked here while a large log's chunks are hashed on a scoped thread
+    // (`log_digest`), which ends before the scope does.
+    let read = std::thread::scope(|s| {
+        let mut hashing = Hashing::start(s, size);
+        let total = read_lines(&mut reader, &mut lines, &mut carry, &mut hashing)?;
+        let digests = hashing.finish().map_err(lost)?;
+        Ok((total, digests))
+    });
+    let (total, (file_sha, prefix_sha)) = match read {
+        Ok(read) => read,
+        Err(e) => return refused(e, r),
+    };
     files.insert(
         DECISIONS.to_string(),
         FileDigest {

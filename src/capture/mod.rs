@@ -23,6 +23,7 @@ mod fast_line_parser;
 mod fields;
 mod judgement;
 mod log;
+mod log_digest;
 mod no_session;
 mod package;
 mod show;
