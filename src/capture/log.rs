@@ -182,8 +182,8 @@ fn read_lines(
             return Err(BoundedError::TooLarge { seen: total });
         }
         let mut rest = buf.get(..n).unwrap_or_default();
-        let mut split = true;
         if !carry.is_empty() {
+            // The line the previous chunk ended in: completed here, or continued in the next.
             match memchr::memchr(b'\n', rest) {
                 Some(p) => {
                     carry.extend_from_slice(&rest[..p]);
@@ -193,18 +193,16 @@ fn read_lines(
                 }
                 None => {
                     carry.extend_from_slice(rest);
-                    split = false;
+                    rest = &[];
                 }
             }
         }
-        if split {
-            let mut start = 0;
-            for p in memchr::memchr_iter(b'\n', rest) {
-                lines.line(&rest[start..p]);
-                start = p + 1;
-            }
-            carry.extend_from_slice(&rest[start..]);
+        let mut start = 0;
+        for p in memchr::memchr_iter(b'\n', rest) {
+            lines.line(&rest[start..p]);
+            start = p + 1;
         }
+        carry.extend_from_slice(&rest[start..]);
         hashing.chunk(&mut buf, n).map_err(lost)?;
     }
 }
