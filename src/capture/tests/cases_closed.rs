@@ -95,14 +95,6 @@ pub(super) fn closed_and_incomplete() -> Vec<Case> {
             codes: &[],
         },
         Case {
-            // 2,500 decisions (~1.5 MiB): hashed on the reader's hashing thread (`log_digest`).
-            name: "a large log",
-            setup: |b| b.decisions = 2500,
-            after: nothing,
-            expect: Closed,
-            codes: &[],
-        },
-        Case {
             name: "log exactly 8 MiB",
             setup: |b| b.pad_log_to = Some(MAX_LOG_BYTES as usize),
             after: nothing,
@@ -173,18 +165,6 @@ pub(super) fn closed_and_incomplete() -> Vec<Case> {
             codes: &[],
         },
         // ---- incomplete ----
-        Case {
-            name: "a large log of a poisoned writer, with a partial tail",
-            setup: |b| {
-                b.decisions = 2500;
-                b.decision_log = "incomplete";
-                b.dropped = 2;
-                b.tail = b"{\"specversion\":\"1.0\",\"id\":\"evt_dec".to_vec();
-            },
-            after: nothing,
-            expect: Incomplete,
-            codes: &[R::DecisionLoss],
-        },
         Case {
             name: "poisoned writer with a partial tail",
             setup: |b| {
