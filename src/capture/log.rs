@@ -140,7 +140,7 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
 
 /// The log is read in chunks of this size: no file-sized buffer (whose fresh pages would cost
 /// more to fault in than the bytes cost to copy), and each chunk is still in cache when its lines
-/// are checked and it is hashed.
+/// are checked (and, for a small log, when it is hashed on the same thread).
 pub(super) const LOG_CHUNK: usize = 64 * 1024;
 
 /// Counts complete lines and checks the first [`MAX_DECISIONS`] of them.
