@@ -184,16 +184,24 @@ fn package_copies_raw_bytes_with_a_manifest() {
 fn demo_runs_and_prints_a_closed_verdict() {
     let d = tempdir();
     let cap = d.path().join("demo-capture");
-    let r = run(
-        &[
-            "demo".into(),
-            "--capture-dir".into(),
-            cap.display().to_string(),
-        ],
-        b"",
-    );
+    let r = demo_in(d.path(), &["--capture-dir", &cap.display().to_string()]);
     r.expect_status(0);
     let out = String::from_utf8_lossy(&r.stdout);
+    // Its server and policy files are in a new directory under the temporary directory.
+    let scratch: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("assay-demo-"))
+        .collect();
+    assert_eq!(scratch.len(), 1, "{scratch:?}\n{}", r.report());
+    assert!(
+        out.contains(&format!(
+            "server:  python3 {}",
+            d.path().join(&scratch[0]).join("server.py").display()
+        )),
+        "{}",
+        r.report()
+    );
     assert!(
         out.contains("REFUSED by assay: deny P_TOOL_DENIED"),
         "{}",

@@ -55,7 +55,7 @@ fn broken_pipe_on_stdout_ends_the_demo_quietly() {
     let dir = tempdir();
     let cap = dir.path().join("demo");
     expect_quiet(
-        &run_without_reader(&["demo", "--capture-dir", &cap.display().to_string()]),
+        &demo_without_reader(dir.path(), &["--capture-dir", &cap.display().to_string()]),
         3,
     );
 }

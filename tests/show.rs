@@ -21,7 +21,7 @@ fn stdout(r: &Run) -> String {
 /// exec and write_file without content refused), labelled `demo-server`.
 fn demo_capture(dir: &Path) -> PathBuf {
     let cap = dir.join("demo");
-    assay(&["demo", "--capture-dir", &s(&cap)]).expect_status(0);
+    demo_in(dir, &["--capture-dir", &s(&cap)]).expect_status(0);
     cap
 }
 

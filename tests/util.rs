@@ -317,11 +317,21 @@ pub fn go_build(fixture: &str, out: &Path) {
 /// `assay … | head -1` once `head` has exited): every write to stdout fails with `EPIPE`.
 /// stdin is empty.
 pub fn run_without_reader(args: &[&str]) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    without_reader(cmd, args)
+}
+
+/// [`run_without_reader`] for `assay demo ARGS`, its scratch directory under `tmp` (see
+/// [`demo_in`]).
+pub fn demo_without_reader(tmp: &Path, args: &[&str]) -> Run {
+    without_reader(demo_command(tmp, args), &[&["demo"], args].concat())
+}
+
+fn without_reader(mut cmd: Command, args: &[&str]) -> Run {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::piped());
     let started = Instant::now();
@@ -334,6 +344,21 @@ pub fn run_without_reader(args: &[&str]) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         elapsed: started.elapsed(),
     }
+}
+
+/// `assay demo ARGS` with stdin empty and the demo's scratch directory (its server and policy
+/// files, which it leaves for the user to look at) under `tmp` rather than the system's
+/// temporary directory, which the tests would otherwise fill.
+pub fn demo_in(tmp: &Path, args: &[&str]) -> Run {
+    let mut r = run_cmd(demo_command(tmp, args), b"", None, None);
+    r.cmd = format!("TMPDIR={} assay demo {}", tmp.display(), args.join(" "));
+    r
+}
+
+fn demo_command(tmp: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("demo").args(args).env("TMPDIR", tmp);
+    cmd
 }
 
 /// `assay capture read CAP`: the run and the verdict JSON it printed.
