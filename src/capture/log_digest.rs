@@ -32,14 +32,14 @@ pub(super) struct LogHash {
 }
 
 impl LogHash {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         Self {
             all: Sha256::new(),
             prefix: Sha256::new(),
         }
     }
 
-    pub(super) fn update(&mut self, chunk: &[u8]) {
+    fn update(&mut self, chunk: &[u8]) {
         match memchr::memrchr(b'\n', chunk) {
             Some(p) => {
                 let (head, rest) = chunk.split_at(p + 1);
@@ -52,7 +52,7 @@ impl LogHash {
     }
 
     /// (SHA-256 of the whole file, SHA-256 of the bytes up to and including the last `\n`).
-    pub(super) fn finish(self) -> (String, String) {
+    fn finish(self) -> (String, String) {
         (self.all.finalize_hex(), self.prefix.finalize_hex())
     }
 }
