@@ -88,46 +88,100 @@ pub fn normalize_key(key: &str) -> String {
     key.trim_end_matches('\0').chars().map(fold).collect()
 }
 
+/// The server→client path of a session, without processes (SPEC §5): the client's requests as
+/// the client→server worker notes them, and what the client receives of each server line.
+pub struct ServerPath {
+    pending: crate::proxy::pending::PendingRequests,
+    watch: crate::proxy::tools_list::ToolsListWatch,
+    policy: crate::policy::Policy,
+}
+
+impl ServerPath {
+    /// A path whose policy refuses exactly the tools named in `refused` (a deny list, every
+    /// other tool allowed; names are matched as globs), with hiding on.
+    ///
+    /// # Panics
+    /// When `refused` cannot make a policy (a name that is not a valid glob).
+    pub fn hiding(refused: &[&str]) -> Self {
+        let policy = serde_json::json!({
+            "version": "1",
+            "allow": ["*"],
+            "deny": refused,
+            "hide_refused_tools": true,
+        });
+        let policy = crate::policy::Policy::from_bytes(
+            policy.to_string().as_bytes(),
+            std::path::Path::new("fuzz.json"),
+        )
+        .unwrap_or_else(|e| panic!("fuzz policy: {e}"));
+        ServerPath {
+            pending: crate::proxy::pending::PendingRequests::new(),
+            watch: crate::proxy::tools_list::ToolsListWatch::new(true, false),
+            policy,
+        }
+    }
+
+    /// The client sent a request with this id (raw JSON text) and method, and the wrapper
+    /// forwarded it.
+    pub fn request(&self, id: &str, method: &str) {
+        if method == "tools/list" {
+            self.watch.note_request();
+        }
+        self.pending
+            .note(id, crate::proxy::pending::RequestKind::of(|m| m == method));
+    }
+
+    /// What the client receives for one server line: `None`, the line unchanged; `Some(bytes)`,
+    /// these bytes instead (empty: nothing).
+    pub fn server_line(&self, line: &[u8]) -> Option<Vec<u8>> {
+        use crate::proxy::answers::{Gate, judge};
+        use crate::proxy::tools_list::{ServerLine, on_server_line};
+        let judged = judge(line, &self.pending);
+        let (text, answered, trimmed) = match judged.gate {
+            Gate::Drop => return Some(Vec::new()),
+            Gate::Replace(errors) => return Some(errors),
+            Gate::Forward(a) => (line.to_vec(), a, false),
+            Gate::Trimmed(t, a) => (t, a, true),
+        };
+        match on_server_line(&self.watch, &self.policy, &text, &answered).line {
+            ServerLine::Forward if trimmed => Some(text),
+            ServerLine::Forward => None,
+            ServerLine::Rewrite(r) => {
+                let mut out = Vec::new();
+                // Writing to memory cannot fail.
+                let _ = r.write_to(&mut out);
+                Some(out)
+            }
+        }
+    }
+}
+
 /// What the client receives for one server line while hiding is on (SPEC §5, "Reading the
 /// server fails closed too"): the client sent `tools/list` requests with the ids `requests`
-/// (raw JSON texts) and the policy refuses exactly the tools named in `refused` (a deny list,
-/// every other tool allowed; names are matched as globs). `None`: the line is forwarded
-/// unchanged. `Some(bytes)`: what is written instead.
+/// (raw JSON texts), still pending, and the policy refuses exactly the tools named in `refused`
+/// (see [`ServerPath::hiding`]). `None`: the line is forwarded unchanged. `Some(bytes)`: what
+/// is written instead (empty: nothing).
 ///
 /// # Panics
 /// When `refused` cannot make a policy (a name that is not a valid glob).
 pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> Option<Vec<u8>> {
-    use crate::proxy::tools_list::{ServerLine, ToolsListWatch, on_server_line};
-    let policy = serde_json::json!({
-        "version": "1",
-        "allow": ["*"],
-        "deny": refused,
-        "hide_refused_tools": true,
-    });
-    let policy = crate::policy::Policy::from_bytes(
-        policy.to_string().as_bytes(),
-        std::path::Path::new("fuzz.json"),
-    )
-    .unwrap_or_else(|e| panic!("fuzz policy: {e}"));
-    let watch = ToolsListWatch::new(true, false);
+    let path = ServerPath::hiding(refused);
     for id in requests {
-        watch.note_request(id);
+        path.request(id, "tools/list");
     }
-    match on_server_line(&watch, &policy, line) {
-        ServerLine::Forward => None,
-        ServerLine::Rewrite(r) => {
-            let mut out = Vec::new();
-            // Writing to memory cannot fail.
-            let _ = r.write_to(&mut out);
-            Some(out)
-        }
-    }
+    path.server_line(line)
 }
 
 /// How the SDKs read a string id (SPEC §5): JavaScript's `Number(s)` (`None` for `NaN`) and
 /// Python's `int(s)` as canonical decimal text (`None` where it raises).
 pub fn id_string_readings(s: &str) -> (Option<f64>, Option<String>) {
     crate::proxy::rpc_id::string_readings(s)
+}
+
+/// pydantic's lax integer reading of a string id, as canonical decimal text (the official
+/// Python SDK before python-sdk #1178; SPEC §5): `None` where it raises.
+pub fn id_lax_int_reading(s: &str) -> Option<String> {
+    crate::proxy::rpc_id::lax_int_reading(s)
 }
 
 /// The value the policy reader makes of a policy file's bytes (before any policy rule is

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod answers;
 mod c_abi;
 mod c_library;
 mod capture;

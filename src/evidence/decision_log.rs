@@ -275,6 +275,16 @@ impl DecisionLog {
         }
     }
 
+    /// Counts `n` emissions that were numbered but could not be written in `seq` order (their
+    /// predecessor was never written): refused, and the writer is poisoned, so the log reads
+    /// `incomplete`, never `complete` with a gap.
+    pub(crate) fn refuse(&mut self, n: u64) {
+        if n > 0 {
+            self.poisoned = true;
+            self.dropped += n;
+        }
+    }
+
     /// Writes one formatted decision line with one `write_all` and updates the accounting; once
     /// poisoned, refuses (and counts) the emission without writing. The line enters the prefix
     /// digest later ([`PrefixDigest`]).

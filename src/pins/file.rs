@@ -3,8 +3,13 @@
 //! ```json
 //! {"schema":"assay.pins.v1",
 //!  "server":{"name":"…","version":"…"}, "created_at":"…", "producer":{"name":"assay","version":"…"},
-//!  "tools":{"echo":{"sha256":"<hex>","definition":{"name":"echo", …}}}}
+//!  "tools":{"echo":{"sha256":"<hex>","definition":{"name":"echo", …}}},
+//!  "instructions":{"sha256":"<hex>","text":"…"}}
 //! ```
+//!
+//! `instructions` (SPEC §5.1, "Instructions are pinned too") is the server's `instructions` text
+//! with the SHA-256 of its UTF-8 bytes, or `null` when the server gave none; a file without the
+//! member (written before it existed) does not judge instructions.
 //!
 //! Reading refuses, as a load error naming the file and the key: a file over [`MAX_PINS_BYTES`],
 //! anything the strict JSON rules refuse (duplicate keys included), unknown members at the top
@@ -79,12 +84,42 @@ impl Pin {
     }
 }
 
+/// What a pins file says of the server's `instructions` (SPEC §5.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstructionsPin {
+    /// The file has no `instructions` member: instructions are not judged.
+    NotJudged,
+    /// The server gave no instructions (`null`): any instructions are a drift.
+    None,
+    /// The reviewed text and the SHA-256 of its UTF-8 bytes.
+    Text {
+        /// SHA-256 of the text's UTF-8 bytes, 64 lowercase hex digits.
+        sha256: String,
+        /// The text.
+        text: String,
+    },
+}
+
+impl InstructionsPin {
+    /// Whether a server's `instructions` text (`None`: it gave none) is what was reviewed.
+    pub fn admits(&self, text: Option<&str>) -> bool {
+        match (self, text) {
+            (InstructionsPin::NotJudged, _) | (_, None) => true,
+            (InstructionsPin::None, Some(_)) => false,
+            (InstructionsPin::Text { sha256, .. }, Some(t)) => {
+                HexDigest::of(t.as_bytes()).as_str() == sha256
+            }
+        }
+    }
+}
+
 /// A loaded pins file: the reviewed definition of every pinned tool.
 #[derive(Debug, Clone)]
 pub struct Pins {
     path: PathBuf,
     sha256: HexDigest,
     tools: BTreeMap<String, Pin>,
+    instructions: InstructionsPin,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +134,16 @@ struct FileIn<'a> {
     created_at: Option<String>,
     #[serde(default, borrow)]
     producer: Option<&'a RawValue>,
+    /// Absent: not judged; `null`: none were given.
+    #[serde(default, borrow)]
+    instructions: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InstructionsIn {
+    sha256: String,
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -194,10 +239,33 @@ impl Pins {
                 },
             );
         }
+        let instructions = match file.instructions.map(RawValue::get) {
+            None => InstructionsPin::NotJudged,
+            Some("null") => InstructionsPin::None,
+            Some(raw) => {
+                let i: InstructionsIn = serde_json::from_str(raw).map_err(|e| {
+                    invalid(format!(
+                        "`instructions` is not null or {{\"sha256\",\"text\"}}: {e}"
+                    ))
+                })?;
+                let digest = HexDigest::of(i.text.as_bytes());
+                if digest.as_str() != i.sha256 {
+                    return Err(invalid(format!(
+                        "`instructions.sha256` is not the SHA-256 of its `text` (it is {}); write the file again with `assay mcp pin --out`",
+                        digest.as_str()
+                    )));
+                }
+                InstructionsPin::Text {
+                    sha256: digest.as_str().to_string(),
+                    text: i.text,
+                }
+            }
+        };
         Ok(Pins {
             path: path.to_path_buf(),
             sha256: HexDigest::of(bytes),
             tools,
+            instructions,
         })
     }
 
@@ -231,6 +299,11 @@ impl Pins {
         self.tools.is_empty()
     }
 
+    /// What the file says of the server's `instructions`.
+    pub fn instructions(&self) -> &InstructionsPin {
+        &self.instructions
+    }
+
     /// Whether `digest` is the pin of `tool`.
     pub(crate) fn matches(&self, tool: &str, digest: &HexDigest) -> bool {
         self.tools
@@ -251,6 +324,14 @@ struct FileOut<'a> {
     created_at: &'a str,
     producer: Producer,
     tools: BTreeMap<&'a str, EntryOut>,
+    /// Always written: `null` when the server gave none (SPEC §5.1).
+    instructions: Option<InstructionsOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct InstructionsOut<'a> {
+    sha256: String,
+    text: &'a str,
 }
 
 #[derive(Serialize)]
@@ -270,6 +351,7 @@ struct EntryOut {
 pub(crate) fn render(
     tools: &[(String, HexDigest, String)],
     server: Option<&serde_json::Value>,
+    instructions: Option<&str>,
     created_at: &str,
 ) -> Result<Vec<u8>, String> {
     let mut out = BTreeMap::new();
@@ -293,6 +375,10 @@ pub(crate) fn render(
             version: env!("CARGO_PKG_VERSION"),
         },
         tools: out,
+        instructions: instructions.map(|text| InstructionsOut {
+            sha256: HexDigest::of(text.as_bytes()).as_str().to_string(),
+            text,
+        }),
     };
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
     bytes.push(b'\n');

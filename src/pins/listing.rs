@@ -74,6 +74,8 @@ pub struct ToolListing {
     pub protocol_version: String,
     /// The server's `serverInfo`, when it gave one (JSON text).
     pub server_info: Option<String>,
+    /// The server's `instructions` text, when it gave one (SPEC §5.1).
+    pub instructions: Option<String>,
     /// Every tool of every page, in the server's order.
     pub tools: Vec<ListedTool>,
 }
@@ -182,6 +184,8 @@ struct InitializeResult<'a> {
     protocol_version: String,
     #[serde(rename = "serverInfo", borrow)]
     server_info: Option<&'a RawValue>,
+    #[serde(default)]
+    instructions: Option<String>,
 }
 
 /// The tools of a response line, and its messages.
@@ -311,7 +315,7 @@ impl Client {
             env!("CARGO_PKG_VERSION")
         );
         let (line, _) = self.request("initialize", "initialize", &params)?;
-        let (protocol_version, server_info) = {
+        let (protocol_version, server_info, instructions) = {
             let text = String::from_utf8_lossy(&line);
             let env: Envelope<'_> =
                 serde_json::from_str(&text).map_err(|e| ListError::Unreadable(e.to_string()))?;
@@ -325,6 +329,7 @@ impl Client {
             (
                 init.protocol_version,
                 init.server_info.map(|s| s.get().to_string()),
+                init.instructions,
             )
         };
         if !PROTOCOL_REVISIONS.contains(&protocol_version.as_str()) {
@@ -390,6 +395,7 @@ impl Client {
         Ok(ToolListing {
             protocol_version,
             server_info,
+            instructions,
             tools,
         })
     }

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 pub use diff::{ChangedTool, PinCheck, check};
-pub use file::{MAX_PINS_BYTES, PINS_SCHEMA, Pin, Pins, PinsError};
+pub use file::{InstructionsPin, MAX_PINS_BYTES, PINS_SCHEMA, Pin, Pins, PinsError};
 pub use listing::{ListError, ListedTool, PROTOCOL_REVISIONS, ToolListing, list_server_tools};
 
 /// How [`write_pins`] treats an existing file.
@@ -45,8 +45,13 @@ pub fn write_pins(listing: &ToolListing, path: &Path, mode: WriteMode) -> std::i
         .map(|t| (t.name.clone(), t.sha256, t.definition.clone()))
         .collect();
     let now = crate::evidence::event::now_rfc3339();
-    let bytes = file::render(&tools, server.as_ref(), &now)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let bytes = file::render(
+        &tools,
+        server.as_ref(),
+        listing.instructions.as_deref(),
+        &now,
+    )
+    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     match mode {
         WriteMode::New => {
             let mut f = crate::evidence::file::create_new(path)?;

@@ -9,12 +9,20 @@ impl Policy {
     /// it, or an `allow` list exists and does not match it (SPEC §5 `hide_refused_tools`). A tool
     /// that only constraints or schemas may refuse is not refused by name.
     pub fn refuses_by_name(&self, tool: &str) -> bool {
+        self.refusal_by_name(tool).is_some()
+    }
+
+    /// The reason code (`P_TOOL_DENIED` or `P_TOOL_NOT_ALLOWED`) when the policy refuses every
+    /// call of `tool` by its name alone; `None` otherwise.
+    pub fn refusal_by_name(&self, tool: &str) -> Option<ReasonCode> {
         // The name steps come first in the evaluation order (SPEC §5), so the reason code of any
         // call of `tool` says whether the name alone decided: arguments cannot change that.
+        let code = self.rules.decide(tool, None, None).reason_code;
         matches!(
-            self.rules.decide(tool, None, None).reason_code,
+            code,
             ReasonCode::P_TOOL_DENIED | ReasonCode::P_TOOL_NOT_ALLOWED
         )
+        .then_some(code)
     }
 }
 

@@ -15,6 +15,7 @@ use super::emitter::{
 use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::message::{ClientLine, Message, as_str, classify, for_each_message};
+use super::pending::RequestKind;
 use super::recorder::Recorder;
 use super::respond;
 use super::shared::{Shared, line_after_server_eof};
@@ -248,10 +249,8 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
         return;
     }
     shared.session_message.store(true, Ordering::Relaxed);
-    if head.method_is("tools/list") {
-        if let Some(id) = head.id {
-            shared.tools_list.note_request(id);
-        }
+    if head.method_is("tools/list") && head.id.is_some() {
+        shared.tools_list.note_request();
     }
 }
 
@@ -388,14 +387,17 @@ fn refusal(ev: &Evaluated<'_, '_>, verdict: &VerdictRef<'_>, decision_id: &str) 
     ))
 }
 
-/// A message about to be forwarded: a request awaits its response from now on; a cancellation
-/// says the request it names will not be answered (SPEC §3 item 7, the idle drain).
+/// A message about to be forwarded: a request awaits its response from now on (only an answer to
+/// a pending request reaches the client, SPEC §5); a cancellation says the request it names will
+/// not be answered (SPEC §3 item 7, the idle drain).
 fn note_forwarded(shared: &Shared, m: &Message<'_>) {
     if m.method.is_none() {
         return;
     }
     match m.id {
-        Some(id) => shared.pending.note(id),
+        Some(id) => shared
+            .pending
+            .note(id, RequestKind::of(|method| m.method_is(method))),
         None if m.method_is("notifications/cancelled") => shared.pending.cancelled(m.params),
         None => {}
     }

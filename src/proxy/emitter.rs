@@ -28,7 +28,6 @@ use super::cancel::is_cancelled;
 use super::endpoint::Endpoint;
 use super::shared::{LogWriterState, Shared};
 use super::workers::WorkerError;
-use crate::evidence::decision_log::Emitted;
 use crate::sys::signals::block_write_signals_in_this_thread;
 
 /// A batch is handed to the emitter thread once its arena holds this many bytes (about 140
@@ -163,10 +162,7 @@ impl ActionRunner {
     pub(crate) fn write_decision(&mut self, line: &[u8]) -> Result<(), WorkerError> {
         let mut slot = self.log();
         let failure = match &mut *slot {
-            LogWriterState::Open(log) => match log.write(line) {
-                (Emitted::Failed, err) => Some(err.map(|e| e.to_string()).unwrap_or_default()),
-                _ => None,
-            },
+            LogWriterState::Open(log) => log.write_client(line).into_iter().next(),
             LogWriterState::Absent => None,
             LogWriterState::Sealed => {
                 return Err(WorkerError::Io(

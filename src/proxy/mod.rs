@@ -3,16 +3,18 @@
 //! bounded cleanup, and write the stop record.
 #![forbid(unsafe_code)]
 
+pub(crate) mod answers;
 mod cancel;
 mod client_io;
 mod client_to_server;
 mod emitter;
 mod endpoint;
 pub(crate) mod envelope;
+mod instructions;
 mod line;
 pub(crate) mod message;
 mod output;
-mod pending;
+pub(crate) mod pending;
 mod recorder;
 mod respond;
 pub(crate) mod rpc_id;
@@ -332,14 +334,16 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         ),
         policy,
         decision_log: Mutex::new(match log_writer {
-            Some(w) => LogWriterState::Open(Box::new(w)),
+            Some(w) => LogWriterState::Open(Box::new(shared::OrderedLog::new(w))),
             None => LogWriterState::Absent,
         }),
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
         tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
-        pending: PendingRequests::new(plan.idle_drain.is_some()),
+        pending: PendingRequests::new(),
+        unsolicited: AtomicU64::new(0),
+        decision_seq: recorder.counter(),
     });
     let streams = Streams::new(
         io.input,
@@ -640,6 +644,12 @@ fn run_session(
     let run = run_workers(&rx, child, cancel, plan, watch);
     // Cleaned up by run_workers: the guard has nothing left to do.
     guard.0 = None;
+    let unsolicited = shared.unsolicited.load(Ordering::Relaxed);
+    if unsolicited > 0 {
+        shared.diag.say(&format!(
+            "dropped {unsolicited} unsolicited server responses (answers to no pending client request)"
+        ));
+    }
     Ok(run)
 }
 

@@ -3,13 +3,18 @@
 //! log when there is one. Writing the line is the emitter's job (`emitter::ActionRunner`), after which
 //! the call is forwarded.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};
 
 /// Numbers decisions and formats their log lines.
 pub(crate) struct Recorder {
     format: Option<DecisionFormat>,
     session_id: String,
-    seq: u64,
+    /// The session's one `seq` counter, shared with the server worker's listing events
+    /// (SPEC §4.1a), which number theirs under the decision log's lock (`shared::OrderedLog`).
+    seq: Arc<AtomicU64>,
 }
 
 impl Recorder {
@@ -18,15 +23,19 @@ impl Recorder {
         Self {
             format,
             session_id: session_id.to_string(),
-            seq: 0,
+            seq: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The session's `seq` counter.
+    pub(crate) fn counter(&self) -> Arc<AtomicU64> {
+        self.seq.clone()
     }
 
     /// Numbers one decision and, when a log is kept, appends its line to `out`. Returns the
     /// `seq` and whether a line was appended.
     pub(crate) fn record(&mut self, out: &mut Vec<u8>, entry: &DecisionEntry<'_>) -> (u64, bool) {
-        let seq = self.seq;
-        self.seq += 1;
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         match self.format.as_mut() {
             Some(f) => {
                 f.push_line(out, seq, entry);

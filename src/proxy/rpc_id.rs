@@ -10,7 +10,11 @@
 //!   accepts it: `"+0"`, `"00"`, `"0_0"`, `" 0\n"` and `"٠"` (an Arabic-Indic zero) are all
 //!   request `0`; a JSON number with an integral value is that integer;
 //! - Go decoders (mcp-go and most hand-written clients) hold numbers as `float64`: `1`, `1.0`
-//!   and `1e0` are one id.
+//!   and `1e0` are one id;
+//! - the official Python SDK before python-sdk #1178 (July 2025) read ids with pydantic's lax
+//!   `int`: `true` and `false` are `1` and `0`, and a string is an integer after its
+//!   underscores are removed and a `.000` tail dropped (`"0__1"`, `"1_0"`, `"1.0"`), which
+//!   Python's own `int` refuses.
 //!
 //! Two ids *match* when any of those readings makes them equal: the same string, the same
 //! `Number(…)` value, or the same Python integer. The relation is deliberately the union of the
@@ -18,7 +22,6 @@
 //! that answer.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::lenient::Decoded;
 
@@ -36,10 +39,24 @@ pub(crate) struct IdKeys {
 }
 
 impl IdKeys {
-    /// The keys of an id given as raw JSON text (a string or a number, surrounding whitespace
-    /// allowed). `None` for `null` and every other kind of value: such ids match nothing.
+    /// The keys of an id given as raw JSON text (a string, a number or a boolean, surrounding
+    /// whitespace allowed). `None` for `null` and every other kind of value: such ids match
+    /// nothing.
     pub(crate) fn of_json(raw: &str) -> Option<IdKeys> {
         let raw = raw.trim_matches([' ', '\t', '\n', '\r']);
+        // JavaScript's `Number(true)` and pydantic's lax `int(True)` are both 1.
+        let boolean = match raw {
+            "true" => Some(1u8),
+            "false" => Some(0u8),
+            _ => None,
+        };
+        if let Some(b) = boolean {
+            return Some(IdKeys {
+                text: None,
+                js: Some(double_key(f64::from(b))),
+                py: Some(b.to_string().into()),
+            });
+        }
         if let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
             let text: Cow<'_, str> = if inner.contains('\\') {
                 Cow::Owned(Decoded::new(inner).collect())
@@ -48,7 +65,9 @@ impl IdKeys {
             };
             return Some(IdKeys {
                 js: js_number(&text).map(double_key),
-                py: python_int(&text).map(Into::into),
+                py: python_int(&text)
+                    .or_else(|| pydantic_lax_int(&text))
+                    .map(Into::into),
                 text: Some(text.into()),
             });
         }
@@ -73,122 +92,9 @@ impl IdKeys {
         })
     }
 
-    /// Whether some MCP client would take `self` and `other` for the same id (the relation
-    /// [`IdSet`] looks up; callers that pair ids one by one use it directly).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Whether some MCP client would take `self` and `other` for the same id.
     pub(crate) fn matches(&self, other: &IdKeys) -> bool {
         same(&self.text, &other.text) || same(&self.js, &other.js) || same(&self.py, &other.py)
-    }
-}
-
-/// A set of client ids (kept as the client spelled them), looked up by any server id that
-/// matches one of them. Insert-only: an MCP client never reuses a request id in a session, so an
-/// id stays in the set for the session. Past `max` distinct ids the set *saturates*: every id
-/// matches, which fails closed (every answer is then treated as one the set is watching for).
-pub(crate) struct IdSet {
-    /// The ids as the client sent them (raw JSON text).
-    ids: Vec<Box<str>>,
-    by_text: HashMap<Box<str>, usize>,
-    by_js: HashMap<u64, usize>,
-    by_py: HashMap<Box<str>, usize>,
-    max: usize,
-    saturated: bool,
-}
-
-/// What an id found in an [`IdSet`] matched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Found<'s> {
-    /// A client id: its index in the set, and the client's spelling.
-    Client(usize, &'s str),
-    /// The set is saturated: everything matches; the client's spelling is unknown.
-    Saturated,
-}
-
-impl IdSet {
-    /// An empty set that saturates past `max` distinct ids.
-    pub(crate) fn new(max: usize) -> Self {
-        IdSet {
-            ids: Vec::new(),
-            by_text: HashMap::new(),
-            by_js: HashMap::new(),
-            by_py: HashMap::new(),
-            max,
-            saturated: false,
-        }
-    }
-
-    /// Whether no id was ever added.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ids.is_empty() && !self.saturated
-    }
-
-    /// Adds a client id (raw JSON text). Ids that are neither strings nor numbers are ignored:
-    /// no client can match an answer to them.
-    pub(crate) fn insert(&mut self, raw: &str) {
-        if self.saturated {
-            return;
-        }
-        let Some(keys) = IdKeys::of_json(raw) else {
-            return;
-        };
-        if self.find_keys(&keys).is_some() {
-            // Already matched by an id in the set: answers to it are found either way.
-            return;
-        }
-        if self.ids.len() >= self.max {
-            self.saturated = true;
-            self.ids = Vec::new();
-            self.by_text = HashMap::new();
-            self.by_js = HashMap::new();
-            self.by_py = HashMap::new();
-            return;
-        }
-        let at = self.ids.len();
-        self.ids
-            .push(raw.trim_matches([' ', '\t', '\n', '\r']).into());
-        if let Some(t) = keys.text {
-            self.by_text.entry(t).or_insert(at);
-        }
-        if let Some(j) = keys.js {
-            self.by_js.entry(j).or_insert(at);
-        }
-        if let Some(p) = keys.py {
-            self.by_py.entry(p).or_insert(at);
-        }
-    }
-
-    fn find_keys(&self, keys: &IdKeys) -> Option<usize> {
-        keys.text
-            .as_ref()
-            .and_then(|t| self.by_text.get(t))
-            .or_else(|| keys.js.and_then(|j| self.by_js.get(&j)))
-            .or_else(|| keys.py.as_ref().and_then(|p| self.by_py.get(p)))
-            .copied()
-    }
-
-    /// The client id that the id `raw` (raw JSON text) answers, if any.
-    pub(crate) fn find(&self, raw: &str) -> Option<Found<'_>> {
-        let at = match plain_integer(raw) {
-            Some(value) => {
-                if self.saturated {
-                    return Some(Found::Saturated);
-                }
-                // The readings `IdKeys::of_json` gives such a literal: no text, the number
-                // itself for JavaScript, the literal itself for Python.
-                self.by_js
-                    .get(&double_key(value))
-                    .or_else(|| self.by_py.get(raw))
-                    .copied()?
-            }
-            None => {
-                let keys = IdKeys::of_json(raw)?;
-                if self.saturated {
-                    return Some(Found::Saturated);
-                }
-                self.find_keys(&keys)?
-            }
-        };
-        self.ids.get(at).map(|id| Found::Client(at, id))
     }
 }
 
@@ -200,33 +106,7 @@ pub(crate) fn number_token_len(text: &[u8]) -> usize {
         .count()
 }
 
-/// The value of `raw` when it is a plain integer literal of at most 15 digits without leading
-/// zeros or a negative zero (`0`, `42`, `-7`; the ids servers answer with): exact as a double,
-/// and its own canonical decimal text, so its readings need no parse and no allocation.
-fn plain_integer(raw: &str) -> Option<f64> {
-    let digits = raw.strip_prefix('-').unwrap_or(raw);
-    let ok = match digits.as_bytes() {
-        [b'0'] => digits.len() == raw.len(),
-        [b'1'..=b'9', rest @ ..] => rest.len() < 15 && rest.iter().all(u8::is_ascii_digit),
-        _ => false,
-    };
-    if !ok {
-        return None;
-    }
-    let magnitude = digits
-        .bytes()
-        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-    // At most 15 digits: below 2^53, exact.
-    let value = magnitude as f64;
-    Some(if digits.len() == raw.len() {
-        value
-    } else {
-        -value
-    })
-}
-
 /// Both present and equal.
-#[cfg_attr(not(test), allow(dead_code))]
 fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
     a.is_some() && a == b
 }
@@ -235,6 +115,12 @@ fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
 /// for `NaN`) and Python's `int(s)` as decimal text (`None` where it raises).
 pub(crate) fn string_readings(s: &str) -> (Option<f64>, Option<String>) {
     (js_number(s), python_int(s))
+}
+
+/// pydantic's lax integer reading of a string id (the official Python SDK before python-sdk
+/// #1178), for the differential tests.
+pub(crate) fn lax_int_reading(s: &str) -> Option<String> {
+    pydantic_lax_int(s)
 }
 
 /// The bits of a double as a lookup key: `-0` and `0` are one number.
@@ -380,6 +266,35 @@ fn python_int(s: &str) -> Option<String> {
     Some(canonical_integer(&digits))
 }
 
+/// pydantic's lax `int` from a string (pydantic-core `str_as_int`, the reading of the official
+/// Python SDK before python-sdk #1178), as canonical decimal text; `None` where it raises.
+/// Whitespace is trimmed, a sign is allowed, the digits are ASCII; underscores anywhere but at
+/// either end are removed (`"0__1"` is 1); a `.` followed only by zeros is dropped (`"1.00"`).
+fn pydantic_lax_int(s: &str) -> Option<String> {
+    let t = s.trim();
+    let t = match t.find('.') {
+        Some(dot) if t[dot + 1..].bytes().all(|b| b == b'0') => &t[..dot],
+        Some(_) => return None,
+        None => t,
+    };
+    if t.starts_with('_') || t.ends_with('_') {
+        return None;
+    }
+    let plain: String = t.chars().filter(|c| *c != '_').collect();
+    let (negative, digits) = match plain.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(canonical_integer(&if negative {
+        format!("-{digits}")
+    } else {
+        digits.to_string()
+    }))
+}
+
 /// `[-]digits` without leading zeros; `-0` is `0`.
 fn canonical_integer(text: &str) -> String {
     let (negative, digits) = match text.strip_prefix('-') {
@@ -405,56 +320,6 @@ mod tests {
         }
     }
 
-    /// The plain-integer path finds exactly what the readings of `IdKeys::of_json` find.
-    #[test]
-    fn plain_integers_are_found_as_their_readings_find_them() {
-        let client = [
-            "0",
-            "7",
-            "\"7\"",
-            "-3",
-            "1e1",
-            "\"012\"",
-            "999999999999999",
-            "\"x\"",
-        ];
-        let mut set = IdSet::new(64);
-        for id in client {
-            set.insert(id);
-        }
-        let mut tried = 0;
-        for raw in [
-            "0",
-            "-0",
-            "00",
-            "7",
-            "-7",
-            "10",
-            "12",
-            "-3",
-            "3",
-            "012",
-            "999999999999999",
-            "9999999999999999",
-            "1000000000000000",
-            "-999999999999999",
-            "1",
-            "x",
-            "",
-            "-",
-            "7 ",
-        ] {
-            let slow = IdKeys::of_json(raw).and_then(|k| set.find_keys(&k));
-            let fast = set.find(raw).map(|f| match f {
-                Found::Client(at, _) => at,
-                Found::Saturated => usize::MAX,
-            });
-            assert_eq!(fast, slow, "{raw:?}");
-            tried += usize::from(plain_integer(raw).is_some());
-        }
-        assert_eq!(tried, 10);
-    }
-
     #[test]
     fn sdk_equal_ids_match() {
         for (a, b) in [
@@ -478,6 +343,14 @@ mod tests {
             ("1", "\"\\u00851\""),
             ("\"a\"", "\"\\u0061\""),
             ("100", "1e2"),
+            // pydantic's lax int (python-sdk before #1178) and booleans.
+            ("1", "true"),
+            ("0", "false"),
+            ("\"1\"", "true"),
+            ("1", "\"0__1\""),
+            ("10", "\"1__0\""),
+            ("1", "\"1.00\""),
+            ("1", "\"+0_1\""),
             ("9007199254740993", "9007199254740992"),
             (
                 "123456789012345678901234567890",
@@ -496,44 +369,20 @@ mod tests {
             ("1", "\"a\""),
             ("\"a\"", "\"A\""),
             ("1", "1.5"),
-            ("1", "\"1__0\""),
             ("1", "\"_1\""),
+            ("1", "\"1_\""),
+            ("1", "\"1.01\""),
+            ("true", "false"),
+            ("true", "2"),
             ("1", "\"+0x1\""),
             ("1", "\"inf\""),
             ("0", "\"nan\""),
             ("1", "\"\\u001c1\""),
             ("null", "null"),
-            ("true", "1"),
             ("{}", "{}"),
         ] {
             assert!(!m(a, b), "{a} !~ {b}");
         }
-    }
-
-    #[test]
-    fn id_sets_find_what_matches_and_saturate() {
-        let mut set = IdSet::new(3);
-        assert!(set.is_empty());
-        set.insert("1");
-        set.insert("\"1\""); // matched by 1 already
-        set.insert("null");
-        set.insert("\"a\"");
-        assert_eq!(set.find("\" 1\""), Some(Found::Client(0, "1")));
-        assert_eq!(set.find("1e0"), Some(Found::Client(0, "1")));
-        assert_eq!(set.find("\"\\u0061\""), Some(Found::Client(1, "\"a\"")));
-        assert_eq!(set.find("2"), None);
-        assert_eq!(set.find("null"), None);
-        set.insert("2");
-        set.insert("3");
-        assert_eq!(
-            set.find("3"),
-            Some(Found::Saturated),
-            "the fourth distinct id saturates the set"
-        );
-        assert_eq!(set.find("2"), Some(Found::Saturated));
-        assert_eq!(set.find("99"), Some(Found::Saturated));
-        assert_eq!(set.find("null"), None, "null is no id, even then");
-        assert!(!set.is_empty());
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The server→client worker: copies the child's stdout to the client output line by line,
-//! byte-exact, never re-serialized — except answers to the client's `tools/list` requests while
-//! the filter is in effect, which `tools_list` rewrites or replaces (SPEC §5).
+//! byte-exact, never re-serialized — except responses that answer no pending client request,
+//! which are dropped (`answers`), and answers to the client's `tools/list` requests while the
+//! filter is in effect, which `tools_list` rewrites or replaces (SPEC §5).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
+use super::answers::{self, Gate, LineAnswers};
 use super::endpoint::Endpoint;
+use super::instructions;
 use super::line::LineReader;
 use super::shared::Shared;
-use super::tools_list::{self, ServerLine};
+use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
 
 pub(crate) struct ServerWorker {
@@ -26,31 +30,105 @@ impl ServerWorker {
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
-            shared.pending.on_server_line(line);
             let last = !line.ends_with(b"\n");
-            let written = match tools_list::on_server_line(&shared.tools_list, &shared.policy, line)
-            {
-                ServerLine::Forward if last => {
-                    // Only the server's last bytes lack a `\n`: they go out with the close.
-                    return finish(&shared, line);
-                }
-                ServerLine::Forward => shared.output.write_line(line),
-                ServerLine::Rewrite(r) => {
-                    if let Some(notice) = r.notice() {
-                        shared.diag.say(&notice);
-                    }
-                    let written = shared.output.write_with(|w| r.write_to(w));
+            let judged = answers::judge(line, &shared.pending);
+            if judged.unsolicited > 0 {
+                shared
+                    .unsolicited
+                    .fetch_add(judged.unsolicited as u64, Ordering::Relaxed);
+            }
+            match judged.gate {
+                Gate::Forward(answered) => match instructions_of(&shared, line, &answered) {
+                    Some(replaced) => pass(&shared, &replaced, &answered, last)?,
+                    None => pass(&shared, line, &answered, last)?,
+                },
+                Gate::Trimmed(trimmed, answered) => pass(&shared, &trimmed, &answered, last)?,
+                Gate::Replace(errors) => {
+                    shared
+                        .output
+                        .write_line(&errors)
+                        .map_err(super::emitter::to_client)?;
                     if last {
-                        return written
-                            .map_err(super::emitter::to_client)
-                            .and_then(|()| finish(&shared, b""));
+                        finish(&shared, b"")?;
                     }
-                    written
                 }
-            };
-            written.map_err(super::emitter::to_client)?;
+                Gate::Drop if last => finish(&shared, b"")?,
+                Gate::Drop => {}
+            }
+            if last {
+                return Ok(());
+            }
         }
         finish(&shared, b"")
+    }
+}
+
+/// Writes a line whose responses answered `answered` (the listing filter judges it first).
+/// `last`: the server's final bytes, without a `\n`, after which the output is finished.
+fn pass(
+    shared: &Shared,
+    line: &[u8],
+    answered: &LineAnswers,
+    last: bool,
+) -> Result<(), WorkerError> {
+    let judged = tools_list::on_server_line(&shared.tools_list, &shared.policy, line, answered);
+    for listing in &judged.listings {
+        record_listing(shared, listing);
+    }
+    let written = match judged.line {
+        // Only the server's last bytes lack a `\n`: they go out with the close.
+        ServerLine::Forward if last => return finish(shared, line),
+        ServerLine::Forward => shared.output.write_line(line),
+        ServerLine::Rewrite(r) => {
+            if let Some(notice) = r.notice() {
+                shared.diag.say(&notice);
+            }
+            shared.output.write_with(|w| r.write_to(w))
+        }
+    };
+    written.map_err(super::emitter::to_client)?;
+    if last {
+        finish(shared, b"")?;
+    }
+    Ok(())
+}
+
+/// An answer to `initialize` or `server/discover` whose `instructions` differ from the pin
+/// (SPEC §5.1): the line without them, or an error when it cannot be read. `None`: unchanged.
+fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Option<Vec<u8>> {
+    let spelling = answered.initialize()?;
+    let pins = shared.policy.pins()?;
+    match instructions::judge(line, pins.instructions()) {
+        instructions::Judged::Same => None,
+        instructions::Judged::Stripped(out) => {
+            shared.diag.say(&format!(
+                "removed the server's instructions from the answer to request {spelling}: they differ from the pin (P_INSTRUCTIONS_DRIFT)"
+            ));
+            Some(out)
+        }
+        instructions::Judged::Unreadable => {
+            shared.diag.say(&format!(
+                "withheld the answer to request {spelling}: it cannot be read strictly, so its instructions cannot be judged"
+            ));
+            let mut e = tools_list::withheld_error(
+                Some(spelling),
+                "server answer withheld: it cannot be read strictly, so its instructions cannot be judged",
+            );
+            e.push(b'\n');
+            Some(e)
+        }
+    }
+}
+
+/// What one listing showed and removed (SPEC §4.1a): one `assay:` line per removed tool.
+fn record_listing(shared: &Shared, listing: &Listing) {
+    for (tool, _, code) in &listing.removed {
+        // Diagnostics render peer text (SPEC §10): the name cannot break the line.
+        shared.diag.say(&format!(
+            "removed tool `{tool}` from the answer to tools/list request {} ({})",
+            listing.request_id,
+            code.as_str()
+        ));
     }
 }
 

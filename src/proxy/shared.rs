@@ -1,7 +1,7 @@
 //! The state the session shares with its two I/O workers, and the one error a client line read
 //! after the server's output ended turns into.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::ClientOutput;
@@ -9,7 +9,7 @@ use super::pending::PendingRequests;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
-use crate::evidence::decision_log::{DecisionLog, LogAccounting};
+use crate::evidence::decision_log::{DecisionLog, Emitted, LogAccounting};
 use crate::policy::Policy;
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
@@ -35,8 +35,13 @@ pub(crate) struct Shared {
     pub session_message: AtomicBool,
     /// The client's `tools/list` requests and what their answers offered (SPEC §5, §4.4).
     pub tools_list: ToolsListWatch,
-    /// Client requests forwarded and not yet answered (the idle drain, SPEC §3 item 7).
+    /// Client requests forwarded and not yet answered: which one a server response answers
+    /// (SPEC §5, "Answers nobody asked for"; the idle drain, SPEC §3 item 7).
     pub pending: PendingRequests,
+    /// Server responses that answered no pending request, dropped (reported once at the end).
+    pub unsolicited: AtomicU64,
+    /// The session's `seq` counter (`recorder::Recorder::counter`).
+    pub decision_seq: Arc<AtomicU64>,
 }
 
 /// The decision-log writer as the session holds it.
@@ -44,7 +49,7 @@ pub(crate) enum LogWriterState {
     /// No decision log is kept.
     Absent,
     /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
-    Open(Box<DecisionLog>),
+    Open(Box<OrderedLog>),
     /// The session read the accounting: no line may be written (or call forwarded) any more.
     Sealed,
 }
@@ -55,11 +60,88 @@ impl LogWriterState {
     /// the stop record describes every decision line the log will ever hold.
     pub(crate) fn seal(&mut self) -> Option<LogAccounting> {
         match std::mem::replace(self, LogWriterState::Sealed) {
-            LogWriterState::Open(mut log) => {
-                log.settle();
-                Some(log.accounting())
+            LogWriterState::Open(mut ordered) => {
+                // Lines still waiting for a predecessor that was never written are emissions
+                // that failed.
+                let waiting = ordered.waiting.len() as u64;
+                ordered.log.refuse(waiting);
+                ordered.log.settle();
+                Some(ordered.log.accounting())
             }
             LogWriterState::Absent | LogWriterState::Sealed => None,
         }
+    }
+}
+
+/// Server-side lines numbered ahead of client decision lines not yet written, at most this many
+/// (a listing event each); past it, a line is refused (counted as dropped).
+pub(crate) const MAX_WAITING_LINES: usize = 1024;
+
+/// The decision log with its lines kept in `seq` order (SPEC §4.1, §4.1a: one `seq` over every
+/// event type). The client worker numbers decisions in order and writes them in that order; the
+/// server worker numbers a listing event under this writer's lock and hands it over here, where
+/// it waits until every earlier `seq` was written. So a client decision line is always the next
+/// `seq` not held by a waiting server line.
+pub(crate) struct OrderedLog {
+    pub(crate) log: DecisionLog,
+    /// The `seq` the next line written takes.
+    next: u64,
+    /// Server lines by `seq`, waiting for their predecessors.
+    waiting: std::collections::BTreeMap<u64, Vec<u8>>,
+}
+
+impl OrderedLog {
+    pub(crate) fn new(log: DecisionLog) -> Self {
+        OrderedLog {
+            log,
+            next: 0,
+            waiting: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Writes one line at `self.next`; the error of a failed write.
+    fn put(&mut self, line: &[u8], failures: &mut Vec<String>) {
+        self.next += 1;
+        if let (Emitted::Failed, err) = self.log.write(line) {
+            failures.push(err.map(|e| e.to_string()).unwrap_or_default());
+        }
+    }
+
+    /// Writes the waiting lines whose turn it is.
+    fn drain(&mut self, failures: &mut Vec<String>) {
+        while let Some(line) = self.waiting.remove(&self.next) {
+            self.put(&line, failures);
+        }
+    }
+
+    /// A client decision line: written after the waiting lines numbered before it. Returns the
+    /// errors of failed writes.
+    pub(crate) fn write_client(&mut self, line: &[u8]) -> Vec<String> {
+        let mut failures = Vec::new();
+        self.drain(&mut failures);
+        self.put(line, &mut failures);
+        self.drain(&mut failures);
+        failures
+    }
+
+    /// A server line numbered `seq` (taken while this writer was locked): written now if its
+    /// turn has come, else when it does.
+    pub(crate) fn write_numbered(&mut self, seq: u64, line: Vec<u8>) -> Vec<String> {
+        let mut failures = Vec::new();
+        if seq == self.next {
+            self.put(&line, &mut failures);
+            self.drain(&mut failures);
+        } else if seq > self.next && self.waiting.len() < MAX_WAITING_LINES {
+            self.waiting.insert(seq, line);
+        } else {
+            self.log.refuse(1);
+            failures.push("too many event lines waiting for earlier decisions".to_string());
+        }
+        failures
+    }
+
+    /// Lets the log settle its digest (idle time).
+    pub(crate) fn settle(&mut self) {
+        self.log.settle();
     }
 }

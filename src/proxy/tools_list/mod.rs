@@ -27,25 +27,21 @@
 //! Memory beyond the line is a few words per candidate and one bit per judged tool.
 
 mod candidates;
-mod quick;
 mod rewrite;
-mod unreadable;
+pub(crate) mod unreadable;
 pub(crate) mod walk;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
-use super::rpc_id::{Found, IdSet};
+use super::answers::LineAnswers;
 use crate::evidence::event::HexDigest;
-use crate::policy::Policy;
+use crate::policy::{Policy, ReasonCode};
 use crate::strict_json::ScanError;
-use candidates::{Candidate, Candidates, withheld_error};
+pub(crate) use candidates::withheld_error;
+use candidates::{Candidate, Candidates};
 pub(crate) use rewrite::Rewrite;
-use walk::{Hooks, MessageInfo};
-
-/// Distinct `tools/list` request ids a session remembers; past this many, every id counts as
-/// one of them (the set saturates, fail closed).
-pub(crate) const MAX_REQUEST_IDS: usize = 4096;
+use walk::{Hooks, Malformed, MessageInfo};
 
 /// Distinct tool names a session remembers from `tools/list` results.
 pub(crate) const MAX_REMEMBERED_TOOLS: usize = 10_000;
@@ -56,8 +52,8 @@ pub(crate) struct ToolsListWatch {
     hide: bool,
     /// Remove unpinned and drifted tools (`pins` in effect).
     pins: bool,
-    /// The client's `tools/list` request ids.
-    ids: Mutex<IdSet>,
+    /// The client sent a `tools/list` request in this session.
+    asked: std::sync::atomic::AtomicBool,
     /// Every tool name well-formed candidates offered, with the definition digest of its most
     /// recent listing (`None`: that listing's definition could not be canonicalized).
     definitions: Mutex<BTreeMap<String, Option<HexDigest>>>,
@@ -77,9 +73,14 @@ impl ToolsListWatch {
         Self {
             hide,
             pins,
-            ids: Mutex::new(IdSet::new(MAX_REQUEST_IDS)),
             definitions: Mutex::new(BTreeMap::new()),
+            asked: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The client sent a `tools/list` request (noted before it is forwarded).
+    pub(crate) fn note_request(&self) {
+        self.asked.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether answers are rewritten or replaced (the filter is in effect).
@@ -94,14 +95,6 @@ impl ToolsListWatch {
             .lock()
             .ok()
             .and_then(|d| d.get(tool).copied().flatten())
-    }
-
-    /// Records the id (raw JSON text) of a `tools/list` request the client sent. Called before
-    /// the request is forwarded, so no answer can arrive first.
-    pub(crate) fn note_request(&self, id: &str) {
-        if let Ok(mut ids) = self.ids.lock() {
-            ids.insert(id);
-        }
     }
 
     /// The tool names offered by the well-formed `tools/list` results of this session.
@@ -128,97 +121,190 @@ impl ToolsListWatch {
 
 /// Pass one: which messages are candidates.
 struct Finder<'s> {
-    ids: &'s IdSet,
+    answers: &'s LineAnswers,
     out: Candidates,
-    /// Index in the id set → index in `out.spellings`.
+    /// Index among the line's answers → index in `out.spellings`.
     spelled: BTreeMap<usize, usize>,
+    /// The message whose tool names `names` holds.
+    names_of: Option<usize>,
+    /// Hashes of the lenient-normalized names of that message's tools (a collision can only
+    /// make a listing look duplicated, never hide a duplicate).
+    names: HashSet<u64>,
+    /// The message named some tool twice.
+    duplicate: bool,
+}
+
+impl<'s> Finder<'s> {
+    fn new(answers: &'s LineAnswers) -> Self {
+        Finder {
+            answers,
+            out: Candidates::default(),
+            spelled: BTreeMap::new(),
+            names_of: None,
+            names: HashSet::new(),
+            duplicate: false,
+        }
+    }
 }
 
 impl<'a> Hooks<'a> for Finder<'_> {
+    fn tool(&mut self, message: usize, _text: &'a str, name: &'a str) {
+        if self.names_of != Some(message) {
+            self.names_of = Some(message);
+            self.names.clear();
+            self.duplicate = false;
+        }
+        let raw = name.get(1..name.len().saturating_sub(1)).unwrap_or("");
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        crate::lenient::hash_key(raw, &mut h);
+        self.duplicate |= !self.names.insert(std::hash::Hasher::finish(&h));
+    }
+
     fn message(&mut self, m: &MessageInfo<'a>) {
+        let duplicate = self.names_of == Some(m.start) && self.duplicate;
         if !m.has_result {
             return;
         }
-        let Some(found) = m.id.and_then(|id| self.ids.find(id)) else {
+        let Some((at, spelling)) = m.id.and_then(|id| self.answers.tools_list(id)) else {
             return;
         };
-        let client = match found {
-            Found::Client(at, spelling) => {
-                let next = self.out.spellings.len();
-                let i = *self.spelled.entry(at).or_insert(next);
-                if i == next {
-                    self.out.spellings.push(spelling.into());
-                }
-                Some(i)
+        let client = {
+            let next = self.out.spellings.len();
+            let i = *self.spelled.entry(at).or_insert(next);
+            if i == next {
+                self.out.spellings.push(spelling.into());
             }
-            Found::Saturated => None,
+            Some(i)
         };
         self.out.list.push(Candidate {
             start: m.start,
             client,
-            problem: m.problem,
+            problem: m.problem.or(duplicate.then_some(Malformed::DuplicateName)),
             loses: false,
         });
     }
 }
 
-/// Judges one server line (`\n` included). `policy` says which tools are refused by name.
+/// What one answer to a client's `tools/list` showed the client (SPEC §4.1a, the listing
+/// event), while the filter is in effect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Listing {
+    /// The request's id as the client sent it (raw JSON text).
+    pub request_id: Box<str>,
+    /// Each tool the client was shown, with its definition digest.
+    pub shown: Vec<(String, Option<HexDigest>)>,
+    /// Each tool removed, with its digest and why.
+    pub removed: Vec<(String, Option<HexDigest>, ReasonCode)>,
+    /// The whole result could not be read and the client got the `-32603` error instead.
+    pub replaced_by_error: bool,
+}
+
+/// A judged server line: what to write, and the listings it showed.
+pub(crate) struct Judgement<'l> {
+    pub line: ServerLine<'l>,
+    pub listings: Vec<Listing>,
+}
+
+impl<'l> Judgement<'l> {
+    fn forward() -> Self {
+        Judgement {
+            line: ServerLine::Forward,
+            listings: Vec::new(),
+        }
+    }
+}
+
+/// Judges one server line (`\n` included) whose responses answered `answers` (`answers.rs`).
+/// `policy` says which tools are refused by name.
 pub(crate) fn on_server_line<'l>(
     watch: &ToolsListWatch,
     policy: &Policy,
     line: &'l [u8],
-) -> ServerLine<'l> {
-    let Ok(ids) = watch.ids.lock() else {
-        return ServerLine::Forward;
-    };
-    if ids.is_empty() || (!watch.filter() && quick::answers_none(line, &ids)) {
-        return ServerLine::Forward;
+    answers: &LineAnswers,
+) -> Judgement<'l> {
+    if !answers.lists_tools() {
+        // While filtering, once the client asked for a listing, a line the strict rules refuse
+        // is withheld whatever it answers (it cannot be judged); any other line passes.
+        let asked = watch.asked.load(std::sync::atomic::Ordering::Relaxed);
+        if !watch.filter() || !asked || answers.strict == Some(true) {
+            return Judgement::forward();
+        }
     }
+    let ids = answers;
     let Some(first) = line
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
     else {
-        return ServerLine::Forward;
+        return Judgement::forward();
     };
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
-        Err(e) => return unreadable_line(watch, &ids, line, Unreadable::NotUtf8(e.valid_up_to())),
+        Err(e) => return unreadable_line(watch, ids, line, Unreadable::NotUtf8(e.valid_up_to())),
     };
     let last = line
         .iter()
         .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
         .unwrap_or(first);
     if let Some(cr) = memchr::memchr(b'\r', &line[first..last]) {
-        return unreadable_line(watch, &ids, line, Unreadable::CarriageReturn(first + cr));
+        return unreadable_line(watch, ids, line, Unreadable::CarriageReturn(first + cr));
     }
-    let mut finder = Finder {
-        ids: &ids,
-        out: Candidates::default(),
-        spelled: BTreeMap::new(),
-    };
+    let mut finder = Finder::new(ids);
     if let Err(e) = walk::walk(text, &mut finder) {
-        return unreadable_line(watch, &ids, line, Unreadable::Scan(e));
+        return unreadable_line(watch, ids, line, Unreadable::Scan(e));
     }
     let candidates = finder.out;
-    drop(ids);
     if candidates.list.is_empty() {
-        return ServerLine::Forward;
+        return Judgement::forward();
     }
-    let judged = rewrite::judge(text, candidates, |name, tool| {
+    let mut listings: Vec<Listing> = candidates
+        .list
+        .iter()
+        .map(|c| Listing {
+            request_id: c
+                .client
+                .and_then(|i| candidates.spellings.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            shown: Vec::new(),
+            removed: Vec::new(),
+            replaced_by_error: c.problem.is_some(),
+        })
+        .collect();
+    let judged = rewrite::judge(text, candidates, |c, name, tool| {
         let digest = crate::canonical::digest_of(tool);
         watch.remember(name, digest);
-        let hidden = watch.hide && policy.refuses_by_name(name);
-        let unpinned = watch.pins
-            && match (policy.pins(), &digest) {
-                (Some(pins), Some(d)) => !pins.matches(name, d),
-                _ => true,
-            };
-        !(hidden || unpinned)
+        let hidden = if watch.hide {
+            policy.refusal_by_name(name)
+        } else {
+            None
+        };
+        let unpinned = if watch.pins {
+            match (policy.pins().and_then(|p| p.get(name)), &digest) {
+                (None, _) => Some(ReasonCode::P_TOOL_UNPINNED),
+                (Some(_), Some(d)) if policy.pins().is_some_and(|p| p.matches(name, d)) => None,
+                (Some(_), _) => Some(ReasonCode::P_TOOL_DRIFT),
+            }
+        } else {
+            None
+        };
+        let refusal = hidden.or(unpinned);
+        if let Some(listing) = listings.get_mut(c) {
+            match refusal {
+                Some(code) => listing.removed.push((name.to_string(), digest, code)),
+                None => listing.shown.push((name.to_string(), digest)),
+            }
+        }
+        refusal.is_none()
     });
-    if !watch.filter() || !judged.changes_anything() {
-        return ServerLine::Forward;
+    if !watch.filter() {
+        return Judgement::forward();
     }
-    ServerLine::Rewrite(Rewrite::edit(text, judged))
+    let line = if judged.changes_anything() {
+        ServerLine::Rewrite(Rewrite::edit(text, judged))
+    } else {
+        ServerLine::Forward
+    };
+    Judgement { line, listings }
 }
 
 /// Why a line cannot be read strictly.
@@ -236,13 +322,14 @@ enum Unreadable {
 /// without the filter (nothing is learnt from it), else replaced by errors.
 fn unreadable_line<'l>(
     watch: &ToolsListWatch,
-    ids: &IdSet,
+    ids: &LineAnswers,
     line: &'l [u8],
     why: Unreadable,
-) -> ServerLine<'l> {
+) -> Judgement<'l> {
     if !watch.filter() {
-        return ServerLine::Forward;
+        return Judgement::forward();
     }
+    let mut listings = Vec::new();
     let batch = line
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
@@ -251,14 +338,25 @@ fn unreadable_line<'l>(
         .into_iter()
         .map(|id| {
             // An id that answers a `tools/list` request is echoed as the client spelled it.
-            let echoed: Option<Box<str>> = id.map(|id| match ids.find(id) {
-                Some(Found::Client(_, spelling)) => spelling.into(),
-                _ => id.into(),
+            let echoed: Option<Box<str>> = id.map(|id| match ids.spelling(id) {
+                Some(spelling) => spelling.into(),
+                None => id.into(),
             });
+            if let Some((_, spelling)) = id.and_then(|id| ids.tools_list(id)) {
+                listings.push(Listing {
+                    request_id: spelling.into(),
+                    shown: Vec::new(),
+                    removed: Vec::new(),
+                    replaced_by_error: true,
+                });
+            }
             withheld_error(echoed.as_deref(), &format!("server line withheld: {why}"))
         })
         .collect();
-    ServerLine::Rewrite(Rewrite::replace(errors, batch, why.to_string()))
+    Judgement {
+        line: ServerLine::Rewrite(Rewrite::replace(errors, batch, why.to_string())),
+        listings,
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ impl Judged {
 pub(crate) fn judge(
     text: &str,
     candidates: Candidates,
-    keep: impl FnMut(&str, &str) -> bool,
+    keep: impl FnMut(usize, &str, &str) -> bool,
 ) -> Judged {
     struct Judge<F> {
         judged: Judged,
@@ -44,7 +44,7 @@ pub(crate) fn judge(
         cursor: usize,
         count: usize,
     }
-    impl<'a, F: FnMut(&str, &str) -> bool> Hooks<'a> for Judge<F> {
+    impl<'a, F: FnMut(usize, &str, &str) -> bool> Hooks<'a> for Judge<F> {
         fn tool(&mut self, message: usize, text: &'a str, name: &'a str) {
             let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
                 return;
@@ -57,7 +57,7 @@ pub(crate) fn judge(
             }
             // The walk reports string names only, so the name always decodes.
             let name = tool_name(name).unwrap_or_default();
-            let stays = (self.keep)(&name, text);
+            let stays = (self.keep)(c, &name, text);
             candidate.loses |= !stays;
             if self.count.is_multiple_of(64) {
                 self.judged.keep.push(0);
@@ -130,7 +130,7 @@ impl<'l> Rewrite<'l> {
     /// The first write error.
     pub(crate) fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
         match self {
-            Rewrite::Edit { text, judged } => emit(text, judged, w),
+            Rewrite::Edit { text, judged, .. } => emit(text, judged, w),
             Rewrite::Replace { errors, batch, .. } => {
                 match (errors.as_slice(), batch) {
                     ([], _) => w.write_all(&withheld_error(None, "server line withheld"))?,

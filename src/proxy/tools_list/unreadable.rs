@@ -12,47 +12,80 @@
 use crate::lenient;
 use crate::strict_json;
 
-/// The raw id text of every message of `line`: the top-level object, or each object element of
-/// a top-level array. `None` for a message whose id could not be read; a message without an id
-/// member is left out. Bounded by the line: at most one entry per top-level element.
-pub(crate) fn message_ids(line: &[u8]) -> Vec<Option<&str>> {
+/// One message of a line as a tolerant reader reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tolerated<'a> {
+    /// The raw id text; `None` when the id member's value could not be read.
+    pub id: Option<&'a str>,
+    /// It has a `result` or `error` member (by lenient class): a response.
+    pub answer: bool,
+}
+
+/// Every message of `line` that has an id member: the top-level object, or each object element
+/// of a top-level array — and of every further JSON text the line holds after the first (a
+/// stream decoder such as Go's `json.Decoder` reads `{…}{…}` as two messages). Bounded by the
+/// line: at most one entry per top-level element.
+pub(crate) fn messages(line: &[u8]) -> Vec<Tolerated<'_>> {
     let mut t = Tolerant { b: line, i: 0 };
     let mut out = Vec::new();
-    t.ws();
-    match t.peek() {
-        Some(b'{') => {
-            if let Some(id) = t.object_id() {
-                out.push(id);
+    loop {
+        t.ws();
+        let before = t.i;
+        match t.peek() {
+            Some(b'{') => {
+                if let Some(m) = t.object_id() {
+                    out.push(m);
+                }
             }
-        }
-        Some(b'[') => {
-            t.i += 1;
-            loop {
-                t.ws();
-                match t.peek() {
-                    Some(b'{') => {
-                        if let Some(id) = t.object_id() {
-                            out.push(id);
+            Some(b'[') => {
+                t.i += 1;
+                loop {
+                    t.ws();
+                    let element = t.i;
+                    match t.peek() {
+                        Some(b'{') => {
+                            if let Some(m) = t.object_id() {
+                                out.push(m);
+                            }
                         }
-                    }
-                    Some(b']') | None => break,
-                    Some(_) => {
-                        if !t.skip_value() {
+                        Some(b']') => {
+                            t.i += 1;
                             break;
                         }
+                        None => break,
+                        Some(_) => {
+                            if !t.skip_value() {
+                                break;
+                            }
+                        }
+                    }
+                    t.ws();
+                    if t.peek() == Some(b',') {
+                        t.i += 1;
+                    } else if t.i == element {
+                        // Nothing could be read here: the batch ends.
+                        break;
                     }
                 }
-                t.ws();
-                if t.peek() == Some(b',') {
-                    t.i += 1;
-                } else {
+            }
+            None => break,
+            Some(_) => {
+                if !t.skip_value() {
                     break;
                 }
             }
         }
-        _ => {}
+        if t.i == before {
+            // Nothing could be read here: skip a byte and read on.
+            t.i += 1;
+        }
     }
     out
+}
+
+/// The raw id text of every message of `line` with an id member (see [`messages`]).
+pub(crate) fn message_ids(line: &[u8]) -> Vec<Option<&str>> {
+    messages(line).into_iter().map(|m| m.id).collect()
 }
 
 struct Tolerant<'a> {
@@ -131,31 +164,38 @@ impl<'a> Tolerant<'a> {
         }
     }
 
-    /// Reads the object at `self.i`; `Some(id)` when it has an id member (the last one wins),
-    /// where `id` is `None` if that member's value is not a strict string or number.
-    fn object_id(&mut self) -> Option<Option<&'a str>> {
+    /// Reads the object at `self.i`; `Some` when it has an id member (the last one wins), whose
+    /// id is `None` if that member's value is not a strict string, number or boolean.
+    fn object_id(&mut self) -> Option<Tolerated<'a>> {
         self.i += 1;
         let mut found: Option<Option<&'a str>> = None;
+        let mut answer = false;
+        let done =
+            |found: Option<Option<&'a str>>, answer: bool| found.map(|id| Tolerated { id, answer });
         loop {
             self.ws();
             match self.peek() {
                 Some(b'"') => {}
                 Some(b'}') => {
                     self.i += 1;
-                    return found;
+                    return done(found, answer);
                 }
-                _ => return found,
+                _ => return done(found, answer),
             }
-            let key = self.string()?;
+            let Some(key) = self.string() else {
+                return done(found, answer);
+            };
             self.ws();
             if self.peek() != Some(b':') {
-                return found;
+                return done(found, answer);
             }
             self.i += 1;
             self.ws();
             let start = self.i;
             let complete = self.skip_value();
-            let is_id = lenient::same_key(&String::from_utf8_lossy(key), "id");
+            let key = String::from_utf8_lossy(key);
+            answer |= lenient::same_key(&key, "result") || lenient::same_key(&key, "error");
+            let is_id = lenient::same_key(&key, "id");
             if is_id {
                 let text = self
                     .b
@@ -163,13 +203,15 @@ impl<'a> Tolerant<'a> {
                     .and_then(|v| std::str::from_utf8(v).ok())
                     .map(|v| v.trim_end_matches([' ', '\t', '\n', '\r']))
                     .filter(|v| {
-                        matches!(v.bytes().next(), Some(b'"' | b'-' | b'0'..=b'9'))
-                            && strict_json::scan_str(v, 1).is_ok()
+                        (matches!(v.bytes().next(), Some(b'"' | b'-' | b'0'..=b'9'))
+                            && strict_json::scan_str(v, 1).is_ok())
+                            || *v == "true"
+                            || *v == "false"
                     });
                 found = Some(text);
             }
             if !complete {
-                return found;
+                return done(found, answer);
             }
             self.ws();
             if self.peek() == Some(b',') {

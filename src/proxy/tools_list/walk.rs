@@ -37,6 +37,9 @@ pub(crate) enum Malformed {
     NameVariant,
     /// A tool's `name` is not a string.
     NameNotString,
+    /// Two tools have the same name (after lenient normalization): which definition the model
+    /// saw cannot be told (SPEC §5).
+    DuplicateName,
 }
 
 impl Malformed {
@@ -52,6 +55,7 @@ impl Malformed {
             Malformed::NameMissing => "a tool has no `name`",
             Malformed::NameVariant => "a tool has a case or fold variant of `name`",
             Malformed::NameNotString => "a tool's `name` is not a string",
+            Malformed::DuplicateName => "it names the same tool twice",
         }
     }
 }
@@ -67,6 +71,8 @@ pub(crate) struct MessageInfo<'a> {
     pub id: Option<&'a str>,
     /// It has a `result` member (or a lenient variant).
     pub has_result: bool,
+    /// It has an `error` member (or a lenient variant).
+    pub has_error: bool,
     /// The first reason it is not a well-formed `tools/list` result, if any.
     pub problem: Option<Malformed>,
 }
@@ -112,12 +118,14 @@ const SLOT_RESULT: u8 = 4;
 const SLOT_TOOLS: u8 = 5;
 const SLOT_TOOL: u8 = 6;
 const SLOT_NAME: u8 = 7;
+const SLOT_ERROR: u8 = 8;
 
 #[derive(Default)]
 struct Current<'a> {
     start: usize,
     id: Option<&'a str>,
     has_result: bool,
+    has_error: bool,
     tools_seen: bool,
     problem: Option<Malformed>,
 }
@@ -143,7 +151,7 @@ impl<H> Walker<'_, '_, H> {
 }
 
 /// Which member of `names` the raw key is (by lenient class), and whether it is spelled exactly.
-pub(super) fn member(raw: &str, plain: bool, name: &str) -> Option<bool> {
+pub(crate) fn member(raw: &str, plain: bool, name: &str) -> Option<bool> {
     if plain {
         // ASCII without escapes: a variant is an ASCII case variant of the same length.
         if raw == name {
@@ -212,6 +220,8 @@ impl<'a, H: Hooks<'a>> Visitor<'a> for Walker<'a, '_, H> {
                         self.cur.flag(Malformed::EnvelopeVariant);
                     }
                     SLOT_RESULT
+                } else if member(raw, plain, "error").is_some() {
+                    SLOT_ERROR
                 } else {
                     0
                 }
@@ -239,6 +249,7 @@ impl<'a, H: Hooks<'a>> Visitor<'a> for Walker<'a, '_, H> {
     fn value(&mut self, slot: u8, role: u8, text: &'a str) -> Result<(), ScanError> {
         match slot {
             SLOT_ID => self.cur.id = Some(text),
+            SLOT_ERROR => self.cur.has_error = true,
             SLOT_RESULT => {
                 self.cur.has_result = true;
                 if role != ROLE_RESULT {
@@ -275,6 +286,7 @@ impl<'a, H: Hooks<'a>> Visitor<'a> for Walker<'a, '_, H> {
                     end: self.cur.start + text.len(),
                     id: self.cur.id,
                     has_result: self.cur.has_result,
+                    has_error: self.cur.has_error,
                     problem: self.cur.problem,
                 };
                 self.hooks.message(&info);

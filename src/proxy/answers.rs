@@ -1,0 +1,403 @@
+//! Which pending request does a server line answer? (SPEC §5, "Answers nobody asked for".)
+//!
+//! A server message that is a response (a `result` or `error` member, by lenient class) reaches
+//! the client only when it answers a request the client sent, the wrapper forwarded, and that is
+//! still waiting for its answer ([`PendingRequests`]). Everything else — an answer written ahead
+//! of its request, a second answer, an answer to a cancelled or refused request, an answer with
+//! no id or a `null` one — is dropped and counted. MCP SDK clients register a request's handler
+//! before they write it and number requests 0, 1, 2, …, so an answer written early would be taken
+//! for the answer to the next request: for a `tools/list`, shown to the model unfiltered.
+//!
+//! One rule covers decoys, races and the listing filters: the listing filter
+//! (`tools_list`) judges exactly the messages this module says answer a pending `tools/list`.
+//!
+//! A line is read in one of three ways:
+//! - **at a glance** (most lines): a line without backslashes is a sequence of strings between
+//!   consecutive quotes; its object keys are the strings followed by `:`. A line none of whose
+//!   keys is an id, a `result` or an `error` (by lenient class, at any depth) holds no response.
+//!   A line spelled `{"jsonrpc":"2.0","id":ID,"result":…` (or `"error"`) with exactly one id key
+//!   and one answer key is a single response with that id.
+//! - **walked** with the client-line rules (`tools_list::walk`) otherwise: each message of the
+//!   line (the object, or each object of a batch) is judged; a batch loses its unsolicited
+//!   elements and keeps the others byte-exact.
+//! - **tolerantly**, when the strict rules refuse the line: the ids lenient parsers would read
+//!   (`tools_list::unreadable`). It is forwarded only when every response in it answers a pending
+//!   request; otherwise the requests it answers get a `-32603` error and nothing of it passes.
+
+use super::pending::{Answer, PendingRequests, RequestKind};
+use super::rpc_id::number_token_len;
+use super::tools_list::unreadable;
+use super::tools_list::walk::{self, Hooks, MessageInfo};
+
+/// The responses of one line and the requests they answered.
+#[derive(Debug, Default)]
+pub(crate) struct LineAnswers {
+    /// Each answered request, with the id text the server wrote.
+    list: Vec<(Box<str>, Answer)>,
+    /// Whether the line was read with the strict rules: `Some(true)` it was, `Some(false)` they
+    /// refused it, `None` it was not walked.
+    pub strict: Option<bool>,
+}
+
+impl LineAnswers {
+    /// Whether some response of the line answers a `tools/list` request.
+    pub(crate) fn lists_tools(&self) -> bool {
+        self.list
+            .iter()
+            .any(|(_, a)| a.kind == RequestKind::ToolsList)
+    }
+
+    /// The client's spelling of the `initialize` or `server/discover` request the line
+    /// answered, if it answered one.
+    pub(crate) fn initialize(&self) -> Option<&str> {
+        self.list
+            .iter()
+            .find(|(_, a)| a.kind == RequestKind::Initialize)
+            .map(|(_, a)| &*a.spelling)
+    }
+
+    /// The `tools/list` request a message with the server id text `id` answered: its index
+    /// among the line's answers and the client's spelling of its id.
+    pub(crate) fn tools_list(&self, id: &str) -> Option<(usize, &str)> {
+        let id = id.trim_matches([' ', '\t', '\n', '\r']);
+        self.list
+            .iter()
+            .enumerate()
+            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::ToolsList)
+            .map(|(i, (_, a))| (i, &*a.spelling))
+    }
+
+    /// The client's spelling of the request a message with the server id text `id` answered.
+    pub(crate) fn spelling(&self, id: &str) -> Option<&str> {
+        let id = id.trim_matches([' ', '\t', '\n', '\r']);
+        self.list
+            .iter()
+            .find(|(server, _)| &**server == id)
+            .map(|(_, a)| &*a.spelling)
+    }
+
+    fn push(&mut self, server_id: &str, answer: Answer) {
+        self.list.push((
+            server_id.trim_matches([' ', '\t', '\n', '\r']).into(),
+            answer,
+        ));
+    }
+}
+
+/// What reaches the client of one server line.
+#[derive(Debug)]
+pub(crate) enum Gate {
+    /// The line as it is; its responses (if any) answered these requests.
+    Forward(LineAnswers),
+    /// This line instead (`\n` terminated when the server's was): a batch without its
+    /// unsolicited responses.
+    Trimmed(Vec<u8>, LineAnswers),
+    /// These error responses instead (one line, `\n` terminated): the requests an unreadable
+    /// line answered, which carried something unsolicited too.
+    Replace(Vec<u8>),
+    /// Nothing.
+    Drop,
+}
+
+/// A judged server line.
+#[derive(Debug)]
+pub(crate) struct Judged {
+    pub gate: Gate,
+    /// How many responses of the line answered nothing pending.
+    pub unsolicited: usize,
+}
+
+/// Judges one server line (`\n` included) against the pending requests, taking away those it
+/// answers when (part of) it is forwarded.
+pub(crate) fn judge(line: &[u8], pending: &PendingRequests) -> Judged {
+    match glance(line) {
+        Glance::NoResponse => {
+            return Judged {
+                gate: Gate::Forward(LineAnswers::default()),
+                unsolicited: 0,
+            };
+        }
+        Glance::Single => {
+            // An id with a raw control character is no JSON a strict reader takes: the walk
+            // and the tolerant reading decide.
+            if let Some(id) = common_response_id(line)
+                .filter(|id| !id.iter().any(|b| *b < 0x20))
+                .and_then(|id| std::str::from_utf8(id).ok())
+            {
+                let mut answers = LineAnswers::default();
+                return match pending.answer(id) {
+                    Some(answer) => {
+                        answers.push(id, answer);
+                        Judged {
+                            gate: Gate::Forward(answers),
+                            unsolicited: 0,
+                        }
+                    }
+                    None => Judged {
+                        gate: Gate::Drop,
+                        unsolicited: 1,
+                    },
+                };
+            }
+        }
+        Glance::Unsure => {}
+    }
+    match std::str::from_utf8(line) {
+        Ok(text) if strict_line(line) => {
+            walked(text, line, pending).unwrap_or_else(|| tolerant(line, pending))
+        }
+        _ => tolerant(line, pending),
+    }
+}
+
+/// Whether the line has no carriage return inside its JSON text (a universal-newline reader
+/// splits lines there, SPEC §3 item 6): the walk reads the rest.
+fn strict_line(line: &[u8]) -> bool {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let first = line.iter().position(|b| !ws(b)).unwrap_or(0);
+    let last = line.iter().rposition(|b| !ws(b)).unwrap_or(first);
+    memchr::memchr(b'\r', line.get(first..last).unwrap_or(&[])).is_none()
+}
+
+/// One message of a walked line.
+struct Message {
+    start: usize,
+    end: usize,
+    /// A response: the id text, if any (`None`: no id member).
+    response: Option<Option<(usize, usize)>>,
+}
+
+/// The messages of a line, as the walk reads them; `None` when the strict rules refuse it.
+fn messages(text: &str) -> Option<(Vec<Message>, bool)> {
+    struct Collect {
+        base: usize,
+        list: Vec<Message>,
+    }
+    impl<'a> Hooks<'a> for Collect {
+        fn message(&mut self, m: &MessageInfo<'a>) {
+            let id = m.id.map(|id| {
+                let start = (id.as_ptr() as usize).saturating_sub(self.base);
+                (start, start + id.len())
+            });
+            self.list.push(Message {
+                start: m.start,
+                end: m.end,
+                response: (m.has_result || m.has_error).then_some(id),
+            });
+        }
+    }
+    let mut c = Collect {
+        base: text.as_ptr() as usize,
+        list: Vec::new(),
+    };
+    walk::walk(text, &mut c).ok()?;
+    let batch = text
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .starts_with('[');
+    Some((c.list, batch))
+}
+
+/// The walked reading of a line; `None` when the strict rules refuse it.
+fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> {
+    let (list, batch) = messages(text)?;
+    let mut answers = LineAnswers {
+        strict: Some(true),
+        ..LineAnswers::default()
+    };
+    let mut keep = Vec::with_capacity(list.len());
+    let mut unsolicited = 0;
+    for m in &list {
+        let kept = match m.response {
+            None => true,
+            Some(id) => {
+                let answer = id.and_then(|(s, e)| {
+                    let id = text.get(s..e)?;
+                    pending.answer(id).map(|a| (id, a))
+                });
+                match answer {
+                    Some((id, a)) => {
+                        answers.push(id, a);
+                        true
+                    }
+                    None => {
+                        unsolicited += 1;
+                        false
+                    }
+                }
+            }
+        };
+        keep.push(kept);
+    }
+    let gate = if unsolicited == 0 {
+        Gate::Forward(answers)
+    } else if !batch || !keep.contains(&true) {
+        Gate::Drop
+    } else {
+        // The batch without its unsolicited elements, the others byte-exact.
+        let mut out = Vec::with_capacity(line.len());
+        out.push(b'[');
+        let mut first = true;
+        for (m, kept) in list.iter().zip(&keep) {
+            if *kept {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.extend_from_slice(text.get(m.start..m.end).unwrap_or("").as_bytes());
+            }
+        }
+        out.push(b']');
+        if line.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        Gate::Trimmed(out, answers)
+    };
+    Some(Judged { gate, unsolicited })
+}
+
+/// The tolerant reading of a line the strict rules refuse.
+fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
+    let found = unreadable::messages(line);
+    let responses: Vec<Option<&str>> = found.iter().filter(|m| m.answer).map(|m| m.id).collect();
+    let all_answer = responses
+        .iter()
+        .all(|id| id.is_some_and(|id| pending.would_answer(id)));
+    if all_answer {
+        let mut answers = LineAnswers {
+            strict: Some(false),
+            ..LineAnswers::default()
+        };
+        for id in responses.into_iter().flatten() {
+            if let Some(a) = pending.answer(id) {
+                answers.push(id, a);
+            }
+        }
+        return Judged {
+            gate: Gate::Forward(answers),
+            unsolicited: 0,
+        };
+    }
+    // Something unsolicited: nothing of the line passes; the requests it answered get errors.
+    let mut errors = Vec::new();
+    let mut unsolicited = 0;
+    for id in &responses {
+        match id.and_then(|id| pending.answer(id)) {
+            Some(a) => errors.push(super::tools_list::withheld_error(
+                Some(&a.spelling),
+                "server line withheld: it cannot be read strictly and holds a response to no pending request",
+            )),
+            None => unsolicited += 1,
+        }
+    }
+    let gate = match errors.len() {
+        0 => Gate::Drop,
+        1 => {
+            let mut one = errors.swap_remove(0);
+            one.push(b'\n');
+            Gate::Replace(one)
+        }
+        _ => {
+            let mut out = vec![b'['];
+            for (i, e) in errors.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(e);
+            }
+            out.extend_from_slice(b"]\n");
+            Gate::Replace(out)
+        }
+    };
+    Judged { gate, unsolicited }
+}
+
+/// What a glance at a line tells.
+#[derive(Debug, PartialEq, Eq)]
+enum Glance {
+    /// No key is an id, a `result` or an `error`: no message of the line is a response.
+    NoResponse,
+    /// Exactly one id key and one answer key: a single response if its spelling is the common
+    /// one.
+    Single,
+    /// The walk decides.
+    Unsure,
+}
+
+/// Looks at the keys of a line without backslashes (see the module documentation).
+fn glance(line: &[u8]) -> Glance {
+    let byte = |at: usize| line.get(at).copied();
+    let mut marks = memchr::memchr2_iter(b'"', b'\\', line);
+    let mut quote = || match marks.next() {
+        Some(at) if byte(at) == Some(b'"') => Ok(Some(at)),
+        Some(_) => Err(()),
+        None => Ok(None),
+    };
+    let (mut ids, mut answers) = (0usize, 0usize);
+    loop {
+        let (open, close) = match (quote(), quote()) {
+            (Err(()), _) | (_, Err(())) => return Glance::Unsure,
+            (Ok(Some(open)), Ok(Some(close))) => (open, close),
+            (Ok(None), _) => break,
+            // An unterminated string: not a JSON text; the tolerant reading decides.
+            (Ok(Some(_)), Ok(None)) => return Glance::Unsure,
+        };
+        if byte(skip_ws(line, close + 1)) != Some(b':') {
+            continue;
+        }
+        // Lenient variants of `id`, `result` and `error` are at most a few bytes longer.
+        let raw = line.get(open + 1..close).unwrap_or(&[]);
+        if raw.len() > 16 {
+            continue;
+        }
+        // A raw control character (a NUL that lenient normalization strips included): the
+        // line is no JSON text a strict reader takes, and the tolerant reading decides.
+        let Some(key) = std::str::from_utf8(raw)
+            .ok()
+            .filter(|k| !k.bytes().any(|b| b < 0x20))
+        else {
+            return Glance::Unsure;
+        };
+        let plain = key.is_ascii();
+        if walk::member(key, plain, "id").is_some() {
+            ids += 1;
+        } else if walk::member(key, plain, "result").is_some()
+            || walk::member(key, plain, "error").is_some()
+        {
+            answers += 1;
+        }
+    }
+    match (ids, answers) {
+        (0, 0) => Glance::NoResponse,
+        (1, 1) => Glance::Single,
+        _ => Glance::Unsure,
+    }
+}
+
+fn skip_ws(line: &[u8], mut at: usize) -> usize {
+    while matches!(line.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The id text of a line spelled the way the SDKs (and most servers) write responses:
+/// `{"jsonrpc":"2.0","id":ID,"result":` or `…,"error":`, where ID is a number or a string
+/// without escapes. `None` for anything else (the walk reads it).
+fn common_response_id(line: &[u8]) -> Option<&[u8]> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    let rest = line.strip_prefix(HEAD)?;
+    let len = match rest.first()? {
+        b'"' => {
+            let close = memchr::memchr2(b'"', b'\\', rest.get(1..)?)? + 1;
+            (rest.get(close) == Some(&b'"')).then_some(close + 1)?
+        }
+        // A number must be followed by more of the line (checked below).
+        b'-' | b'0'..=b'9' => number_token_len(rest),
+        _ => return None,
+    };
+    let (id, after) = rest.split_at(len);
+    (after.starts_with(b",\"result\":") || after.starts_with(b",\"error\":")).then_some(id)
+}
+
+#[cfg(test)]
+mod tests;
