@@ -24,6 +24,7 @@ pub mod outcome;
 pub mod pins;
 pub mod policy;
 pub mod strict_json;
+pub mod text;
 
 pub use capture::{
     CaptureCounts, CaptureReport, CaptureStatus, CaptureVerdict, Closure, ClosureKind,

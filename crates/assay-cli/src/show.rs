@@ -25,9 +25,10 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
         Err(_) => "cannot be inspected",
     };
+    // The diagnostic line is rendered for people where it is printed (`messages`).
     Err(Failure::Invalid(format!(
         "capture directory {} {problem}",
-        clean(&dir.display().to_string())
+        dir.display()
     )))
 }
 
