@@ -45,6 +45,7 @@ mod event_source;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
+mod input_file;
 mod lenient;
 mod lenient_table;
 mod proxy;

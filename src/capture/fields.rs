@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::bounded::{self, BoundedError};
 use super::bounds::MAX_DEPTH;
 use super::judgement::{FileDigest, Reason, ReasonCode};
+use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::strict_json::{self, ScanErrorKind};
 
 /// At most this many reasons come from individual decision lines; the rest are summarized in
@@ -94,7 +94,7 @@ pub(super) fn scan_reason(kind: ScanErrorKind) -> ReasonCode {
 
 /// Reads `dir/name` within `bound`, turning refusals into reasons.
 pub(super) fn read_file(dir: &Path, name: &str, bound: u64, r: &mut Reasons) -> Option<Vec<u8>> {
-    match bounded::read_bounded(&dir.join(name), bound) {
+    match bounded::read_bounded(&dir.join(name), FinalLink::Refuse, bound) {
         Ok(bytes) => Some(bytes),
         Err(e) => {
             let code = match e {

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use super::bounded::{self, BoundedError};
 use super::bounds::{MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::decision_line::{
     Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
@@ -19,6 +18,7 @@ use super::judgement::{FileDigest, ReasonCode};
 use super::log_digest::{Hashing, HashingLost};
 use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
+use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::outcome::{DecisionLogState, StopData};
 use crate::strict_json;
 
@@ -234,10 +234,11 @@ pub(super) fn check_log_file(
         };
         r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
     };
-    let (file, size) = match bounded::open_regular(&dir.join(DECISIONS), MAX_LOG_BYTES) {
-        Ok(opened) => opened,
-        Err(e) => return refused(e, r),
-    };
+    let (file, size) =
+        match bounded::open_regular(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES) {
+            Ok(opened) => opened,
+            Err(e) => return refused(e, r),
+        };
     let mut reader = file.take(MAX_LOG_BYTES + 1);
     let mut lines = Lines {
         exp,

@@ -14,7 +14,6 @@
 #![forbid(unsafe_code)]
 
 mod agreement;
-mod bounded;
 mod bounds;
 mod checks;
 mod companions;

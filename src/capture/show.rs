@@ -15,7 +15,6 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::bounded;
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop, expectations};
@@ -24,6 +23,7 @@ use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ReasonCode};
 use super::log::check_line;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
+use crate::input_file::{self as bounded, FinalLink};
 use crate::outcome::StopData;
 use crate::strict_json;
 
@@ -236,7 +236,8 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
     let Some(judged) = closure.files.get(DECISIONS) else {
         return unavailable(format!("{DECISIONS} was not read (see the reasons above)"));
     };
-    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), MAX_LOG_BYTES) {
+    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES)
+    {
         Ok(b) => b,
         Err(e) => return unavailable(format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES))),
     };
