@@ -32,3 +32,4 @@ mod properties;
 mod proxy;
 mod regression;
 mod show;
+mod text_for_people;
