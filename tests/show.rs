@@ -318,3 +318,49 @@ fn server_stderr_tee_copies_it_to_assay_stderr_and_keeps_the_log() {
         assert_eq!(verdict["closure"], "closed", "{mode:?}");
     }
 }
+
+/// SPEC §10: summary lines and rows carry the capture's label; a kill by the wrapper reads as
+/// one, not as a bare signal; `capture show` on a capture root points at `capture summary`.
+#[test]
+fn views_name_the_label_a_kill_by_assay_and_a_capture_root() {
+    let dir = tempdir();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let cap = root.join("killed");
+    let mut opts = capture_opts(&cap);
+    opts.extend(["--label".to_string(), "my-server".to_string()]);
+    // The server ignores SIGTERM and outlives the session: assay kills it (SIGKILL).
+    run(
+        &wrap_args(&strs(&opts), &["python3", &fault_server(), "ignore"]),
+        &script(&[INIT]),
+    )
+    .expect_status(128 + 9);
+    const KILLED: &str = "killed by assay (SIGKILL, after the session)";
+    let r = assay(&["capture", "show", &s(&cap)]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    assert!(out.contains(&format!("server          {KILLED}")), "{out}");
+    assert!(!out.contains("signal 9"), "{out}");
+
+    let r = assay(&["capture", "summary", &s(&root), "--format", "table"]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    let row = out.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with("killed") && row.contains("my-server") && row.contains(KILLED),
+        "{out}"
+    );
+    let r = assay(&["capture", "summary", &s(&root)]);
+    r.expect_status(0);
+    assert_eq!(r.lines()[0]["server_id"], "my-server", "{}", r.report());
+
+    // A capture root is not a capture: say what to run instead of reporting missing files.
+    let r = assay(&["capture", "show", &s(&root)]);
+    r.expect_status(2);
+    assert!(r.stdout.is_empty(), "{}", r.report());
+    assert!(
+        r.stderr.contains("is a capture root") && r.stderr.contains("assay capture summary"),
+        "{}",
+        r.report()
+    );
+}

@@ -227,6 +227,29 @@ pub fn show_capture(dir: &Path) -> CaptureReport {
     }
 }
 
+/// The capture's label (`server_id`) for a summary line or row (SPEC §10): the stop record's
+/// when it passed the reader's checks, else that of the `protocol.json` the verdict judged (the
+/// same bytes, by digest) when it passes its checks; `None` otherwise.
+pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
+    if let Some(id) = closure
+        .stop
+        .as_ref()
+        .and_then(|m| m.get("server_id"))
+        .and_then(Value::as_str)
+    {
+        return Some(id.to_string());
+    }
+    let judged = closure.files.get(PROTOCOL)?;
+    // The verdict has the reasons already; this read's are not reported.
+    let mut scratch = Reasons::default();
+    let bytes = read_file(dir, PROTOCOL, MAX_COMPANION_BYTES, &mut scratch)?;
+    if digest_of(&bytes) != *judged {
+        return None;
+    }
+    let m = parse_object(PROTOCOL, &bytes, &mut scratch)?;
+    check_protocol(&m, &mut scratch).map(|p| p.server_id.to_string())
+}
+
 /// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
 fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
     let unavailable = |why: String| DecisionLines {

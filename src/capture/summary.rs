@@ -81,6 +81,10 @@ pub struct CaptureVerdict {
     pub name: String,
     /// How the capture is listed and counted.
     pub status: CaptureStatus,
+    /// The capture's label (`server_id`, SPEC §10): the stop record's, or when there is none
+    /// that passed the reader's checks, the judged `protocol.json`'s; `None` when neither is
+    /// readable. A configured label, not the server's identity.
+    pub server_id: Option<String>,
     /// The verdict of [`read_capture`](super::read_capture) on the entry (for a symlinked
     /// entry, an `unknown` verdict with reason `not_regular_file`).
     pub closure: Closure,
@@ -88,7 +92,7 @@ pub struct CaptureVerdict {
 
 impl CaptureVerdict {
     /// The summary line, compact JSON without a newline:
-    /// `{"capture":NAME,"closure":…,"session_id":…,"reasons":[codes…]}`.
+    /// `{"capture":NAME,"closure":…,"session_id":…,"server_id":…,"reasons":[codes…]}`.
     pub fn summary_line(&self) -> String {
         // A struct, so the keys keep the SPEC's order.
         #[derive(Serialize)]
@@ -96,12 +100,14 @@ impl CaptureVerdict {
             capture: &'a str,
             closure: CaptureStatus,
             session_id: Option<&'a str>,
+            server_id: Option<&'a str>,
             reasons: Vec<ReasonCode>,
         }
         to_line(&Line {
             capture: &self.name,
             closure: self.status,
             session_id: self.closure.session_id.as_deref(),
+            server_id: self.server_id.as_deref(),
             reasons: self.closure.reasons.iter().map(|r| r.code).collect(),
         })
     }
@@ -245,6 +251,7 @@ fn symlinked(name: &str) -> Closure {
 /// Judges one entry; `None` when it is not a capture (not a directory, or no `protocol.json`).
 fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
     let name = entry.name.to_string_lossy().into_owned();
+    let mut server_id = None;
     let closure = if entry.symlink {
         symlinked(&name)
     } else {
@@ -274,13 +281,16 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 } else {
                     root.path.join(&entry.name)
                 };
-                checks::judge(&path)
+                let closure = checks::judge(&path);
+                server_id = super::show::label(&path, &closure);
+                closure
             }
         }
     };
     Some(CaptureVerdict {
         name,
         status: CaptureStatus::of(&closure),
+        server_id,
         closure,
     })
 }
@@ -323,6 +333,7 @@ fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, w
                 Some(CaptureVerdict {
                     name,
                     status: CaptureStatus::Unknown,
+                    server_id: None,
                     closure,
                 })
             });

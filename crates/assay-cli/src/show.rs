@@ -15,6 +15,9 @@ use assay::{
 };
 
 use super::messages::{Failure, exit};
+
+/// SIGKILL's number (the evidence records signal numbers).
+const SIGKILL: i32 = nix::sys::signal::Signal::SIGKILL as i32;
 use super::text::{Table, clean, or_dash};
 
 /// A missing DIR is a usage error (status 2), as for `capture summary` and a missing ROOT.
@@ -32,9 +35,34 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
     )))
 }
 
-/// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown).
+/// Whether `dir` is a capture root rather than a capture: it holds no `protocol.json` of its own
+/// but an immediate subdirectory (not a symlink) does.
+fn is_capture_root(dir: &Path) -> bool {
+    let own = dir.join(assay::capture_files::PROTOCOL);
+    if std::fs::symlink_metadata(own).is_ok() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::symlink_metadata(e.path().join(assay::capture_files::PROTOCOL)).is_ok()
+    })
+}
+
+/// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown). A capture
+/// root is a usage error (status 2) that points at `capture summary` (SPEC §10).
 pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     usable_dir(dir)?;
+    if is_capture_root(dir) {
+        return Err(Failure::Invalid(format!(
+            "{} is a capture root, not a capture directory: use `assay capture summary {}` \
+             (or `assay capture show` on one of its directories)",
+            dir.display(),
+            dir.display()
+        )));
+    }
     let report = show_capture(dir);
     let text = render(dir, &report).join("\n");
     let mut out = std::io::stdout().lock();
@@ -63,10 +91,17 @@ fn verdict_line(c: &Closure) -> String {
     }
 }
 
-/// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`.
+/// How a server the wrapper killed after the session reads (SPEC §10): not a bare signal.
+const KILLED_BY_ASSAY: &str = "killed by assay (SIGKILL, after the session)";
+
+/// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`,
+/// [`KILLED_BY_ASSAY`].
 fn ending(s: &StopData) -> String {
     match s.termination {
         Termination::Exited => format!("exited with code {}", s.exit_code.unwrap_or(-1)),
+        Termination::Signaled if s.assay_kill_requested && s.signal == Some(SIGKILL) => {
+            KILLED_BY_ASSAY.to_string()
+        }
         Termination::Signaled => {
             let n = s.signal.unwrap_or(0);
             let name = nix::sys::signal::Signal::try_from(n)
@@ -276,8 +311,12 @@ fn stop_field<'a>(c: &'a Closure, key: &str) -> Option<&'a serde_json::Value> {
 /// How a capture's server ended, in a table cell.
 fn ended_cell(c: &Closure) -> String {
     let int = |k: &str| stop_field(c, k).and_then(serde_json::Value::as_i64);
+    let killed_by_assay = stop_field(c, "assay_kill_requested")
+        == Some(&serde_json::Value::Bool(true))
+        && int("signal") == Some(i64::from(SIGKILL));
     match stop_field(c, "termination").and_then(serde_json::Value::as_str) {
         Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
+        Some("signaled") if killed_by_assay => KILLED_BY_ASSAY.to_string(),
         Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
         Some(other) => clean(other),
         None => "-".to_string(),
@@ -305,7 +344,7 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
         t.row(vec![
             clean(&v.name),
             status.to_string(),
-            or_dash(stop_field(c, "server_id").and_then(serde_json::Value::as_str)),
+            or_dash(v.server_id.as_deref()),
             ended_cell(c),
             stop_field(c, "decision_events_written")
                 .and_then(serde_json::Value::as_u64)
