@@ -36,7 +36,9 @@ pub use package::{
 pub use show::{
     CaptureReport, DecisionCounts, DecisionLines, DecisionRow, LogLine, SessionFacts, show_capture,
 };
-pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
+pub use summary::{
+    CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_root, read_captures,
+};
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 pub use judgement::{

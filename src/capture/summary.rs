@@ -32,6 +32,22 @@ use super::judgement::{
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
 
+/// Whether `dir` is a capture root rather than a capture directory (SPEC §10, so `capture show
+/// ROOT` can point at `capture summary`): it holds no `protocol.json` of its own, and an
+/// immediate subdirectory (not a symlink) does — what [`read_captures`] would judge.
+pub fn is_capture_root(dir: &Path) -> bool {
+    if std::fs::symlink_metadata(dir.join(PROTOCOL)).is_ok() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::symlink_metadata(e.path().join(PROTOCOL)).is_ok()
+    })
+}
+
 /// Verdicts held per worker thread at most while earlier ones are still being judged.
 pub const WINDOW_PER_WORKER: usize = 8;
 

@@ -35,27 +35,11 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
     )))
 }
 
-/// Whether `dir` is a capture root rather than a capture: it holds no `protocol.json` of its own
-/// but an immediate subdirectory (not a symlink) does.
-fn is_capture_root(dir: &Path) -> bool {
-    let own = dir.join(assay::capture_files::PROTOCOL);
-    if std::fs::symlink_metadata(own).is_ok() {
-        return false;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        e.file_type().is_ok_and(|t| t.is_dir())
-            && std::fs::symlink_metadata(e.path().join(assay::capture_files::PROTOCOL)).is_ok()
-    })
-}
-
 /// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown). A capture
 /// root is a usage error (status 2) that points at `capture summary` (SPEC §10).
 pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     usable_dir(dir)?;
-    if is_capture_root(dir) {
+    if assay::capture::is_capture_root(dir) {
         return Err(Failure::Invalid(format!(
             "{} is a capture root, not a capture directory: use `assay capture summary {}` \
              (or `assay capture show` on one of its directories)",
