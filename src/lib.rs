@@ -49,6 +49,7 @@ mod input_file;
 mod lenient;
 mod lenient_table;
 mod proxy;
+mod reason_code;
 mod sha256;
 mod sys;
 

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
-use super::judgement::{Reason, ReasonCode};
+use super::judgement::{ClosureReasonCode, Reason};
 use crate::capture_files::DECISIONS;
+use crate::reason_code::ReasonCode;
 
 /// What every decision line must agree with, from the best available source.
 pub(super) struct Expect<'a> {
@@ -88,32 +89,6 @@ pub(super) enum Decision {
     Error,
 }
 
-/// SPEC §4.1 reason codes.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default, Debug)]
-pub(super) enum PolicyCode {
-    #[serde(rename = "P_POLICY_ALLOW")]
-    #[default]
-    PolicyAllow,
-    #[serde(rename = "P_TOOL_DENIED")]
-    ToolDenied,
-    #[serde(rename = "P_TOOL_NOT_ALLOWED")]
-    ToolNotAllowed,
-    #[serde(rename = "P_ARG_CONSTRAINT")]
-    ArgConstraint,
-    #[serde(rename = "P_ARG_SCHEMA")]
-    ArgSchema,
-    #[serde(rename = "P_MALFORMED")]
-    Malformed,
-    #[serde(rename = "P_BATCH_REFUSED")]
-    BatchRefused,
-    #[serde(rename = "P_TOOL_UNPINNED")]
-    ToolUnpinned,
-    #[serde(rename = "P_TOOL_DRIFT")]
-    ToolDrift,
-    #[serde(rename = "P_TOOL_UNLISTED")]
-    ToolUnlisted,
-}
-
 #[derive(Deserialize)]
 pub(super) struct DecisionEvent<'a> {
     #[serde(borrow)]
@@ -142,7 +117,7 @@ pub(super) struct DecisionData<'a> {
     #[serde(deserialize_with = "nullable")]
     pub(super) tool_call_id: Option<IsStr>,
     pub(super) decision: Decision,
-    pub(super) reason_code: PolicyCode,
+    pub(super) reason_code: ReasonCode,
     pub(super) reason: IsStr,
     #[serde(deserialize_with = "nullable")]
     pub(super) matched_rule: Option<IsStr>,
@@ -160,11 +135,11 @@ pub(super) struct DecisionData<'a> {
 pub(super) struct LineReasons {
     pub(super) list: Vec<Reason>,
     pub(super) suppressed: usize,
-    pub(super) first_suppressed: Option<ReasonCode>,
+    pub(super) first_suppressed: Option<ClosureReasonCode>,
 }
 
 impl LineReasons {
-    pub(super) fn push(&mut self, code: ReasonCode, line: usize, msg: impl fmt::Display) {
+    pub(super) fn push(&mut self, code: ClosureReasonCode, line: usize, msg: impl fmt::Display) {
         if self.list.len() < MAX_LINE_REASONS {
             self.list.push(Reason {
                 code,
@@ -205,7 +180,7 @@ pub(super) fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool 
 
 /// The fields of a decision line that the checks read, borrowed from the line (or from the
 /// general path's parse).
-#[derive(Default, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) struct LineView<'a> {
     pub(super) specversion: &'a str,
     pub(super) id: &'a str,
@@ -216,12 +191,33 @@ pub(super) struct LineView<'a> {
     pub(super) session_id: &'a str,
     pub(super) seq: u64,
     pub(super) decision: Decision,
-    pub(super) reason_code: PolicyCode,
+    pub(super) reason_code: ReasonCode,
     pub(super) enforced: bool,
     pub(super) policy_sha256: &'a str,
     pub(super) arguments_sha256: Option<&'a str>,
     /// `None` when absent or null.
     pub(super) tool_definition_sha256: Option<&'a str>,
+}
+
+impl Default for LineView<'_> {
+    fn default() -> Self {
+        LineView {
+            specversion: "",
+            id: "",
+            ty: "",
+            source: "",
+            time: "",
+            datacontenttype: "",
+            session_id: "",
+            seq: 0,
+            decision: Decision::default(),
+            reason_code: ReasonCode::P_POLICY_ALLOW,
+            enforced: false,
+            policy_sha256: "",
+            arguments_sha256: None,
+            tool_definition_sha256: None,
+        }
+    }
 }
 
 impl<'a> LineView<'a> {

@@ -13,7 +13,8 @@
 //! JSON (UTF-8 checked by the caller, no control characters, only valid escapes, no duplicate
 //! keys, depth 2, no non-finite numbers) with every required key present once and of its type.
 
-use super::decision_line::{Decision, LineView, PolicyCode};
+use super::decision_line::{Decision, LineView};
+use crate::reason_code::ReasonCode;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -213,22 +214,6 @@ fn decision(s: &str) -> Option<Decision> {
     })
 }
 
-fn policy_code(s: &str) -> Option<PolicyCode> {
-    Some(match s {
-        "P_POLICY_ALLOW" => PolicyCode::PolicyAllow,
-        "P_TOOL_DENIED" => PolicyCode::ToolDenied,
-        "P_TOOL_NOT_ALLOWED" => PolicyCode::ToolNotAllowed,
-        "P_ARG_CONSTRAINT" => PolicyCode::ArgConstraint,
-        "P_ARG_SCHEMA" => PolicyCode::ArgSchema,
-        "P_MALFORMED" => PolicyCode::Malformed,
-        "P_BATCH_REFUSED" => PolicyCode::BatchRefused,
-        "P_TOOL_UNPINNED" => PolicyCode::ToolUnpinned,
-        "P_TOOL_DRIFT" => PolicyCode::ToolDrift,
-        "P_TOOL_UNLISTED" => PolicyCode::ToolUnlisted,
-        _ => return None,
-    })
-}
-
 /// Parses `line` (one decision line without its newline) when it has the common shape;
 /// `None` sends the caller to the general path.
 pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
@@ -306,7 +291,7 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
             }
             b"reason_code" => {
                 see(&mut seen, 5)?;
-                v.reason_code = policy_code(p.plain_str()?)?;
+                v.reason_code = ReasonCode::parse(p.plain_str()?)?;
             }
             b"reason" => {
                 see(&mut seen, 6)?;

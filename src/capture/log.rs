@@ -10,16 +10,17 @@ use std::path::Path;
 
 use super::bounds::{MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::decision_line::{
-    Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
+    Decision, DecisionEvent, Expect, LineReasons, LineView, decision_id_matches,
 };
 use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
-use super::judgement::{FileDigest, ReasonCode};
+use super::judgement::{ClosureReasonCode, FileDigest};
 use super::log_digest::{Hashing, HashingLost};
 use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::outcome::{DecisionLogState, StopData};
+use crate::reason_code::ReasonCode;
 use crate::strict_json;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
@@ -27,7 +28,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
         Ok(t) => t,
         Err(e) => {
             lr.push(
-                ReasonCode::InvalidJson,
+                ClosureReasonCode::InvalidJson,
                 i,
                 format_args!("invalid JSON at byte {}", e.valid_up_to()),
             );
@@ -47,7 +48,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     let ev: DecisionEvent<'_> = match serde_json::from_str(line) {
         Ok(ev) => ev,
         Err(e) => {
-            lr.push(ReasonCode::SchemaMismatch, i, e);
+            lr.push(ClosureReasonCode::SchemaMismatch, i, e);
             return;
         }
     };
@@ -56,7 +57,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
 
 /// The checks on a parsed decision line (line `i`, 0-based).
 pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mut LineReasons) {
-    let mut schema = |what: &str| lr.push(ReasonCode::SchemaMismatch, i, what);
+    let mut schema = |what: &str| lr.push(ClosureReasonCode::SchemaMismatch, i, what);
     if d.specversion != "1.0" {
         schema("specversion is not \"1.0\"");
     }
@@ -81,12 +82,12 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
     }
-    if (d.decision == Decision::Allow) != (d.reason_code == PolicyCode::PolicyAllow) {
+    if (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW) {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
     }
     if d.seq != i as u64 {
         lr.push(
-            ReasonCode::CountMismatch,
+            ClosureReasonCode::CountMismatch,
             i,
             format_args!("seq {} where {i} was expected", d.seq),
         );
@@ -94,26 +95,26 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     let sid = exp.session_id.unwrap_or(d.session_id);
     if d.session_id != sid {
         lr.push(
-            ReasonCode::IdMismatch,
+            ClosureReasonCode::IdMismatch,
             i,
             "data.session_id is not this session's",
         );
     }
     if !decision_id_matches(d.id, sid, d.seq) {
         lr.push(
-            ReasonCode::IdMismatch,
+            ClosureReasonCode::IdMismatch,
             i,
             "id is not evt_decision_<session_id>_<seq>",
         );
     }
     match exp.source {
         Some(src) if d.source != src => lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             "source differs from the session's",
         ),
         None if !is_event_source(d.source) => lr.push(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             i,
             "source is not an absolute URI",
         ),
@@ -121,14 +122,14 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     }
     if exp.policy_sha256.is_some_and(|p| d.policy_sha256 != p) {
         lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             "data.policy_sha256 differs from the context's",
         );
     }
     if exp.dry_run.is_some_and(|dry| d.enforced == dry) {
         lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             format_args!(
                 "data.enforced {} contradicts the context's dry_run",
@@ -228,9 +229,9 @@ pub(super) fn check_log_file(
 ) {
     let refused = |e: BoundedError, r: &mut Reasons| {
         let code = match e {
-            BoundedError::Missing | BoundedError::Io(_) => ReasonCode::MissingFile,
-            BoundedError::NotRegular(_) => ReasonCode::NotRegularFile,
-            BoundedError::TooLarge { .. } => ReasonCode::TooLarge,
+            BoundedError::Missing | BoundedError::Io(_) => ClosureReasonCode::MissingFile,
+            BoundedError::NotRegular(_) => ClosureReasonCode::NotRegularFile,
+            BoundedError::TooLarge { .. } => ClosureReasonCode::TooLarge,
         };
         r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
     };
@@ -274,7 +275,7 @@ pub(super) fn check_log_file(
     let count = lines.count;
     if count > MAX_DECISIONS {
         r.push(
-            ReasonCode::TooManyDecisions,
+            ClosureReasonCode::TooManyDecisions,
             format!(
                 "{DECISIONS} holds {count} decision lines, over the {MAX_DECISIONS}-line bound"
             ),
@@ -291,7 +292,7 @@ pub(super) fn check_log_file(
     };
     if full && !tail.is_empty() {
         r.push(
-            ReasonCode::PartialLine,
+            ClosureReasonCode::PartialLine,
             format!(
                 "{DECISIONS} ends with {} bytes without a newline but decision_log is complete",
                 tail.len()
@@ -301,7 +302,7 @@ pub(super) fn check_log_file(
     if let Some(written) = stop.decision_events_written {
         if written != count as u64 {
             r.push(
-                ReasonCode::CountMismatch,
+                ClosureReasonCode::CountMismatch,
                 format!(
                     "{DECISIONS} holds {count} complete lines, decision_events_written is {written}"
                 ),
@@ -316,7 +317,7 @@ pub(super) fn check_log_file(
         };
         if got != want {
             r.push(
-                ReasonCode::DigestMismatch,
+                ClosureReasonCode::DigestMismatch,
                 format!(
                     "{DECISIONS}: SHA-256 of {what} is {got}, decision_prefix_sha256 is {want}"
                 ),

@@ -42,7 +42,7 @@ pub use summary::{
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 pub use judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, FileDigest, Reason, ReasonCode,
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, FileDigest, Reason,
 };
 
 /// Reads and judges the capture directory `dir` (SPEC §7).

@@ -20,7 +20,7 @@ use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop, expectations};
 use super::decision_line::{Expect, LineReasons};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
-use super::judgement::{Closure, ReasonCode};
+use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 use crate::input_file::{self as bounded, FinalLink};
@@ -90,7 +90,7 @@ pub enum LogLine {
         /// 1-based line number in the log.
         line: usize,
         /// The reader's reason code.
-        code: ReasonCode,
+        code: ClosureReasonCode,
         /// What was wrong, as the reader says it.
         detail: String,
     },
@@ -313,7 +313,7 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
         first_suppressed: None,
     };
     check_line(i, line, exp, &mut lr);
-    let refused = |code: ReasonCode, detail: String| LogLine::Refused {
+    let refused = |code: ClosureReasonCode, detail: String| LogLine::Refused {
         line: i + 1,
         code,
         detail,
@@ -340,45 +340,51 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
             enforced: ev.data.enforced,
         }),
         None => refused(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             format!("{DECISIONS} line {}: not a decision event", i + 1),
         ),
     }
 }
 
-impl ReasonCode {
+impl ClosureReasonCode {
     /// What the reason code means, in plain words (the verdict's `detail` says where).
     pub fn in_words(self) -> &'static str {
         match self {
-            ReasonCode::MissingFile => "a required file is missing or cannot be read",
-            ReasonCode::NotRegularFile => {
+            ClosureReasonCode::MissingFile => "a required file is missing or cannot be read",
+            ClosureReasonCode::NotRegularFile => {
                 "a file is a symbolic link, directory, FIFO or device, not a regular file"
             }
-            ReasonCode::TooLarge => "a file is larger than the reader's bound",
-            ReasonCode::TooManyDecisions => "the decision log holds more than 10,000 lines",
-            ReasonCode::TooDeep => "JSON nested deeper than 32 levels",
-            ReasonCode::DuplicateKey => "a JSON object holds the same key twice",
-            ReasonCode::NonfiniteNumber => "a number is NaN, Infinity or overflows a double",
-            ReasonCode::InvalidJson => "a file is not valid UTF-8 JSON",
-            ReasonCode::SchemaMismatch => "a required field is missing, mistyped or out of range",
-            ReasonCode::ProtocolMismatch => "protocol.json disagrees with the session's events",
-            ReasonCode::ContextMismatch => {
+            ClosureReasonCode::TooLarge => "a file is larger than the reader's bound",
+            ClosureReasonCode::TooManyDecisions => "the decision log holds more than 10,000 lines",
+            ClosureReasonCode::TooDeep => "JSON nested deeper than 32 levels",
+            ClosureReasonCode::DuplicateKey => "a JSON object holds the same key twice",
+            ClosureReasonCode::NonfiniteNumber => "a number is NaN, Infinity or overflows a double",
+            ClosureReasonCode::InvalidJson => "a file is not valid UTF-8 JSON",
+            ClosureReasonCode::SchemaMismatch => {
+                "a required field is missing, mistyped or out of range"
+            }
+            ClosureReasonCode::ProtocolMismatch => {
+                "protocol.json disagrees with the session's events"
+            }
+            ClosureReasonCode::ContextMismatch => {
                 "the session context disagrees with the stop record or a decision"
             }
-            ReasonCode::IdMismatch => "an event id or session id is not this session's",
-            ReasonCode::CountMismatch => {
+            ClosureReasonCode::IdMismatch => "an event id or session id is not this session's",
+            ClosureReasonCode::CountMismatch => {
                 "the decision log's lines do not match the stop record's count"
             }
-            ReasonCode::DigestMismatch => {
+            ClosureReasonCode::DigestMismatch => {
                 "the decision log's SHA-256 does not match the stop record's"
             }
-            ReasonCode::PartialLine => "the decision log ends in a partial line",
-            ReasonCode::InconsistentAccounting => "the stop record's fields contradict each other",
-            ReasonCode::DecisionLogNotRetained => {
+            ClosureReasonCode::PartialLine => "the decision log ends in a partial line",
+            ClosureReasonCode::InconsistentAccounting => {
+                "the stop record's fields contradict each other"
+            }
+            ClosureReasonCode::DecisionLogNotRetained => {
                 "no decision log was retained, so nothing vouches for the decisions"
             }
-            ReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
-            ReasonCode::NoSession => {
+            ClosureReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
+            ClosureReasonCode::NoSession => {
                 "the client only probed the server: no session existed, no stop record"
             }
         }
@@ -440,7 +446,7 @@ mod tests {
                 &r.decisions.lines[1],
                 LogLine::Refused {
                     line: 2,
-                    code: ReasonCode::IdMismatch,
+                    code: ClosureReasonCode::IdMismatch,
                     ..
                 }
             ),
@@ -483,9 +489,9 @@ mod tests {
     #[test]
     fn every_reason_code_has_words() {
         for code in [
-            ReasonCode::MissingFile,
-            ReasonCode::NoSession,
-            ReasonCode::DecisionLoss,
+            ClosureReasonCode::MissingFile,
+            ClosureReasonCode::NoSession,
+            ClosureReasonCode::DecisionLoss,
         ] {
             assert!(!code.in_words().is_empty());
         }

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::checks;
 use super::judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, Reason, ReasonCode,
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, Reason,
 };
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
@@ -73,7 +73,7 @@ impl CaptureStatus {
             ClosureKind::Closed => CaptureStatus::Closed,
             ClosureKind::Incomplete => CaptureStatus::Incomplete,
             ClosureKind::Unknown => match closure.reasons.as_slice() {
-                [only] if only.code == ReasonCode::NoSession => CaptureStatus::NoSession,
+                [only] if only.code == ClosureReasonCode::NoSession => CaptureStatus::NoSession,
                 _ => CaptureStatus::Unknown,
             },
         }
@@ -117,7 +117,7 @@ impl CaptureVerdict {
             closure: CaptureStatus,
             session_id: Option<&'a str>,
             server_id: Option<&'a str>,
-            reasons: Vec<ReasonCode>,
+            reasons: Vec<ClosureReasonCode>,
         }
         to_line(&Line {
             capture: &self.name,
@@ -245,7 +245,7 @@ fn list(root: &Path) -> Result<(Root, Vec<Entry>)> {
 }
 
 /// An `unknown` verdict for an entry that could not be judged as a capture.
-fn refused(code: ReasonCode, detail: String) -> Closure {
+fn refused(code: ClosureReasonCode, detail: String) -> Closure {
     Closure {
         schema: CLOSURE_SCHEMA,
         closure: ClosureKind::Unknown,
@@ -259,7 +259,7 @@ fn refused(code: ReasonCode, detail: String) -> Closure {
 
 fn symlinked(name: &str) -> Closure {
     refused(
-        ReasonCode::NotRegularFile,
+        ClosureReasonCode::NotRegularFile,
         format!("{name} is a symbolic link; capture summary does not follow it"),
     )
 }
@@ -283,7 +283,7 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
             // Gone, or no longer a directory: not a capture.
             Err(Errno::ENOENT | Errno::ENOTDIR) => return None,
             Err(e) => refused(
-                ReasonCode::MissingFile,
+                ClosureReasonCode::MissingFile,
                 format!("{name} cannot be opened: {}", std::io::Error::from(e)),
             ),
             Ok(dir) => {
@@ -343,7 +343,7 @@ fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, w
             .unwrap_or_else(|_| {
                 let name = entry.name.to_string_lossy().into_owned();
                 let closure = refused(
-                    ReasonCode::SchemaMismatch,
+                    ClosureReasonCode::SchemaMismatch,
                     format!("{name}: the reader failed on this capture"),
                 );
                 Some(CaptureVerdict {
