@@ -129,6 +129,247 @@ pub(super) struct DecisionData<'a> {
     /// SPEC §5.1: present in lines written with pinning support, absent in older ones.
     #[serde(default, borrow)]
     pub(super) tool_definition_sha256: Option<JStr<'a>>,
+    /// SPEC §4.1a `record_arguments`: optional; when present an object or a string (never null).
+    #[serde(default, deserialize_with = "present")]
+    pub(super) arguments: Option<Arguments>,
+    /// SPEC §4.1a: optional; when present a boolean.
+    #[serde(default, deserialize_with = "present")]
+    pub(super) arguments_truncated: Option<bool>,
+}
+
+/// A field that may be absent but, when present, is never null: absent is `None` (through
+/// `#[serde(default)]`), present is read as `T`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The recorded `arguments` of a `tools/call` decision: the redacted canonical JSON object, or
+/// (cut to its bound) a string. Checked for its type only.
+pub(super) struct Arguments;
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Arguments;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object or a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Arguments, E> {
+                Ok(Arguments)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Arguments, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Arguments)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The three event types of the decision log (SPEC §4.1, §4.1a).
+pub(super) const TYPE_TOOL_DECISION: &str = "assay.tool.decision";
+/// SPEC §4.1a: what the model was shown.
+pub(super) const TYPE_LISTING: &str = "assay.tool.listing";
+/// SPEC §4.1a: a decision on a governed method other than `tools/call`.
+pub(super) const TYPE_MCP_DECISION: &str = "assay.mcp.decision";
+
+/// Which of the three event types a line is read as. A line whose `type` is neither new type is
+/// read as a tool decision (so an older log is judged exactly as before).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LineKind {
+    /// `assay.tool.decision` (SPEC §4.1), and any line of another or no `type`.
+    Tool,
+    /// `assay.tool.listing` (SPEC §4.1a).
+    Listing,
+    /// `assay.mcp.decision` (SPEC §4.1a).
+    Mcp,
+}
+
+impl LineKind {
+    /// The `type` a line of this kind carries.
+    pub(super) fn type_name(self) -> &'static str {
+        match self {
+            LineKind::Tool => TYPE_TOOL_DECISION,
+            LineKind::Listing => TYPE_LISTING,
+            LineKind::Mcp => TYPE_MCP_DECISION,
+        }
+    }
+
+    /// The prefix of the event `id` before `<session_id>_<seq>`.
+    pub(super) fn id_prefix(self) -> &'static str {
+        match self {
+            LineKind::Tool | LineKind::Mcp => "evt_decision_",
+            LineKind::Listing => "evt_listing_",
+        }
+    }
+}
+
+/// The `type` of a line, read alone (other members skipped); `None` when absent or not a string.
+#[derive(Deserialize)]
+struct TypeProbe<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<JStr<'a>>,
+}
+
+/// The CloudEvents envelope of a new event type around its `data`.
+#[derive(Deserialize)]
+pub(super) struct Event<'a, D> {
+    #[serde(borrow)]
+    pub(super) specversion: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) id: JStr<'a>,
+    #[serde(rename = "type", borrow)]
+    pub(super) ty: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) source: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) time: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) datacontenttype: JStr<'a>,
+    pub(super) data: D,
+}
+
+/// `data` of an `assay.tool.listing` line (SPEC §4.1a).
+#[derive(Deserialize)]
+pub(super) struct ListingData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) request_id: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) shown: Vec<Shown<'a>>,
+    #[serde(borrow)]
+    pub(super) removed: Vec<Removed<'a>>,
+    pub(super) replaced_by_error: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
+}
+
+/// One tool a client was shown.
+#[derive(Deserialize)]
+pub(super) struct Shown<'a> {
+    #[serde(borrow)]
+    pub(super) name: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) sha256: JStr<'a>,
+}
+
+/// One tool (or `"(instructions)"`) removed from what the client was shown, and why.
+#[derive(Deserialize)]
+pub(super) struct Removed<'a> {
+    #[serde(borrow)]
+    pub(super) name: JStr<'a>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) sha256: Option<JStr<'a>>,
+    pub(super) reason_code: ReasonCode,
+}
+
+/// `direction` of an `assay.mcp.decision`.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+/// `data` of an `assay.mcp.decision` line (SPEC §4.1a).
+#[derive(Deserialize)]
+pub(super) struct McpData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) method: JStr<'a>,
+    pub(super) direction: Direction,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) target: Option<JStr<'a>>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) request_id: Option<JStr<'a>>,
+    pub(super) decision: Decision,
+    pub(super) reason_code: ReasonCode,
+    pub(super) reason: IsStr,
+    #[serde(deserialize_with = "nullable")]
+    pub(super) matched_rule: Option<IsStr>,
+    pub(super) enforced: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) params_sha256: Option<JStr<'a>>,
+}
+
+/// An `assay.tool.listing` line.
+pub(super) type ListingEvent<'a> = Event<'a, ListingData<'a>>;
+/// An `assay.mcp.decision` line.
+pub(super) type McpEvent<'a> = Event<'a, McpData<'a>>;
+
+/// A line as the general path reads it.
+pub(super) enum Parsed<'a> {
+    Tool(DecisionEvent<'a>),
+    Listing(ListingEvent<'a>),
+    Mcp(McpEvent<'a>),
+}
+
+impl<'a> Parsed<'a> {
+    /// The general path's `serde` parse of a line the strict scan accepted: by its `type`, one of
+    /// the three event shapes. A line whose `type` is neither new type (or is absent, or not a
+    /// string) is read as a tool decision, as before the new types existed.
+    pub(super) fn from_line(line: &'a str) -> Result<Self, serde_json::Error> {
+        let ty = serde_json::from_str::<TypeProbe<'_>>(line)
+            .ok()
+            .and_then(|p| p.ty);
+        match ty.as_deref() {
+            Some(TYPE_LISTING) => serde_json::from_str(line).map(Parsed::Listing),
+            Some(TYPE_MCP_DECISION) => serde_json::from_str(line).map(Parsed::Mcp),
+            _ => serde_json::from_str(line).map(Parsed::Tool),
+        }
+    }
+
+    /// The fields the common checks read, and the kind of line.
+    pub(super) fn view(&self) -> (LineView<'_>, LineKind) {
+        match self {
+            Parsed::Tool(ev) => (LineView::of(ev), LineKind::Tool),
+            Parsed::Listing(ev) => {
+                let d = &ev.data;
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    policy_sha256: &d.policy_sha256,
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Listing)
+            }
+            Parsed::Mcp(ev) => {
+                let d = &ev.data;
+                let _ = (
+                    &d.method,
+                    d.direction,
+                    &d.target,
+                    &d.request_id,
+                    &d.reason,
+                    &d.matched_rule,
+                );
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    decision: d.decision,
+                    reason_code: d.reason_code,
+                    enforced: d.enforced,
+                    policy_sha256: &d.policy_sha256,
+                    arguments_sha256: d.params_sha256.as_deref(),
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Mcp)
+            }
+        }
+    }
 }
 
 /// Line-level reasons, capped at [`MAX_LINE_REASONS`].
@@ -165,9 +406,9 @@ impl LineReasons {
     }
 }
 
-/// `evt_decision_<session_id>_<seq>` without allocating.
-pub(super) fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool {
-    id.strip_prefix("evt_decision_")
+/// `<prefix><session_id>_<seq>` without allocating.
+pub(super) fn event_id_matches(id: &str, prefix: &str, session_id: &str, seq: u64) -> bool {
+    id.strip_prefix(prefix)
         .and_then(|s| s.strip_prefix(session_id))
         .and_then(|s| s.strip_prefix('_'))
         .is_some_and(|n| {
@@ -221,10 +462,30 @@ impl Default for LineView<'_> {
 }
 
 impl<'a> LineView<'a> {
+    /// The envelope fields of a new event type; the `data` fields at their defaults.
+    fn envelope<D>(ev: &'a Event<'a, D>) -> Self {
+        LineView {
+            specversion: &ev.specversion,
+            id: &ev.id,
+            ty: &ev.ty,
+            source: &ev.source,
+            time: &ev.time,
+            datacontenttype: &ev.datacontenttype,
+            ..LineView::default()
+        }
+    }
+
     pub(super) fn of(ev: &'a DecisionEvent<'a>) -> Self {
         let d = &ev.data;
         // Fields read only for their presence and type.
-        let _ = (&d.tool, &d.tool_call_id, &d.reason, &d.matched_rule);
+        let _ = (
+            &d.tool,
+            &d.tool_call_id,
+            &d.reason,
+            &d.matched_rule,
+            &d.arguments,
+            &d.arguments_truncated,
+        );
         LineView {
             specversion: &ev.specversion,
             id: &ev.id,
@@ -247,6 +508,10 @@ impl<'a> LineView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool {
+        event_id_matches(id, "evt_decision_", session_id, seq)
+    }
 
     #[test]
     fn decision_ids() {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::bounds::{MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::decision_line::{
-    Decision, DecisionEvent, Expect, LineReasons, LineView, decision_id_matches,
+    Decision, Expect, LineKind, LineReasons, LineView, ListingData, Parsed, event_id_matches,
 };
 use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
@@ -45,24 +45,86 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
         lr.push(scan_reason(e.kind), i, e);
         return;
     }
-    let ev: DecisionEvent<'_> = match serde_json::from_str(line) {
-        Ok(ev) => ev,
+    let parsed = match Parsed::from_line(line) {
+        Ok(parsed) => parsed,
         Err(e) => {
             lr.push(ClosureReasonCode::SchemaMismatch, i, e);
             return;
         }
     };
-    check_fields(i, &LineView::of(&ev), exp, lr);
+    let (view, kind) = parsed.view();
+    check_kind_fields(i, &view, kind, exp, lr);
+    if let Parsed::Listing(ev) = &parsed {
+        check_listing(i, &ev.data, lr);
+    }
 }
 
-/// The checks on a parsed decision line (line `i`, 0-based).
+/// The checks of a listing's own fields (SPEC §4.1a): digests are 64 lowercase hex digits (a
+/// removed entry's may be null), and a removal names a reason other than `P_POLICY_ALLOW`.
+fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
+    if let Some(k) = d.shown.iter().position(|t| !is_hex(&t.sha256, 64)) {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.shown[{k}].sha256 is not 64 lowercase hex characters"),
+        );
+    }
+    if let Some(k) = d
+        .removed
+        .iter()
+        .position(|t| t.sha256.as_deref().is_some_and(|s| !is_hex(s, 64)))
+    {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.removed[{k}].sha256 is not 64 lowercase hex characters or null"),
+        );
+    }
+    if let Some(k) = d
+        .removed
+        .iter()
+        .position(|t| t.reason_code == ReasonCode::P_POLICY_ALLOW)
+    {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.removed[{k}].reason_code is P_POLICY_ALLOW, which removes nothing"),
+        );
+    }
+    let _ = (&d.request_id, d.replaced_by_error);
+    for t in &d.shown {
+        let _ = &t.name;
+    }
+    for t in &d.removed {
+        let _ = &t.name;
+    }
+}
+
+/// The checks on a parsed `assay.tool.decision` line (line `i`, 0-based).
 pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mut LineReasons) {
+    check_kind_fields(i, d, LineKind::Tool, exp, lr);
+}
+
+/// The checks every line of the log shares (the envelope, the session, `seq`, `id`, the policy
+/// digest), and those of its kind that [`LineView`] carries (line `i`, 0-based). For a tool
+/// decision the reasons and their order are those of the reader before the new types existed.
+fn check_kind_fields(
+    i: usize,
+    d: &LineView<'_>,
+    kind: LineKind,
+    exp: &Expect<'_>,
+    lr: &mut LineReasons,
+) {
     let mut schema = |what: &str| lr.push(ClosureReasonCode::SchemaMismatch, i, what);
     if d.specversion != "1.0" {
         schema("specversion is not \"1.0\"");
     }
-    if d.ty != "assay.tool.decision" {
-        schema("type is not \"assay.tool.decision\"");
+    if d.ty != kind.type_name() {
+        match kind {
+            LineKind::Tool => schema("type is not \"assay.tool.decision\""),
+            LineKind::Listing => schema("type is not \"assay.tool.listing\""),
+            LineKind::Mcp => schema("type is not \"assay.mcp.decision\""),
+        }
     }
     if d.datacontenttype != "application/json" {
         schema("datacontenttype is not \"application/json\"");
@@ -77,12 +139,19 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
         schema("data.policy_sha256 is not 64 lowercase hex characters");
     }
     if d.arguments_sha256.is_some_and(|s| !is_hex(s, 64)) {
-        schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+        // For an `assay.mcp.decision` the view carries `params_sha256` here.
+        if kind == LineKind::Mcp {
+            schema("data.params_sha256 is not 64 lowercase hex characters or null");
+        } else {
+            schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+        }
     }
     if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
     }
-    if (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW) {
+    if kind != LineKind::Listing
+        && (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW)
+    {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
     }
     if d.seq != i as u64 {
@@ -100,11 +169,11 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
             "data.session_id is not this session's",
         );
     }
-    if !decision_id_matches(d.id, sid, d.seq) {
+    if !event_id_matches(d.id, kind.id_prefix(), sid, d.seq) {
         lr.push(
             ClosureReasonCode::IdMismatch,
             i,
-            "id is not evt_decision_<session_id>_<seq>",
+            format_args!("id is not {}<session_id>_<seq>", kind.id_prefix()),
         );
     }
     match exp.source {
@@ -127,7 +196,7 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
             "data.policy_sha256 differs from the context's",
         );
     }
-    if exp.dry_run.is_some_and(|dry| d.enforced == dry) {
+    if kind != LineKind::Listing && exp.dry_run.is_some_and(|dry| d.enforced == dry) {
         lr.push(
             ClosureReasonCode::ContextMismatch,
             i,

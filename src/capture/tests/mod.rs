@@ -5,6 +5,7 @@ mod byte_flips;
 mod cases_closed;
 mod cases_disagreement;
 mod cases_malformed;
+mod events;
 mod package;
 mod reader_bounds;
 mod verdict_shape;
