@@ -34,7 +34,8 @@ pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
 pub use show::{
-    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, LogLine, SessionFacts, show_capture,
+    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
+    McpDecisionRow, RemovedTool, SessionFacts, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_root, read_captures,

@@ -8,7 +8,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
 
-use assay::capture::{CaptureReport, LogLine, SessionFacts};
+use assay::capture::{
+    CaptureReport, DecisionLines, ListingRow, LogLine, McpDecisionRow, SessionFacts,
+};
 use assay::{
     CaptureStatus, Closure, ClosureKind, DecisionLogState, SessionEnd, StopData, Termination,
     read_captures, show_capture,
@@ -238,23 +240,23 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         lines.push(format!("  not shown: {}", clean(why)));
         return;
     }
-    if d.lines.is_empty() {
+    let tool_rows = d
+        .lines
+        .iter()
+        .filter(|l| matches!(l, LogLine::Decision(_) | LogLine::Refused { .. }))
+        .count();
+    if tool_rows == 0 {
         lines.push("  none".to_string());
     } else {
         let mut t = Table::new(&["SEQ", "TIME", "TOOL", "DECISION", "REASON CODE", "RULE"]);
         for line in &d.lines {
             match line {
                 LogLine::Decision(row) => {
-                    let decision = if row.enforced || row.decision == "allow" {
-                        clean(&row.decision)
-                    } else {
-                        format!("{} (not enforced)", clean(&row.decision))
-                    };
                     t.row(vec![
                         row.seq.to_string(),
                         clean(&row.time),
                         or_dash(row.tool.as_deref()),
-                        decision,
+                        decision_cell(&row.decision, row.enforced),
                         clean(&row.reason_code),
                         or_dash(row.matched_rule.as_deref()),
                     ]);
@@ -266,10 +268,13 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                     code.as_str().to_string(),
                     clean(detail),
                 ]),
+                LogLine::Listing(_) | LogLine::McpDecision(_) => {}
             }
         }
         lines.extend(t.lines("  "));
     }
+    other_methods(lines, d);
+    listings(lines, d);
     if d.partial_tail_bytes > 0 {
         lines.push(format!(
             "  + {} bytes of a partial last line (not shown)",
@@ -284,7 +289,112 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
     if n.refused_lines > 0 {
         counts.push_str(&format!(", {} lines refused", n.refused_lines));
     }
+    if n.listings > 0 {
+        counts.push_str(&format!(
+            ", {} listings ({} tools removed)",
+            n.listings, n.removed_tools
+        ));
+    }
     lines.push(counts);
+}
+
+/// A decision cell: `deny (not enforced)` for a refusal logged in dry run.
+fn decision_cell(decision: &str, enforced: bool) -> String {
+    if enforced || decision == "allow" {
+        clean(decision)
+    } else {
+        format!("{} (not enforced)", clean(decision))
+    }
+}
+
+/// The decisions on governed methods other than `tools/call` (SPEC §4.1a `assay.mcp.decision`),
+/// when the log holds any.
+fn other_methods(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<&McpDecisionRow> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::McpDecision(row) => Some(row),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("other governed methods (resources, prompts, requests to the client)".to_string());
+    let mut t = Table::new(&[
+        "SEQ",
+        "TIME",
+        "METHOD",
+        "TARGET",
+        "DECISION",
+        "REASON CODE",
+        "RULE",
+    ]);
+    for row in rows {
+        let arrow = if row.direction == "server_to_client" {
+            " (from the server)"
+        } else {
+            ""
+        };
+        t.row(vec![
+            row.seq.to_string(),
+            clean(&row.time),
+            format!("{}{arrow}", clean(&row.method)),
+            or_dash(row.target.as_deref()),
+            decision_cell(&row.decision, row.enforced),
+            clean(&row.reason_code),
+            or_dash(row.matched_rule.as_deref()),
+        ]);
+    }
+    lines.extend(t.lines("  "));
+}
+
+/// What the client was shown of each judged `tools/list` result (SPEC §4.1a
+/// `assay.tool.listing`), when the log holds any: a row per listing, then one line per removed
+/// tool with its reason. Tool names are the server's text, rendered for people.
+fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<&ListingRow> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::Listing(row) => Some(row),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("listings (what the client was shown of each tools/list result)".to_string());
+    let mut t = Table::new(&["SEQ", "TIME", "REQUEST", "SHOWN", "REMOVED"]);
+    for row in &rows {
+        let removed = if row.replaced_by_error {
+            format!(
+                "{} (the result was unreadable: the client got an error instead)",
+                row.removed.len()
+            )
+        } else {
+            row.removed.len().to_string()
+        };
+        t.row(vec![
+            row.seq.to_string(),
+            clean(&row.time),
+            clean(&row.request_id),
+            row.shown.len().to_string(),
+            removed,
+        ]);
+    }
+    lines.extend(t.lines("  "));
+    for row in rows {
+        for r in &row.removed {
+            lines.push(format!(
+                "  - seq {}: removed {} ({})",
+                row.seq,
+                clean(&r.name),
+                clean(&r.reason_code)
+            ));
+        }
+    }
 }
 
 /// The stop field `key` of a verdict, when the stop record passed its checks.
