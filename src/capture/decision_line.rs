@@ -73,6 +73,50 @@ impl std::ops::Deref for JStr<'_> {
     }
 }
 
+/// A value read as `T` only when it is a JSON object. `serde`'s derived structs also accept an
+/// array of their fields in order; a CloudEvents line, its `data` and a listing's entries are
+/// objects, so that reading is refused (the error names the type, as any type error does).
+pub(super) struct Obj<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(ObjectOnly(d)).map(Obj)
+    }
+}
+
+/// A deserializer that hands its value to the visitor only as a map ([`NoSeq`]).
+struct ObjectOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(NoSeq(v))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+/// A visitor that takes a map and refuses everything else (the default `visit_*` methods name
+/// the unexpected type and what the inner visitor expects).
+struct NoSeq<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for NoSeq<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0.visit_map(map)
+    }
+}
+
 /// A nullable field that must still be present (plain `Option` would accept a missing key).
 pub(super) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
@@ -104,7 +148,7 @@ pub(super) struct DecisionEvent<'a> {
     #[serde(borrow)]
     pub(super) datacontenttype: JStr<'a>,
     #[serde(borrow)]
-    pub(super) data: DecisionData<'a>,
+    pub(super) data: Obj<DecisionData<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -233,7 +277,7 @@ pub(super) struct Event<'a, D> {
     pub(super) time: JStr<'a>,
     #[serde(borrow)]
     pub(super) datacontenttype: JStr<'a>,
-    pub(super) data: D,
+    pub(super) data: Obj<D>,
 }
 
 /// `data` of an `assay.tool.listing` line (SPEC §4.1a).
@@ -245,9 +289,9 @@ pub(super) struct ListingData<'a> {
     #[serde(borrow)]
     pub(super) request_id: JStr<'a>,
     #[serde(borrow)]
-    pub(super) shown: Vec<Shown<'a>>,
+    pub(super) shown: Vec<Obj<Shown<'a>>>,
     #[serde(borrow)]
-    pub(super) removed: Vec<Removed<'a>>,
+    pub(super) removed: Vec<Obj<Removed<'a>>>,
     pub(super) replaced_by_error: bool,
     #[serde(borrow)]
     pub(super) policy_sha256: JStr<'a>,
@@ -322,6 +366,10 @@ impl<'a> Parsed<'a> {
     /// the three event shapes. A line whose `type` is neither new type (or is absent, or not a
     /// string) is read as a tool decision, as before the new types existed.
     pub(super) fn from_line(line: &'a str) -> Result<Self, serde_json::Error> {
+        // An event is a JSON object (the strict scan has checked the JSON; its first byte tells).
+        if !line.trim_start().starts_with('{') {
+            return Err(serde::de::Error::custom("a log line is not a JSON object"));
+        }
         let ty = serde_json::from_str::<TypeProbe<'_>>(line)
             .ok()
             .and_then(|p| p.ty);
@@ -337,7 +385,7 @@ impl<'a> Parsed<'a> {
         match self {
             Parsed::Tool(ev) => (LineView::of(ev), LineKind::Tool),
             Parsed::Listing(ev) => {
-                let d = &ev.data;
+                let d = &ev.data.0;
                 let view = LineView {
                     session_id: &d.session_id,
                     seq: d.seq,
@@ -347,7 +395,7 @@ impl<'a> Parsed<'a> {
                 (view, LineKind::Listing)
             }
             Parsed::Mcp(ev) => {
-                let d = &ev.data;
+                let d = &ev.data.0;
                 let _ = (
                     &d.method,
                     d.direction,
@@ -476,7 +524,7 @@ impl<'a> LineView<'a> {
     }
 
     pub(super) fn of(ev: &'a DecisionEvent<'a>) -> Self {
-        let d = &ev.data;
+        let d = &ev.data.0;
         // Fields read only for their presence and type.
         let _ = (
             &d.tool,

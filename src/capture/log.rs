@@ -55,14 +55,14 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     let (view, kind) = parsed.view();
     check_kind_fields(i, &view, kind, exp, lr);
     if let Parsed::Listing(ev) = &parsed {
-        check_listing(i, &ev.data, lr);
+        check_listing(i, &ev.data.0, lr);
     }
 }
 
 /// The checks of a listing's own fields (SPEC §4.1a): digests are 64 lowercase hex digits (a
 /// removed entry's may be null), and a removal names a reason other than `P_POLICY_ALLOW`.
 fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
-    if let Some(k) = d.shown.iter().position(|t| !is_hex(&t.sha256, 64)) {
+    if let Some(k) = d.shown.iter().position(|t| !is_hex(&t.0.sha256, 64)) {
         lr.push(
             ClosureReasonCode::SchemaMismatch,
             i,
@@ -72,7 +72,7 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
     if let Some(k) = d
         .removed
         .iter()
-        .position(|t| t.sha256.as_deref().is_some_and(|s| !is_hex(s, 64)))
+        .position(|t| t.0.sha256.as_deref().is_some_and(|s| !is_hex(s, 64)))
     {
         lr.push(
             ClosureReasonCode::SchemaMismatch,
@@ -83,7 +83,7 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
     if let Some(k) = d
         .removed
         .iter()
-        .position(|t| t.reason_code == ReasonCode::P_POLICY_ALLOW)
+        .position(|t| t.0.reason_code == ReasonCode::P_POLICY_ALLOW)
     {
         lr.push(
             ClosureReasonCode::SchemaMismatch,
@@ -93,10 +93,10 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
     }
     let _ = (&d.request_id, d.replaced_by_error);
     for t in &d.shown {
-        let _ = &t.name;
+        let _ = &t.0.name;
     }
     for t in &d.removed {
-        let _ = &t.name;
+        let _ = &t.0.name;
     }
 }
 

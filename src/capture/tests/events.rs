@@ -329,3 +329,57 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
     let v = read_capture(b.build_with_log(spaced.as_bytes()).path());
     assert!(closed(&v), "{v:#?}");
 }
+
+/// A CloudEvents line is a JSON object, and so are its `data` and the listing's entries: `serde`
+/// would otherwise read a struct from an array of its fields in order.
+#[test]
+fn array_forms_are_refused() {
+    let b = Builder::new(3);
+    let order = [
+        "specversion",
+        "id",
+        "type",
+        "source",
+        "time",
+        "datacontenttype",
+        "data",
+    ];
+    let positional =
+        |v: &Value| -> Value { Value::Array(order.iter().map(|k| v[*k].clone()).collect()) };
+    let data_fields =
+        |d: &Value| -> Value { Value::Array(d.as_object().unwrap().values().cloned().collect()) };
+    let tool = b.line(0);
+    let mut data_as_array = tool.clone();
+    data_as_array["data"] = data_fields(&tool["data"]);
+    let mut listing = b.listing_line(1);
+    let entry = listing["data"]["shown"][0].clone();
+    listing["data"]["shown"][0] = data_fields(&entry);
+    let mut removed = b.listing_line(1);
+    let entry = removed["data"]["removed"][0].clone();
+    removed["data"]["removed"][0] = data_fields(&entry);
+    for (seq, bad) in [
+        (0, positional(&tool)),
+        (0, data_as_array),
+        (1, positional(&b.listing_line(1))),
+        (1, listing),
+        (1, removed),
+        (2, positional(&b.mcp_line(2))),
+    ] {
+        let text = serde_json::to_string(&bad).unwrap();
+        assert!(fast_line_parser::parse(&text).is_none(), "{text}");
+        assert!(Parsed::from_line(&text).is_err(), "{text}");
+        let mut b = Builder::new(3);
+        b.other_events = true;
+        b.edit_line.push(Box::new(move |i, v| {
+            if i == seq {
+                *v = bad.clone();
+            }
+        }));
+        let v = read_capture(b.build().path());
+        assert_eq!(v.closure, Unknown, "{text}");
+        assert!(
+            v.reasons.iter().any(|r| r.code == R::SchemaMismatch),
+            "{v:#?}"
+        );
+    }
+}
