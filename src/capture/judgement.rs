@@ -53,7 +53,8 @@ impl ClosureKind {
     }
 }
 
-/// Why a capture is not `closed` (SPEC §7 reason codes).
+/// Why a capture is not `closed` (SPEC §7 reason codes: `missing_file`, …). Not to be confused
+/// with the policy's reason codes (`P_…`, [`crate::ReasonCode`]), which a decision line records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClosureReasonCode {
