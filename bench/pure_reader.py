@@ -43,10 +43,14 @@ MAX_LINE_REASONS = 16
 NON_CLAIMS = ["not_execution_proof", "not_authentication", "not_global_coverage", "not_durable_storage_proof"]
 CLOSURE_NON_CLAIMS = NON_CLAIMS + ["not_producer_authentication"]
 DECISIONS = {"allow", "deny", "error"}
+# The Rust reader's one list is src/reason_code.rs; this independent reader keeps its own copy
+# (python/tests/test_pure_reader.py checks it against that file).
 POLICY_CODES = {
     "P_POLICY_ALLOW", "P_TOOL_DENIED", "P_TOOL_NOT_ALLOWED", "P_ARG_CONSTRAINT",
     "P_ARG_SCHEMA", "P_MALFORMED", "P_BATCH_REFUSED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT",
-    "P_TOOL_UNLISTED",
+    "P_TOOL_UNLISTED", "P_INSTRUCTIONS_DRIFT", "P_RESOURCE_DENIED", "P_RESOURCE_NOT_ALLOWED",
+    "P_PROMPT_DENIED", "P_PROMPT_NOT_ALLOWED", "P_CLIENT_FEATURE_DENIED", "P_LIMIT_TOOL_CALLS",
+    "P_LIMIT_PER_TOOL", "P_REPEATED_CALL",
 }
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -391,11 +395,17 @@ ENVELOPE_KEYS = ("specversion", "id", "type", "source", "time", "datacontenttype
 
 
 def decision_line_problems(i, line, expect):
-    """Reason (code, detail) pairs for decision line i (0-based)."""
+    """Reason (code, detail) pairs for decision line i (0-based): a tool decision, or one of the
+    other event types of SPEC §4.1a (a line of any other type is read as a tool decision)."""
     try:
         ev = parse_json(line)
     except Bad as e:
         return [(e.code, e.detail)]
+    ty = ev.get("type") if isinstance(ev, dict) else None
+    if ty == "assay.tool.listing":
+        return listing_line_problems(i, ev, expect)
+    if ty == "assay.mcp.decision":
+        return mcp_line_problems(i, ev, expect)
     # The typed shape of a decision event (a deserialization failure is one schema_mismatch).
     if not isinstance(ev, dict) or any(k not in ev for k in ENVELOPE_KEYS):
         return [("schema_mismatch", "not a decision event")]
@@ -413,6 +423,8 @@ def decision_line_problems(i, line, expect):
         and isinstance(d["enforced"], bool)
         and isinstance(d["policy_sha256"], str)
         and (d.get("tool_definition_sha256") is None or isinstance(d["tool_definition_sha256"], str))
+        and ("arguments" not in d or isinstance(d["arguments"], (dict, str)))
+        and ("arguments_truncated" not in d or isinstance(d["arguments_truncated"], bool))
     )
     if not typed:
         return [("schema_mismatch", "a decision field has the wrong type or value")]
@@ -454,6 +466,119 @@ def decision_line_problems(i, line, expect):
         out.append(("context_mismatch", "data.policy_sha256 differs from the context's"))
     if expect["dry_run"] is not None and d["enforced"] == expect["dry_run"]:
         out.append(("context_mismatch", "data.enforced contradicts the context's dry_run"))
+    return out
+
+
+def _is_str(v):
+    return isinstance(v, str)
+
+
+def _nullable_str(v):
+    return v is None or isinstance(v, str)
+
+
+def common_problems(i, ev, d, expect, ty, id_prefix, enforced):
+    """The checks every log line shares (envelope, session, seq, id, source, policy, dry run)."""
+    out = []
+    if ev["specversion"] != "1.0":
+        out.append(("schema_mismatch", "specversion is not 1.0"))
+    if ev["type"] != ty:
+        out.append(("schema_mismatch", f"type is not {ty}"))
+    if ev["datacontenttype"] != "application/json":
+        out.append(("schema_mismatch", "datacontenttype is not application/json"))
+    if not is_utc_time(ev["time"]):
+        out.append(("schema_mismatch", "time is not an RFC 3339 UTC time"))
+    if not SESSION_ID.fullmatch(d["session_id"]):
+        out.append(("schema_mismatch", "data.session_id is not 32 hex"))
+    if not HEX64.fullmatch(d["policy_sha256"]):
+        out.append(("schema_mismatch", "data.policy_sha256 is not 64 hex"))
+    if d["seq"] != i:
+        out.append(("count_mismatch", f"seq {d['seq']} where {i} was expected"))
+    sid = expect["session_id"] or d["session_id"]
+    if d["session_id"] != sid:
+        out.append(("id_mismatch", "data.session_id is not this session's"))
+    prefix = f"{id_prefix}{sid}_"
+    n = ev["id"][len(prefix):] if ev["id"].startswith(prefix) else ""
+    if not (DECIMAL.fullmatch(n) and int(n) == d["seq"]):
+        out.append(("id_mismatch", f"id is not {id_prefix}<session_id>_<seq>"))
+    if expect["source"] is not None:
+        if ev["source"] != expect["source"]:
+            out.append(("context_mismatch", "source differs from the session's"))
+    elif not is_event_source(ev["source"]):
+        out.append(("schema_mismatch", "source is not an absolute URI"))
+    if expect["policy_sha256"] is not None and d["policy_sha256"] != expect["policy_sha256"]:
+        out.append(("context_mismatch", "data.policy_sha256 differs from the context's"))
+    if enforced is not None and expect["dry_run"] is not None and enforced == expect["dry_run"]:
+        out.append(("context_mismatch", "data.enforced contradicts the context's dry_run"))
+    return out
+
+
+def _typed_envelope(ev, keys):
+    if any(k not in ev for k in ENVELOPE_KEYS):
+        return None
+    d = ev["data"]
+    if not isinstance(d, dict) or any(k not in d for k in keys):
+        return None
+    if not all(isinstance(ev[k], str) for k in ENVELOPE_KEYS[:6]):
+        return None
+    if not (isinstance(d["session_id"], str) and is_int(d["seq"]) and 0 <= d["seq"] < 2**64
+            and isinstance(d["policy_sha256"], str)):
+        return None
+    return d
+
+
+LISTING_KEYS = ("session_id", "seq", "request_id", "shown", "removed", "replaced_by_error", "policy_sha256")
+
+
+def listing_line_problems(i, ev, expect):
+    """An `assay.tool.listing` line (SPEC §4.1a)."""
+    d = _typed_envelope(ev, LISTING_KEYS)
+    typed = (
+        d is not None
+        and _is_str(d["request_id"])
+        and isinstance(d["shown"], list)
+        and all(isinstance(t, dict) and _is_str(t.get("name")) and _is_str(t.get("sha256")) for t in d["shown"])
+        and isinstance(d["removed"], list)
+        and all(isinstance(t, dict) and _is_str(t.get("name")) and "sha256" in t and _nullable_str(t["sha256"])
+                and _is_str(t.get("reason_code")) and t["reason_code"] in POLICY_CODES for t in d["removed"])
+        and isinstance(d["replaced_by_error"], bool)
+    )
+    if not typed:
+        return [("schema_mismatch", "a listing field has the wrong type or value")]
+    out = common_problems(i, ev, d, expect, "assay.tool.listing", "evt_listing_", None)
+    if any(not HEX64.fullmatch(t["sha256"]) for t in d["shown"]):
+        out.append(("schema_mismatch", "a data.shown sha256 is not 64 hex"))
+    if any(t["sha256"] is not None and not HEX64.fullmatch(t["sha256"]) for t in d["removed"]):
+        out.append(("schema_mismatch", "a data.removed sha256 is not 64 hex or null"))
+    if any(t["reason_code"] == "P_POLICY_ALLOW" for t in d["removed"]):
+        out.append(("schema_mismatch", "a data.removed reason_code is P_POLICY_ALLOW"))
+    return out
+
+
+MCP_KEYS = ("session_id", "seq", "method", "direction", "target", "request_id", "decision", "reason_code",
+            "reason", "matched_rule", "enforced", "policy_sha256", "params_sha256")
+
+
+def mcp_line_problems(i, ev, expect):
+    """An `assay.mcp.decision` line (SPEC §4.1a)."""
+    d = _typed_envelope(ev, MCP_KEYS)
+    typed = (
+        d is not None
+        and _is_str(d["method"])
+        and _is_str(d["direction"]) and d["direction"] in ("client_to_server", "server_to_client")
+        and all(_nullable_str(d[k]) for k in ("target", "request_id", "matched_rule", "params_sha256"))
+        and _is_str(d["decision"]) and d["decision"] in DECISIONS
+        and _is_str(d["reason_code"]) and d["reason_code"] in POLICY_CODES
+        and _is_str(d["reason"])
+        and isinstance(d["enforced"], bool)
+    )
+    if not typed:
+        return [("schema_mismatch", "an MCP decision field has the wrong type or value")]
+    out = common_problems(i, ev, d, expect, "assay.mcp.decision", "evt_decision_", d["enforced"])
+    if d["params_sha256"] is not None and not HEX64.fullmatch(d["params_sha256"]):
+        out.append(("schema_mismatch", "data.params_sha256 is not 64 hex or null"))
+    if (d["decision"] == "allow") != (d["reason_code"] == "P_POLICY_ALLOW"):
+        out.append(("schema_mismatch", "decision allow goes with P_POLICY_ALLOW only"))
     return out
 
 

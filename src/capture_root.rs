@@ -41,7 +41,8 @@ fn io_err(path: &Path, what: &str, e: Errno) -> Error {
 }
 
 /// Opens the root (creating it with mode 0700 when missing) without following a final symlink.
-fn open_root(root: &Path) -> Result<OwnedFd> {
+/// Also says whether this call created it.
+fn open_root(root: &Path) -> Result<(OwnedFd, bool)> {
     // Two launches may race to create the root: EEXIST is fine, the open below decides.
     let created = match nix::unistd::mkdir(root, Mode::S_IRWXU) {
         Ok(()) => true,
@@ -59,19 +60,39 @@ fn open_root(root: &Path) -> Result<OwnedFd> {
         // An existing root keeps the mode its owner gave it.
         fchmod(&fd, Mode::S_IRWXU).map_err(|e| io_err(root, "cannot set mode of", e))?;
     }
-    Ok(fd)
+    Ok((fd, created))
+}
+
+/// Where a run was placed: the new run directory, and the root when this run created it.
+struct RunDir {
+    dir: PathBuf,
+    created_root: Option<PathBuf>,
 }
 
 /// Creates `root` if needed and the new run directory `root/name` (exclusively, mode exactly
-/// 0700), relative to the opened root so a root swapped for a symlink is never followed.
-fn create_run_dir(root: &Path, name: &str) -> Result<PathBuf> {
-    let root_fd = open_root(root)?;
+/// 0700), relative to the opened root so a root swapped for a symlink is never followed. A root
+/// this call created is removed again when the run directory cannot be made (SPEC §10: a run
+/// that leaves nothing leaves no root either).
+fn create_run_dir(root: &Path, name: &str) -> Result<RunDir> {
+    let (root_fd, created) = open_root(root)?;
+    let made = make_run_dir(&root_fd, root, name);
+    if made.is_err() && created {
+        let _ = std::fs::remove_dir(root);
+    }
+    Ok(RunDir {
+        dir: made?,
+        created_root: created.then(|| root.to_path_buf()),
+    })
+}
+
+/// The run directory `name` under the opened root: new, mode exactly 0700.
+fn make_run_dir(root_fd: &OwnedFd, root: &Path, name: &str) -> Result<PathBuf> {
     let dir = root.join(name);
     // mkdirat fails with EEXIST when anything already has that name: the directory is new.
-    mkdirat(&root_fd, name, Mode::S_IRWXU)
+    mkdirat(root_fd, name, Mode::S_IRWXU)
         .map_err(|e| io_err(&dir, "cannot create capture directory", e))?;
     let fd = openat(
-        &root_fd,
+        root_fd,
         name,
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
@@ -83,13 +104,18 @@ fn create_run_dir(root: &Path, name: &str) -> Result<PathBuf> {
 
 /// For a capture-root plan: creates the run directory for `session_id` and points every capture
 /// output into it, exactly as `capture_dir` does. Any other plan is returned unchanged. With
-/// `verbose`, names the directory on this process's stderr (SPEC §10).
-pub(crate) fn place_run(mut plan: SessionPlan, session_id: &str) -> Result<SessionPlan> {
+/// `verbose`, names the directory on this process's stderr (SPEC §10). Also returns the root
+/// when this run created it, for the caller to remove again with the run directory should the
+/// server not start (SPEC §10, 126/127).
+pub(crate) fn place_run(
+    mut plan: SessionPlan,
+    session_id: &str,
+) -> Result<(SessionPlan, Option<PathBuf>)> {
     let Some(root) = plan.capture_root.clone() else {
-        return Ok(plan);
+        return Ok((plan, None));
     };
     let name = run_dir_name(time::OffsetDateTime::now_utc(), session_id);
-    let dir = create_run_dir(&root, &name)?;
+    let RunDir { dir, created_root } = create_run_dir(&root, &name)?;
     if plan.verbose {
         Diag::new(None, true).say(&format!("capture directory {}", dir.display()));
     }
@@ -103,7 +129,7 @@ pub(crate) fn place_run(mut plan: SessionPlan, session_id: &str) -> Result<Sessi
         plan.stderr = Some(StderrSink::New(dir.join(STDERR)));
     }
     plan.capture_dir = Some(dir);
-    Ok(plan)
+    Ok((plan, created_root))
 }
 
 #[cfg(test)]
@@ -138,13 +164,18 @@ mod tests {
         let root = d.path().join("root");
         let made = create_run_dir(&root, "a");
         let again = create_run_dir(&root, "a");
-        let dir = made.unwrap();
+        let made = made.unwrap();
+        assert_eq!(made.created_root.as_deref(), Some(root.as_path()));
+        let dir = made.dir;
         assert_eq!(dir, root.join("a"));
         for p in [&root, &dir] {
             let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o700, "{}", p.display());
         }
         assert!(again.is_err(), "a run directory is created exclusively");
+        // An existing root is not this run's: it is never reported as created.
+        let other = create_run_dir(&root, "b").unwrap();
+        assert_eq!(other.created_root, None);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod outcome;
 pub mod pins;
 pub mod policy;
 pub mod strict_json;
+pub mod text;
 
 pub use capture::{
     CaptureCounts, CaptureReport, CaptureStatus, CaptureVerdict, Closure, ClosureKind,
@@ -44,9 +45,11 @@ mod event_source;
 mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
+mod input_file;
 mod lenient;
 mod lenient_table;
 mod proxy;
+mod reason_code;
 mod sha256;
 mod sys;
 

@@ -79,8 +79,16 @@ fn summary(root: &Path) -> (Run, Vec<Value>) {
     (r, lines)
 }
 
+/// A summary line. Every capture here has the default label (`server_id`, SPEC §10), read from
+/// its stop record or its protocol.json; an entry with no session id (a symlink) has none.
 fn line(capture: &str, closure: &str, session_id: Value, reasons: &[&str]) -> Value {
-    json!({"capture": capture, "closure": closure, "session_id": session_id, "reasons": reasons})
+    let server_id = if session_id.is_null() {
+        Value::Null
+    } else {
+        json!("default-mcp-server")
+    };
+    json!({"capture": capture, "closure": closure, "session_id": session_id,
+           "server_id": server_id, "reasons": reasons})
 }
 
 /// The session id at the end of a run directory's name.

@@ -401,7 +401,8 @@ hide_refused_tools: true
             "allow: read_file, list_*, write_file, fetch",
             "constraints:",
             "  read_file: path within /workspace, /data",
-            "  fetch: url matches ^https://docs\\.example\\.com/",
+            // Text for people (SPEC §10) writes a backslash doubled (docs/decisions.md).
+            "  fetch: url matches ^https://docs\\\\.example\\\\.com/",
             "schemas: write_file",
             "hide_refused_tools: true",
             "pins: none",
@@ -441,7 +442,7 @@ hide_refused_tools: true
         b"version: \"1\"\ndeny: [\"a\\nallow: *\"]\n",
     );
     let out = String::from_utf8_lossy(&check(&p, &[]).stdout).into_owned();
-    assert!(out.contains("deny: a\\nallow: *\n"), "{out}");
+    assert!(out.contains("deny: a\\u{a}allow: *\n"), "{out}");
 }
 
 #[test]

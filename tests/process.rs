@@ -118,11 +118,8 @@ fn a_missing_command_is_127_under_valgrind() {
     let r = run_program("valgrind", &args, b"");
     r.expect_status(127);
     assert!(r.stderr.contains("command not found"), "{}", r.report());
-    let left: Vec<_> = std::fs::read_dir(&root_dir).unwrap().collect();
-    assert!(
-        left.is_empty(),
-        "nothing is left in the capture root: {left:?}"
-    );
+    // Nothing is left: not even the capture root, which the run created (SPEC §10).
+    assert!(!root_dir.exists(), "{}", r.report());
     // And a server that runs is a session (the valgrind path works at all).
     let cap = dir.path().join("cap");
     let mut args = vec!["-q".to_string(), bin().display().to_string()];
@@ -135,7 +132,8 @@ fn a_missing_command_is_127_under_valgrind() {
 }
 
 /// SPEC §10: a server that cannot be started inside a capture directory the run created leaves
-/// nothing behind (the empty files and the directory are removed); the reason is on stderr.
+/// nothing behind (the empty files, the directory and a capture root the run created are
+/// removed); the reason is on stderr.
 #[test]
 fn a_spawn_failure_leaves_no_capture_directory() {
     let dir = tempdir();
@@ -147,7 +145,11 @@ fn a_spawn_failure_leaves_no_capture_directory() {
         let r = run(&wrap_args(&strs(&opts), &["mistyped-mcp-server-x"]), b"");
         r.expect_status(127);
         assert!(r.stderr.contains("mistyped-mcp-server-x"), "{}", r.report());
+        // The root the run created goes with its directory (SPEC §10).
+        assert!(!root_dir.exists(), "{}", r.report());
     }
+    // A root that existed before the run stays, holding nothing the run made.
+    std::fs::create_dir(&root_dir).unwrap();
     let r = run(
         &wrap_args(&strs(&opts), &[&not_exec.display().to_string()]),
         b"",

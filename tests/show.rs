@@ -318,3 +318,149 @@ fn server_stderr_tee_copies_it_to_assay_stderr_and_keeps_the_log() {
         assert_eq!(verdict["closure"], "closed", "{mode:?}");
     }
 }
+
+/// SPEC §10: summary lines and rows carry the capture's label; a kill by the wrapper reads as
+/// one, not as a bare signal; `capture show` on a capture root points at `capture summary`.
+#[test]
+fn views_name_the_label_a_kill_by_assay_and_a_capture_root() {
+    let dir = tempdir();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let cap = root.join("killed");
+    let mut opts = capture_opts(&cap);
+    opts.extend(["--label".to_string(), "my-server".to_string()]);
+    // The server ignores SIGTERM and outlives the session: assay kills it (SIGKILL).
+    run(
+        &wrap_args(&strs(&opts), &["python3", &fault_server(), "ignore"]),
+        &script(&[INIT]),
+    )
+    .expect_status(128 + 9);
+    const KILLED: &str = "killed by assay (SIGKILL, after the session)";
+    let r = assay(&["capture", "show", &s(&cap)]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    assert!(out.contains(&format!("server          {KILLED}")), "{out}");
+    assert!(!out.contains("signal 9"), "{out}");
+
+    let r = assay(&["capture", "summary", &s(&root), "--format", "table"]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    let row = out.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with("killed") && row.contains("my-server") && row.contains(KILLED),
+        "{out}"
+    );
+    let r = assay(&["capture", "summary", &s(&root)]);
+    r.expect_status(0);
+    assert_eq!(r.lines()[0]["server_id"], "my-server", "{}", r.report());
+
+    // A capture root is not a capture: say what to run instead of reporting missing files.
+    let r = assay(&["capture", "show", &s(&root)]);
+    r.expect_status(2);
+    assert!(r.stdout.is_empty(), "{}", r.report());
+    assert!(
+        r.stderr.contains("is a capture root") && r.stderr.contains("assay capture summary"),
+        "{}",
+        r.report()
+    );
+}
+
+/// Appends `lines` to a capture's decision log and updates the stop record's accounting to
+/// match, as a wrapper that wrote them would have.
+fn append_events(cap: &Path, lines: &[serde_json::Value]) {
+    let log = cap.join("decisions.ndjson");
+    let mut bytes = std::fs::read(&log).unwrap();
+    for l in lines {
+        bytes.extend_from_slice(serde_json::to_string(l).unwrap().as_bytes());
+        bytes.push(b'\n');
+    }
+    std::fs::write(&log, &bytes).unwrap();
+    let stop_path = cap.join("session-stop.json");
+    let mut stop = read_json(&stop_path);
+    let count = bytes.iter().filter(|b| **b == b'\n').count();
+    stop["data"]["decision_events_written"] = serde_json::json!(count);
+    stop["data"]["decision_prefix_sha256"] = serde_json::json!(sha256_file(&log));
+    std::fs::write(&stop_path, serde_json::to_vec(&stop).unwrap()).unwrap();
+}
+
+/// SPEC §4.1a: `capture show` lists each listing (request, how many shown, each removed tool
+/// and why, its name rendered for people) and each decision on another governed method.
+#[test]
+fn show_lists_the_listings_and_other_governed_methods() {
+    let dir = tempdir();
+    let cap = demo_capture(dir.path());
+    let first = decision_lines(&cap.join("decisions.ndjson"))[0].clone();
+    let sid = first["data"]["session_id"].as_str().unwrap().to_string();
+    let n = decision_lines(&cap.join("decisions.ndjson")).len();
+    let event = |ty: &str, id: String, data: serde_json::Value| {
+        serde_json::json!({
+            "specversion": "1.0", "id": id, "type": ty, "source": first["source"],
+            "time": first["time"], "datacontenttype": "application/json", "data": data,
+        })
+    };
+    let digest = "ab".repeat(32);
+    let listing = event(
+        "assay.tool.listing",
+        format!("evt_listing_{sid}_{n}"),
+        serde_json::json!({
+            "session_id": sid, "seq": n, "request_id": "7",
+            "shown": [{"name": "echo", "sha256": digest}, {"name": "read_file", "sha256": digest}],
+            "removed": [
+                {"name": "ev\u{1b}[2Jil\u{202e}", "sha256": digest, "reason_code": "P_TOOL_DRIFT"},
+                {"name": "(instructions)", "sha256": null, "reason_code": "P_INSTRUCTIONS_DRIFT"},
+            ],
+            "replaced_by_error": false, "policy_sha256": first["data"]["policy_sha256"],
+        }),
+    );
+    let mcp = event(
+        "assay.mcp.decision",
+        format!("evt_decision_{sid}_{}", n + 1),
+        serde_json::json!({
+            "session_id": sid, "seq": n + 1, "method": "resources/read",
+            "direction": "client_to_server", "target": "file:///workspace/.env",
+            "request_id": "8", "decision": "deny", "reason_code": "P_RESOURCE_DENIED",
+            "reason": "denied", "matched_rule": "resources.deny:file:///workspace/.env",
+            "enforced": true, "policy_sha256": first["data"]["policy_sha256"],
+            "params_sha256": digest,
+        }),
+    );
+    append_events(&cap, &[listing, mcp]);
+    let r = assay(&["capture", "show", &s(&cap)]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(out.contains("listings (what the client was shown"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{n} ")) && l.contains(" 7 "))
+        .unwrap_or_else(|| panic!("no listing row: {out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[2..], ["7", "2", "2"], "{out}");
+    assert!(
+        out.contains(&format!(
+            "  - seq {n}: removed ev\\u{{1b}}[2Jil\\u{{202e}} (P_TOOL_DRIFT)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  - seq {n}: removed (instructions) (P_INSTRUCTIONS_DRIFT)"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("other governed methods"), "{out}");
+    let mcp_row = out
+        .lines()
+        .find(|l| l.contains("resources/read"))
+        .unwrap_or_else(|| panic!("no method row: {out}"));
+    for cell in ["file:///workspace/.env", "deny", "P_RESOURCE_DENIED"] {
+        assert!(mcp_row.contains(cell), "{mcp_row}");
+    }
+    assert!(
+        out.contains("counts: 2 allow, 4 deny, 0 error, 1 listings (2 tools removed)"),
+        "{out}"
+    );
+}

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use assay::capture::ReasonCode;
+use assay::capture::ClosureReasonCode;
 use assay::{ClosureKind, read_capture};
 use libfuzzer_sys::fuzz_target;
 
@@ -67,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
     let v = read_capture(d);
     assert_eq!(v.closure == ClosureKind::Closed, v.reasons.is_empty());
     if v.closure == ClosureKind::Incomplete {
-        assert!(v.reasons.iter().any(|r| r.code == ReasonCode::DecisionLoss));
+        assert!(v.reasons.iter().any(|r| r.code == ClosureReasonCode::DecisionLoss));
     }
     if parts.len() < REQUIRED {
         assert_eq!(v.closure, ClosureKind::Unknown, "a missing file can never be closed");

@@ -125,8 +125,10 @@ def test_read_captures_matches_capture_summary_on_a_mixed_root(
     summary = {"closed": 0, "incomplete": 0, "unknown": 0, "no_session": 0}
     for v, line in zip(verdicts, lines, strict=False):
         listed = "no_session" if v.no_session else v.closure
+        # The capture's label (SPEC §10): the default one, absent for the symlinked entry.
+        label = None if v.session_id is None else "default-mcp-server"
         assert line == {"capture": v.capture, "closure": listed, "session_id": v.session_id,
-                        "reasons": [r.code for r in v.reasons]}
+                        "server_id": label, "reasons": [r.code for r in v.reasons]}
         summary[listed] += 1
     assert len(lines) == len(verdicts) + 1 == 5
     assert lines[-1] == {"summary": summary} == {

@@ -52,10 +52,34 @@ def decision(seq: int, pad: int) -> bytes:
     return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
 
 
-def write_capture(d: Path, decisions: int = 10_000, pad: int = 255) -> None:
+def other_event(seq: int, pad: int) -> bytes:
+    """A listing (seq % 4 == 1) or MCP decision (seq % 4 == 2) line of SPEC §4.1a, else a tool decision."""
+    digest = hashlib.sha256(str(seq).encode()).hexdigest()
+    if seq % 4 == 1:
+        ev = event(f"evt_listing_{SID}_{seq}", "assay.tool.listing", {
+            "session_id": SID, "seq": seq, "request_id": str(seq),
+            "shown": [{"name": "read_file", "sha256": digest}, {"name": 't"\u202e', "sha256": digest}],
+            "removed": [{"name": "exec", "sha256": digest, "reason_code": "P_TOOL_DRIFT"},
+                        {"name": "(instructions)", "sha256": None, "reason_code": "P_INSTRUCTIONS_DRIFT"}],
+            "replaced_by_error": False, "policy_sha256": POLICY_SHA,
+        })
+    elif seq % 4 == 2:
+        ev = event(f"evt_decision_{SID}_{seq}", "assay.mcp.decision", {
+            "session_id": SID, "seq": seq, "method": "resources/read", "direction": "client_to_server",
+            "target": "file:///workspace/.env", "request_id": str(seq), "decision": "deny",
+            "reason_code": "P_RESOURCE_DENIED", "reason": "denied", "matched_rule": "resources.deny:x",
+            "enforced": True, "policy_sha256": POLICY_SHA, "params_sha256": digest,
+        })
+    else:
+        return decision(seq, pad)
+    return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+
+
+def write_capture(d: Path, decisions: int = 10_000, pad: int = 255,
+                  line: Callable[[int, int], bytes] = decision) -> None:
     """A valid maximal capture (10,000 decisions, log just under 8 MiB), as the wrapper writes it."""
     d.mkdir()
-    log = b"".join(decision(i, pad) for i in range(decisions))
+    log = b"".join(line(i, pad) for i in range(decisions))
     assert len(log) <= 8 * 1024 * 1024
     protocol = {
         "schema": "assay.capture.protocol.v1", "session_id": SID, "event_source": SOURCE,
@@ -170,3 +194,42 @@ def test_corrupted_copies_agree(name: str, maximal: Path, tmp_path: Path, assay_
     assert rust["closure"] in ("unknown", "incomplete")
     assert codes(rust) == codes(py), (rust["reasons"], py["reasons"])
     assert sorted(rust["files"]) == sorted(py["files"])
+
+
+def test_policy_codes_are_the_one_homes(root: Path, pure: Any) -> None:
+    """The pure reader's copy of the policy reason codes is src/reason_code.rs's list."""
+    import re
+    text = (root / "src" / "reason_code.rs").read_text()
+    listed = set(re.findall(r"^\s+(P_[A-Z_]+),$", text, re.M))
+    assert len(listed) >= 19
+    assert pure.POLICY_CODES == listed
+
+
+OTHER_EVENT_CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
+    "listing_shown_digest": edit("decisions.ndjson", b'"shown":[{"name":"read_file","sha256":"',
+                                 b'"shown":[{"name":"read_file","sha256":"X'),
+    "listing_removed_allow": edit("decisions.ndjson", b'"P_TOOL_DRIFT"', b'"P_POLICY_ALLOW"'),
+    "listing_unknown_code": edit("decisions.ndjson", b'"P_INSTRUCTIONS_DRIFT"', b'"P_NOPE"'),
+    "listing_request_id_number": edit("decisions.ndjson", b'"request_id":"5"', b'"request_id":5'),
+    "listing_id_prefix": edit("decisions.ndjson", f"evt_listing_{SID}_1".encode(), f"evt_decision_{SID}_1".encode()),
+    "mcp_direction": edit("decisions.ndjson", b'"client_to_server"', b'"upward"'),
+    "mcp_allow_with_denial": edit("decisions.ndjson", b'"decision":"deny","reason_code":"P_RESOURCE_DENIED"',
+                                  b'"decision":"allow","reason_code":"P_RESOURCE_DENIED"'),
+    "mcp_not_enforced": edit("decisions.ndjson", b'"enforced":true,"policy_sha256":"' + POLICY_SHA.encode() + b'","params',
+                             b'"enforced":false,"policy_sha256":"' + POLICY_SHA.encode() + b'","params'),
+}
+
+
+@pytest.mark.parametrize("name", [""] + sorted(OTHER_EVENT_CORRUPTIONS))
+def test_logs_with_other_events_agree(name: str, tmp_path: Path, assay_bin: Path, pure: Any) -> None:
+    """SPEC §4.1a: a log with listing and MCP-decision lines is closed by both readers, and each
+    corruption of one gets the same verdict and codes from both."""
+    d = tmp_path / "c"
+    write_capture(d, decisions=12, pad=0, line=other_event)
+    if name:
+        OTHER_EVENT_CORRUPTIONS[name](d)
+    rust = rust_verdict(assay_bin, d)
+    py = pure.read_capture(str(d))
+    assert rust["closure"] == py["closure"] == ("unknown" if name else "closed"), (rust["reasons"], py["reasons"])
+    assert codes(rust) == codes(py), (rust["reasons"], py["reasons"])
+

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::companions::{ContextView, ProtocolView, StopView};
 use super::fields::Reasons;
-use super::judgement::ReasonCode;
+use super::judgement::ClosureReasonCode;
 use crate::capture_files::{CONTEXT, PROTOCOL, STOP};
 use crate::outcome::{DecisionLogState, SessionEnd, StopData};
 
@@ -19,7 +19,7 @@ pub(super) fn check_agreement(
     if let Some(c) = c {
         if c.id.strip_prefix("evt_context_") != Some(c.session_id) {
             r.push(
-                ReasonCode::IdMismatch,
+                ClosureReasonCode::IdMismatch,
                 format!("{CONTEXT}: id {:?} is not evt_context_<session_id>", c.id),
             );
         }
@@ -27,7 +27,7 @@ pub(super) fn check_agreement(
     if let Some(s) = s {
         if s.id.strip_prefix("evt_stop_") != Some(s.data.session_id.as_str()) {
             r.push(
-                ReasonCode::IdMismatch,
+                ClosureReasonCode::IdMismatch,
                 format!("{STOP}: id {:?} is not evt_stop_<session_id>", s.id),
             );
         }
@@ -36,7 +36,7 @@ pub(super) fn check_agreement(
         let d = &s.data;
         let mut mismatch = |field: &str, stop: &dyn fmt::Display, ctx: &dyn fmt::Display| {
             r.push(
-                ReasonCode::ContextMismatch,
+                ClosureReasonCode::ContextMismatch,
                 format!("{field}: stop has {stop}, context has {ctx}"),
             );
         };
@@ -58,7 +58,7 @@ pub(super) fn check_agreement(
         }
         if !c.session_stop_requested {
             r.push(
-                ReasonCode::ContextMismatch,
+                ClosureReasonCode::ContextMismatch,
                 format!("{CONTEXT}: session_stop_requested is false but a stop record exists"),
             );
         }
@@ -68,7 +68,7 @@ pub(super) fn check_agreement(
         );
         if retained && matches!(c.decision_log, "absent" | "temporary") {
             r.push(
-                ReasonCode::ContextMismatch,
+                ClosureReasonCode::ContextMismatch,
                 format!(
                     "context decision_log {} contradicts a retained stop decision_log",
                     c.decision_log
@@ -85,7 +85,7 @@ pub(super) fn check_agreement(
             ] {
                 if theirs != ours {
                     r.push(
-                        ReasonCode::ProtocolMismatch,
+                        ClosureReasonCode::ProtocolMismatch,
                         format!("{field}: {PROTOCOL} has {ours:?}, {file} has {theirs:?}"),
                     );
                 }
@@ -115,5 +115,5 @@ pub(super) fn loss_reason(s: &StopData, r: &mut Reasons) {
     if causes.is_empty() {
         causes.push("decision_log is incomplete".to_string());
     }
-    r.push(ReasonCode::DecisionLoss, causes.join("; "));
+    r.push(ClosureReasonCode::DecisionLoss, causes.join("; "));
 }

@@ -22,7 +22,9 @@ use super::companions::{
     check_accounting, check_context, check_protocol, check_stop, expectations,
 };
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
-use super::judgement::{CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ReasonCode};
+use super::judgement::{
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode,
+};
 use super::log::check_log_file;
 use super::no_session;
 use crate::capture_files::{CONTEXT, PROTOCOL, STOP};
@@ -87,7 +89,7 @@ pub(super) fn judge(dir: &Path) -> Closure {
                 _ => "unknown",
             };
             r.push(
-                ReasonCode::DecisionLogNotRetained,
+                ClosureReasonCode::DecisionLogNotRetained,
                 format!("{STOP}: decision_log is {name}"),
             );
             ClosureKind::Unknown
@@ -97,7 +99,7 @@ pub(super) fn judge(dir: &Path) -> Closure {
     // Defensive: a verdict other than closed must say why (SPEC §7: empty only for closed).
     if closure == ClosureKind::Unknown && r.0.is_empty() {
         r.push(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             format!("{STOP}: no usable stop record"),
         );
     }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::decision_line::Expect;
 use super::fields::{Fields, Reasons};
-use super::judgement::ReasonCode;
+use super::judgement::ClosureReasonCode;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 use crate::event_source::is_event_source;
 use crate::outcome::{DecisionLogState, SessionEnd, StopData, Termination};
@@ -196,7 +196,10 @@ pub(super) fn check_stop<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Opti
             data,
         }),
         Err(e) => {
-            r.push(ReasonCode::SchemaMismatch, format!("{STOP} data: {e}"));
+            r.push(
+                ClosureReasonCode::SchemaMismatch,
+                format!("{STOP} data: {e}"),
+            );
             None
         }
     }
@@ -204,8 +207,12 @@ pub(super) fn check_stop<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Opti
 
 /// Stop fields that contradict each other (SPEC §3.2, §4.1, §4.3).
 pub(super) fn check_accounting(s: &StopData, r: &mut Reasons) {
-    let mut bad =
-        |msg: String| r.push(ReasonCode::InconsistentAccounting, format!("{STOP}: {msg}"));
+    let mut bad = |msg: String| {
+        r.push(
+            ClosureReasonCode::InconsistentAccounting,
+            format!("{STOP}: {msg}"),
+        )
+    };
     match s.termination {
         Termination::Exited => {
             if !matches!(s.exit_code, Some(0..=255))

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
-use super::judgement::{Reason, ReasonCode};
+use super::judgement::{ClosureReasonCode, Reason};
 use crate::capture_files::DECISIONS;
+use crate::reason_code::ReasonCode;
 
 /// What every decision line must agree with, from the best available source.
 pub(super) struct Expect<'a> {
@@ -72,6 +73,50 @@ impl std::ops::Deref for JStr<'_> {
     }
 }
 
+/// A value read as `T` only when it is a JSON object. `serde`'s derived structs also accept an
+/// array of their fields in order; a CloudEvents line, its `data` and a listing's entries are
+/// objects, so that reading is refused (the error names the type, as any type error does).
+pub(super) struct Obj<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(ObjectOnly(d)).map(Obj)
+    }
+}
+
+/// A deserializer that hands its value to the visitor only as a map ([`NoSeq`]).
+struct ObjectOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(NoSeq(v))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+/// A visitor that takes a map and refuses everything else (the default `visit_*` methods name
+/// the unexpected type and what the inner visitor expects).
+struct NoSeq<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for NoSeq<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0.visit_map(map)
+    }
+}
+
 /// A nullable field that must still be present (plain `Option` would accept a missing key).
 pub(super) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
@@ -86,32 +131,6 @@ pub(super) enum Decision {
     Allow,
     Deny,
     Error,
-}
-
-/// SPEC §4.1 reason codes.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default, Debug)]
-pub(super) enum PolicyCode {
-    #[serde(rename = "P_POLICY_ALLOW")]
-    #[default]
-    PolicyAllow,
-    #[serde(rename = "P_TOOL_DENIED")]
-    ToolDenied,
-    #[serde(rename = "P_TOOL_NOT_ALLOWED")]
-    ToolNotAllowed,
-    #[serde(rename = "P_ARG_CONSTRAINT")]
-    ArgConstraint,
-    #[serde(rename = "P_ARG_SCHEMA")]
-    ArgSchema,
-    #[serde(rename = "P_MALFORMED")]
-    Malformed,
-    #[serde(rename = "P_BATCH_REFUSED")]
-    BatchRefused,
-    #[serde(rename = "P_TOOL_UNPINNED")]
-    ToolUnpinned,
-    #[serde(rename = "P_TOOL_DRIFT")]
-    ToolDrift,
-    #[serde(rename = "P_TOOL_UNLISTED")]
-    ToolUnlisted,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +148,7 @@ pub(super) struct DecisionEvent<'a> {
     #[serde(borrow)]
     pub(super) datacontenttype: JStr<'a>,
     #[serde(borrow)]
-    pub(super) data: DecisionData<'a>,
+    pub(super) data: Obj<DecisionData<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -142,7 +161,7 @@ pub(super) struct DecisionData<'a> {
     #[serde(deserialize_with = "nullable")]
     pub(super) tool_call_id: Option<IsStr>,
     pub(super) decision: Decision,
-    pub(super) reason_code: PolicyCode,
+    pub(super) reason_code: ReasonCode,
     pub(super) reason: IsStr,
     #[serde(deserialize_with = "nullable")]
     pub(super) matched_rule: Option<IsStr>,
@@ -154,17 +173,262 @@ pub(super) struct DecisionData<'a> {
     /// SPEC §5.1: present in lines written with pinning support, absent in older ones.
     #[serde(default, borrow)]
     pub(super) tool_definition_sha256: Option<JStr<'a>>,
+    /// SPEC §4.1a `record_arguments`: optional; when present an object or a string (never null).
+    #[serde(default, deserialize_with = "present")]
+    pub(super) arguments: Option<Arguments>,
+    /// SPEC §4.1a: optional; when present a boolean.
+    #[serde(default, deserialize_with = "present")]
+    pub(super) arguments_truncated: Option<bool>,
+}
+
+/// A field that may be absent but, when present, is never null: absent is `None` (through
+/// `#[serde(default)]`), present is read as `T`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The recorded `arguments` of a `tools/call` decision: the redacted canonical JSON object, or
+/// (cut to its bound) a string. Checked for its type only.
+pub(super) struct Arguments;
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Arguments;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object or a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Arguments, E> {
+                Ok(Arguments)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Arguments, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Arguments)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The three event types of the decision log (SPEC §4.1, §4.1a).
+pub(super) const TYPE_TOOL_DECISION: &str = "assay.tool.decision";
+/// SPEC §4.1a: what the model was shown.
+pub(super) const TYPE_LISTING: &str = "assay.tool.listing";
+/// SPEC §4.1a: a decision on a governed method other than `tools/call`.
+pub(super) const TYPE_MCP_DECISION: &str = "assay.mcp.decision";
+
+/// Which of the three event types a line is read as. A line whose `type` is neither new type is
+/// read as a tool decision (so an older log is judged exactly as before).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LineKind {
+    /// `assay.tool.decision` (SPEC §4.1), and any line of another or no `type`.
+    Tool,
+    /// `assay.tool.listing` (SPEC §4.1a).
+    Listing,
+    /// `assay.mcp.decision` (SPEC §4.1a).
+    Mcp,
+}
+
+impl LineKind {
+    /// The `type` a line of this kind carries.
+    pub(super) fn type_name(self) -> &'static str {
+        match self {
+            LineKind::Tool => TYPE_TOOL_DECISION,
+            LineKind::Listing => TYPE_LISTING,
+            LineKind::Mcp => TYPE_MCP_DECISION,
+        }
+    }
+
+    /// The prefix of the event `id` before `<session_id>_<seq>`.
+    pub(super) fn id_prefix(self) -> &'static str {
+        match self {
+            LineKind::Tool | LineKind::Mcp => "evt_decision_",
+            LineKind::Listing => "evt_listing_",
+        }
+    }
+}
+
+/// The `type` of a line, read alone (other members skipped); `None` when absent or not a string.
+#[derive(Deserialize)]
+struct TypeProbe<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<JStr<'a>>,
+}
+
+/// The CloudEvents envelope of a new event type around its `data`.
+#[derive(Deserialize)]
+pub(super) struct Event<'a, D> {
+    #[serde(borrow)]
+    pub(super) specversion: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) id: JStr<'a>,
+    #[serde(rename = "type", borrow)]
+    pub(super) ty: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) source: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) time: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) datacontenttype: JStr<'a>,
+    pub(super) data: Obj<D>,
+}
+
+/// `data` of an `assay.tool.listing` line (SPEC §4.1a).
+#[derive(Deserialize)]
+pub(super) struct ListingData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) request_id: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) shown: Vec<Obj<Shown<'a>>>,
+    #[serde(borrow)]
+    pub(super) removed: Vec<Obj<Removed<'a>>>,
+    pub(super) replaced_by_error: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
+}
+
+/// One tool a client was shown.
+#[derive(Deserialize)]
+pub(super) struct Shown<'a> {
+    #[serde(borrow)]
+    pub(super) name: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) sha256: JStr<'a>,
+}
+
+/// One tool (or `"(instructions)"`) removed from what the client was shown, and why.
+#[derive(Deserialize)]
+pub(super) struct Removed<'a> {
+    #[serde(borrow)]
+    pub(super) name: JStr<'a>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) sha256: Option<JStr<'a>>,
+    pub(super) reason_code: ReasonCode,
+}
+
+/// `direction` of an `assay.mcp.decision`.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+/// `data` of an `assay.mcp.decision` line (SPEC §4.1a).
+#[derive(Deserialize)]
+pub(super) struct McpData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) method: JStr<'a>,
+    pub(super) direction: Direction,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) target: Option<JStr<'a>>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) request_id: Option<JStr<'a>>,
+    pub(super) decision: Decision,
+    pub(super) reason_code: ReasonCode,
+    pub(super) reason: IsStr,
+    #[serde(deserialize_with = "nullable")]
+    pub(super) matched_rule: Option<IsStr>,
+    pub(super) enforced: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) params_sha256: Option<JStr<'a>>,
+}
+
+/// An `assay.tool.listing` line.
+pub(super) type ListingEvent<'a> = Event<'a, ListingData<'a>>;
+/// An `assay.mcp.decision` line.
+pub(super) type McpEvent<'a> = Event<'a, McpData<'a>>;
+
+/// A line as the general path reads it.
+pub(super) enum Parsed<'a> {
+    Tool(DecisionEvent<'a>),
+    Listing(ListingEvent<'a>),
+    Mcp(McpEvent<'a>),
+}
+
+impl<'a> Parsed<'a> {
+    /// The general path's `serde` parse of a line the strict scan accepted: by its `type`, one of
+    /// the three event shapes. A line whose `type` is neither new type (or is absent, or not a
+    /// string) is read as a tool decision, as before the new types existed.
+    pub(super) fn from_line(line: &'a str) -> Result<Self, serde_json::Error> {
+        // An event is a JSON object (the strict scan has checked the JSON; its first byte tells).
+        if !line.trim_start().starts_with('{') {
+            return Err(serde::de::Error::custom("a log line is not a JSON object"));
+        }
+        let ty = serde_json::from_str::<TypeProbe<'_>>(line)
+            .ok()
+            .and_then(|p| p.ty);
+        match ty.as_deref() {
+            Some(TYPE_LISTING) => serde_json::from_str(line).map(Parsed::Listing),
+            Some(TYPE_MCP_DECISION) => serde_json::from_str(line).map(Parsed::Mcp),
+            _ => serde_json::from_str(line).map(Parsed::Tool),
+        }
+    }
+
+    /// The fields the common checks read, and the kind of line.
+    pub(super) fn view(&self) -> (LineView<'_>, LineKind) {
+        match self {
+            Parsed::Tool(ev) => (LineView::of(ev), LineKind::Tool),
+            Parsed::Listing(ev) => {
+                let d = &ev.data.0;
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    policy_sha256: &d.policy_sha256,
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Listing)
+            }
+            Parsed::Mcp(ev) => {
+                let d = &ev.data.0;
+                let _ = (
+                    &d.method,
+                    d.direction,
+                    &d.target,
+                    &d.request_id,
+                    &d.reason,
+                    &d.matched_rule,
+                );
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    decision: d.decision,
+                    reason_code: d.reason_code,
+                    enforced: d.enforced,
+                    policy_sha256: &d.policy_sha256,
+                    arguments_sha256: d.params_sha256.as_deref(),
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Mcp)
+            }
+        }
+    }
 }
 
 /// Line-level reasons, capped at [`MAX_LINE_REASONS`].
 pub(super) struct LineReasons {
     pub(super) list: Vec<Reason>,
     pub(super) suppressed: usize,
-    pub(super) first_suppressed: Option<ReasonCode>,
+    pub(super) first_suppressed: Option<ClosureReasonCode>,
 }
 
 impl LineReasons {
-    pub(super) fn push(&mut self, code: ReasonCode, line: usize, msg: impl fmt::Display) {
+    pub(super) fn push(&mut self, code: ClosureReasonCode, line: usize, msg: impl fmt::Display) {
         if self.list.len() < MAX_LINE_REASONS {
             self.list.push(Reason {
                 code,
@@ -190,9 +454,9 @@ impl LineReasons {
     }
 }
 
-/// `evt_decision_<session_id>_<seq>` without allocating.
-pub(super) fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool {
-    id.strip_prefix("evt_decision_")
+/// `<prefix><session_id>_<seq>` without allocating.
+pub(super) fn event_id_matches(id: &str, prefix: &str, session_id: &str, seq: u64) -> bool {
+    id.strip_prefix(prefix)
         .and_then(|s| s.strip_prefix(session_id))
         .and_then(|s| s.strip_prefix('_'))
         .is_some_and(|n| {
@@ -205,7 +469,7 @@ pub(super) fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool 
 
 /// The fields of a decision line that the checks read, borrowed from the line (or from the
 /// general path's parse).
-#[derive(Default, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) struct LineView<'a> {
     pub(super) specversion: &'a str,
     pub(super) id: &'a str,
@@ -216,7 +480,7 @@ pub(super) struct LineView<'a> {
     pub(super) session_id: &'a str,
     pub(super) seq: u64,
     pub(super) decision: Decision,
-    pub(super) reason_code: PolicyCode,
+    pub(super) reason_code: ReasonCode,
     pub(super) enforced: bool,
     pub(super) policy_sha256: &'a str,
     pub(super) arguments_sha256: Option<&'a str>,
@@ -224,11 +488,52 @@ pub(super) struct LineView<'a> {
     pub(super) tool_definition_sha256: Option<&'a str>,
 }
 
+impl Default for LineView<'_> {
+    fn default() -> Self {
+        LineView {
+            specversion: "",
+            id: "",
+            ty: "",
+            source: "",
+            time: "",
+            datacontenttype: "",
+            session_id: "",
+            seq: 0,
+            decision: Decision::default(),
+            reason_code: ReasonCode::P_POLICY_ALLOW,
+            enforced: false,
+            policy_sha256: "",
+            arguments_sha256: None,
+            tool_definition_sha256: None,
+        }
+    }
+}
+
 impl<'a> LineView<'a> {
+    /// The envelope fields of a new event type; the `data` fields at their defaults.
+    fn envelope<D>(ev: &'a Event<'a, D>) -> Self {
+        LineView {
+            specversion: &ev.specversion,
+            id: &ev.id,
+            ty: &ev.ty,
+            source: &ev.source,
+            time: &ev.time,
+            datacontenttype: &ev.datacontenttype,
+            ..LineView::default()
+        }
+    }
+
     pub(super) fn of(ev: &'a DecisionEvent<'a>) -> Self {
-        let d = &ev.data;
+        let d = &ev.data.0;
         // Fields read only for their presence and type.
-        let _ = (&d.tool, &d.tool_call_id, &d.reason, &d.matched_rule);
+        let _ = (
+            &d.tool,
+            &d.tool_call_id,
+            &d.reason,
+            &d.matched_rule,
+            &d.arguments,
+            &d.arguments_truncated,
+        );
         LineView {
             specversion: &ev.specversion,
             id: &ev.id,
@@ -251,6 +556,10 @@ impl<'a> LineView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decision_id_matches(id: &str, session_id: &str, seq: u64) -> bool {
+        event_id_matches(id, "evt_decision_", session_id, seq)
+    }
 
     #[test]
     fn decision_ids() {

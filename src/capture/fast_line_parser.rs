@@ -5,7 +5,9 @@
 //! parse does in two: it checks the JSON and extracts the fields. It accepts only a narrow
 //! subset, and returns `None` for anything outside it (whitespace, unknown or escaped keys, a
 //! duplicate or missing key, a value of another type, `\u` escapes, escapes in a field that is
-//! compared, a number other than a plain non-negative integer, nesting). The caller then takes
+//! compared, a number other than a plain non-negative integer, nesting, a `type` other than
+//! `assay.tool.decision` — so the listing and MCP-decision lines of SPEC §4.1a always take the
+//! general path). The caller then takes
 //! the general path (`strict_json::scan_str` + `serde_json`), which produces the reasons.
 //!
 //! So the fast path never decides a refusal; it only accepts, and it accepts exactly when the
@@ -13,7 +15,8 @@
 //! JSON (UTF-8 checked by the caller, no control characters, only valid escapes, no duplicate
 //! keys, depth 2, no non-finite numbers) with every required key present once and of its type.
 
-use super::decision_line::{Decision, LineView, PolicyCode};
+use super::decision_line::{Decision, LineView, TYPE_TOOL_DECISION};
+use crate::reason_code::ReasonCode;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -213,22 +216,6 @@ fn decision(s: &str) -> Option<Decision> {
     })
 }
 
-fn policy_code(s: &str) -> Option<PolicyCode> {
-    Some(match s {
-        "P_POLICY_ALLOW" => PolicyCode::PolicyAllow,
-        "P_TOOL_DENIED" => PolicyCode::ToolDenied,
-        "P_TOOL_NOT_ALLOWED" => PolicyCode::ToolNotAllowed,
-        "P_ARG_CONSTRAINT" => PolicyCode::ArgConstraint,
-        "P_ARG_SCHEMA" => PolicyCode::ArgSchema,
-        "P_MALFORMED" => PolicyCode::Malformed,
-        "P_BATCH_REFUSED" => PolicyCode::BatchRefused,
-        "P_TOOL_UNPINNED" => PolicyCode::ToolUnpinned,
-        "P_TOOL_DRIFT" => PolicyCode::ToolDrift,
-        "P_TOOL_UNLISTED" => PolicyCode::ToolUnlisted,
-        _ => return None,
-    })
-}
-
 /// Parses `line` (one decision line without its newline) when it has the common shape;
 /// `None` sends the caller to the general path.
 pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
@@ -276,7 +263,9 @@ pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
             break;
         }
     }
-    (seen == 0x7f && p.pos == p.b.len()).then_some(v)
+    // Only a tool decision: the general path reads the other event types (SPEC §4.1a) with
+    // their own shapes, so a line of another `type` always goes there.
+    (seen == 0x7f && p.pos == p.b.len() && v.ty == TYPE_TOOL_DECISION).then_some(v)
 }
 
 fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
@@ -306,7 +295,7 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
             }
             b"reason_code" => {
                 see(&mut seen, 5)?;
-                v.reason_code = policy_code(p.plain_str()?)?;
+                v.reason_code = ReasonCode::parse(p.plain_str()?)?;
             }
             b"reason" => {
                 see(&mut seen, 6)?;
@@ -345,23 +334,25 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::super::MAX_DEPTH;
-    use super::super::decision_line::{DecisionEvent, LineView};
+    use super::super::decision_line::{LineView, Parsed};
     use super::super::testutil::Builder;
     use super::parse;
     use crate::strict_json;
 
     /// What the general path makes of `line`: the view when the strict scan and the serde parse
     /// both accept it.
-    fn general(line: &str) -> Option<DecisionEvent<'_>> {
+    fn general(line: &str) -> Option<Parsed<'_>> {
         strict_json::scan_str(line, MAX_DEPTH).ok()?;
-        serde_json::from_str::<DecisionEvent<'_>>(line).ok()
+        Parsed::from_line(line).ok()
     }
 
     /// The fast path accepts only what the general path accepts, with the same fields.
     fn agrees(line: &str) {
         if let Some(fast) = parse(line) {
-            let Some(ev) = general(line) else {
-                panic!("fast path accepted a line the general path refuses: {line:?}");
+            let Some(Parsed::Tool(ev)) = general(line) else {
+                panic!(
+                    "fast path accepted a line the general path refuses or reads as another type: {line:?}"
+                );
             };
             assert_eq!(fast, LineView::of(&ev), "{line:?}");
         }
@@ -409,8 +400,14 @@ mod tests {
             "é",
             "9999999999999999999999",
         ];
-        for seq in 0..4 {
-            let line = serde_json::to_string(&b.line(seq)).unwrap();
+        // Tool decisions, and the listing and MCP-decision lines of SPEC §4.1a (which the fast
+        // path declines, edited or not: it must never accept one the general path refuses or
+        // reads as another type).
+        let lines = (0..4)
+            .map(|seq| b.line(seq))
+            .chain([b.listing_line(1), b.mcp_line(2)]);
+        for value in lines {
+            let line = serde_json::to_string(&value).unwrap();
             for (at, _) in line.char_indices() {
                 let next = line[at..].chars().next().map_or(at, |c| at + c.len_utf8());
                 agrees(&format!("{}{}", &line[..at], &line[next..]));

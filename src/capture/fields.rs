@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::bounded::{self, BoundedError};
 use super::bounds::MAX_DEPTH;
-use super::judgement::{FileDigest, Reason, ReasonCode};
+use super::judgement::{ClosureReasonCode, FileDigest, Reason};
+use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::strict_json::{self, ScanErrorKind};
 
 /// At most this many reasons come from individual decision lines; the rest are summarized in
@@ -20,7 +20,7 @@ pub(super) const MAX_LINE_REASONS: usize = 16;
 pub(super) struct Reasons(pub(super) Vec<Reason>);
 
 impl Reasons {
-    pub(super) fn push(&mut self, code: ReasonCode, detail: impl Into<String>) {
+    pub(super) fn push(&mut self, code: ClosureReasonCode, detail: impl Into<String>) {
         self.0.push(Reason {
             code,
             detail: detail.into(),
@@ -28,7 +28,9 @@ impl Reasons {
     }
 
     pub(super) fn any_hard(&self) -> bool {
-        self.0.iter().any(|r| r.code != ReasonCode::DecisionLoss)
+        self.0
+            .iter()
+            .any(|r| r.code != ClosureReasonCode::DecisionLoss)
     }
 }
 
@@ -83,25 +85,25 @@ pub(super) fn is_utc_time(s: &str) -> bool {
     }
 }
 
-pub(super) fn scan_reason(kind: ScanErrorKind) -> ReasonCode {
+pub(super) fn scan_reason(kind: ScanErrorKind) -> ClosureReasonCode {
     match kind {
-        ScanErrorKind::Invalid => ReasonCode::InvalidJson,
-        ScanErrorKind::DuplicateKey => ReasonCode::DuplicateKey,
-        ScanErrorKind::NonFinite => ReasonCode::NonfiniteNumber,
-        ScanErrorKind::TooDeep => ReasonCode::TooDeep,
+        ScanErrorKind::Invalid => ClosureReasonCode::InvalidJson,
+        ScanErrorKind::DuplicateKey => ClosureReasonCode::DuplicateKey,
+        ScanErrorKind::NonFinite => ClosureReasonCode::NonfiniteNumber,
+        ScanErrorKind::TooDeep => ClosureReasonCode::TooDeep,
     }
 }
 
 /// Reads `dir/name` within `bound`, turning refusals into reasons.
 pub(super) fn read_file(dir: &Path, name: &str, bound: u64, r: &mut Reasons) -> Option<Vec<u8>> {
-    match bounded::read_bounded(&dir.join(name), bound) {
+    match bounded::read_bounded(&dir.join(name), FinalLink::Refuse, bound) {
         Ok(bytes) => Some(bytes),
         Err(e) => {
             let code = match e {
                 // An unreadable file is as unavailable to the reader as an absent one.
-                BoundedError::Missing | BoundedError::Io(_) => ReasonCode::MissingFile,
-                BoundedError::NotRegular(_) => ReasonCode::NotRegularFile,
-                BoundedError::TooLarge { .. } => ReasonCode::TooLarge,
+                BoundedError::Missing | BoundedError::Io(_) => ClosureReasonCode::MissingFile,
+                BoundedError::NotRegular(_) => ClosureReasonCode::NotRegularFile,
+                BoundedError::TooLarge { .. } => ClosureReasonCode::TooLarge,
             };
             r.push(code, format!("{name} {}", e.describe(bound)));
             None
@@ -127,13 +129,13 @@ pub(super) fn parse_object(
         Ok(Value::Object(m)) => Some(m),
         Ok(_) => {
             r.push(
-                ReasonCode::SchemaMismatch,
+                ClosureReasonCode::SchemaMismatch,
                 format!("{name}: not a JSON object"),
             );
             None
         }
         Err(e) => {
-            r.push(ReasonCode::InvalidJson, format!("{name}: {e}"));
+            r.push(ClosureReasonCode::InvalidJson, format!("{name}: {e}"));
             None
         }
     }
@@ -164,7 +166,7 @@ impl<'a, 'r> Fields<'a, 'r> {
     pub(super) fn bad(&mut self, key: &str, msg: &str) {
         self.ok = false;
         self.r.push(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             format!("{}: `{key}` {msg}", self.what),
         );
     }

@@ -53,10 +53,11 @@ impl ClosureKind {
     }
 }
 
-/// Why a capture is not `closed` (SPEC §7 reason codes).
+/// Why a capture is not `closed` (SPEC §7 reason codes: `missing_file`, …). Not to be confused
+/// with the policy's reason codes (`P_…`, [`crate::ReasonCode`]), which a decision line records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReasonCode {
+pub enum ClosureReasonCode {
     /// A required file does not exist (or could not be opened at all).
     MissingFile,
     /// A symlink (never followed), directory, FIFO, device or socket.
@@ -98,29 +99,29 @@ pub enum ReasonCode {
     NoSession,
 }
 
-impl ReasonCode {
+impl ClosureReasonCode {
     /// The SPEC string, e.g. `missing_file`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ReasonCode::MissingFile => "missing_file",
-            ReasonCode::NotRegularFile => "not_regular_file",
-            ReasonCode::TooLarge => "too_large",
-            ReasonCode::TooManyDecisions => "too_many_decisions",
-            ReasonCode::TooDeep => "too_deep",
-            ReasonCode::DuplicateKey => "duplicate_key",
-            ReasonCode::NonfiniteNumber => "nonfinite_number",
-            ReasonCode::InvalidJson => "invalid_json",
-            ReasonCode::SchemaMismatch => "schema_mismatch",
-            ReasonCode::ProtocolMismatch => "protocol_mismatch",
-            ReasonCode::ContextMismatch => "context_mismatch",
-            ReasonCode::IdMismatch => "id_mismatch",
-            ReasonCode::CountMismatch => "count_mismatch",
-            ReasonCode::DigestMismatch => "digest_mismatch",
-            ReasonCode::PartialLine => "partial_line",
-            ReasonCode::InconsistentAccounting => "inconsistent_accounting",
-            ReasonCode::DecisionLogNotRetained => "decision_log_not_retained",
-            ReasonCode::DecisionLoss => "decision_loss",
-            ReasonCode::NoSession => "no_session",
+            ClosureReasonCode::MissingFile => "missing_file",
+            ClosureReasonCode::NotRegularFile => "not_regular_file",
+            ClosureReasonCode::TooLarge => "too_large",
+            ClosureReasonCode::TooManyDecisions => "too_many_decisions",
+            ClosureReasonCode::TooDeep => "too_deep",
+            ClosureReasonCode::DuplicateKey => "duplicate_key",
+            ClosureReasonCode::NonfiniteNumber => "nonfinite_number",
+            ClosureReasonCode::InvalidJson => "invalid_json",
+            ClosureReasonCode::SchemaMismatch => "schema_mismatch",
+            ClosureReasonCode::ProtocolMismatch => "protocol_mismatch",
+            ClosureReasonCode::ContextMismatch => "context_mismatch",
+            ClosureReasonCode::IdMismatch => "id_mismatch",
+            ClosureReasonCode::CountMismatch => "count_mismatch",
+            ClosureReasonCode::DigestMismatch => "digest_mismatch",
+            ClosureReasonCode::PartialLine => "partial_line",
+            ClosureReasonCode::InconsistentAccounting => "inconsistent_accounting",
+            ClosureReasonCode::DecisionLogNotRetained => "decision_log_not_retained",
+            ClosureReasonCode::DecisionLoss => "decision_loss",
+            ClosureReasonCode::NoSession => "no_session",
         }
     }
 }
@@ -129,7 +130,7 @@ impl ReasonCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
     /// The machine-readable code.
-    pub code: ReasonCode,
+    pub code: ClosureReasonCode,
     /// A one-line human description naming the file and field.
     pub detail: String,
 }

@@ -8,18 +8,19 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use super::bounded::{self, BoundedError};
 use super::bounds::{MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 use super::decision_line::{
-    Decision, DecisionEvent, Expect, LineReasons, LineView, PolicyCode, decision_id_matches,
+    Decision, Expect, LineKind, LineReasons, LineView, ListingData, Parsed, event_id_matches,
 };
 use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
-use super::judgement::{FileDigest, ReasonCode};
+use super::judgement::{ClosureReasonCode, FileDigest};
 use super::log_digest::{Hashing, HashingLost};
 use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
+use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::outcome::{DecisionLogState, StopData};
+use crate::reason_code::ReasonCode;
 use crate::strict_json;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
@@ -27,7 +28,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
         Ok(t) => t,
         Err(e) => {
             lr.push(
-                ReasonCode::InvalidJson,
+                ClosureReasonCode::InvalidJson,
                 i,
                 format_args!("invalid JSON at byte {}", e.valid_up_to()),
             );
@@ -44,24 +45,86 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
         lr.push(scan_reason(e.kind), i, e);
         return;
     }
-    let ev: DecisionEvent<'_> = match serde_json::from_str(line) {
-        Ok(ev) => ev,
+    let parsed = match Parsed::from_line(line) {
+        Ok(parsed) => parsed,
         Err(e) => {
-            lr.push(ReasonCode::SchemaMismatch, i, e);
+            lr.push(ClosureReasonCode::SchemaMismatch, i, e);
             return;
         }
     };
-    check_fields(i, &LineView::of(&ev), exp, lr);
+    let (view, kind) = parsed.view();
+    check_kind_fields(i, &view, kind, exp, lr);
+    if let Parsed::Listing(ev) = &parsed {
+        check_listing(i, &ev.data.0, lr);
+    }
 }
 
-/// The checks on a parsed decision line (line `i`, 0-based).
+/// The checks of a listing's own fields (SPEC §4.1a): digests are 64 lowercase hex digits (a
+/// removed entry's may be null), and a removal names a reason other than `P_POLICY_ALLOW`.
+fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
+    if let Some(k) = d.shown.iter().position(|t| !is_hex(&t.0.sha256, 64)) {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.shown[{k}].sha256 is not 64 lowercase hex characters"),
+        );
+    }
+    if let Some(k) = d
+        .removed
+        .iter()
+        .position(|t| t.0.sha256.as_deref().is_some_and(|s| !is_hex(s, 64)))
+    {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.removed[{k}].sha256 is not 64 lowercase hex characters or null"),
+        );
+    }
+    if let Some(k) = d
+        .removed
+        .iter()
+        .position(|t| t.0.reason_code == ReasonCode::P_POLICY_ALLOW)
+    {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!("data.removed[{k}].reason_code is P_POLICY_ALLOW, which removes nothing"),
+        );
+    }
+    let _ = (&d.request_id, d.replaced_by_error);
+    for t in &d.shown {
+        let _ = &t.0.name;
+    }
+    for t in &d.removed {
+        let _ = &t.0.name;
+    }
+}
+
+/// The checks on a parsed `assay.tool.decision` line (line `i`, 0-based).
 pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mut LineReasons) {
-    let mut schema = |what: &str| lr.push(ReasonCode::SchemaMismatch, i, what);
+    check_kind_fields(i, d, LineKind::Tool, exp, lr);
+}
+
+/// The checks every line of the log shares (the envelope, the session, `seq`, `id`, the policy
+/// digest), and those of its kind that [`LineView`] carries (line `i`, 0-based). For a tool
+/// decision the reasons and their order are those of the reader before the new types existed.
+fn check_kind_fields(
+    i: usize,
+    d: &LineView<'_>,
+    kind: LineKind,
+    exp: &Expect<'_>,
+    lr: &mut LineReasons,
+) {
+    let mut schema = |what: &str| lr.push(ClosureReasonCode::SchemaMismatch, i, what);
     if d.specversion != "1.0" {
         schema("specversion is not \"1.0\"");
     }
-    if d.ty != "assay.tool.decision" {
-        schema("type is not \"assay.tool.decision\"");
+    if d.ty != kind.type_name() {
+        match kind {
+            LineKind::Tool => schema("type is not \"assay.tool.decision\""),
+            LineKind::Listing => schema("type is not \"assay.tool.listing\""),
+            LineKind::Mcp => schema("type is not \"assay.mcp.decision\""),
+        }
     }
     if d.datacontenttype != "application/json" {
         schema("datacontenttype is not \"application/json\"");
@@ -76,17 +139,24 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
         schema("data.policy_sha256 is not 64 lowercase hex characters");
     }
     if d.arguments_sha256.is_some_and(|s| !is_hex(s, 64)) {
-        schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+        // For an `assay.mcp.decision` the view carries `params_sha256` here.
+        if kind == LineKind::Mcp {
+            schema("data.params_sha256 is not 64 lowercase hex characters or null");
+        } else {
+            schema("data.arguments_sha256 is not 64 lowercase hex characters or null");
+        }
     }
     if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
     }
-    if (d.decision == Decision::Allow) != (d.reason_code == PolicyCode::PolicyAllow) {
+    if kind != LineKind::Listing
+        && (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW)
+    {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
     }
     if d.seq != i as u64 {
         lr.push(
-            ReasonCode::CountMismatch,
+            ClosureReasonCode::CountMismatch,
             i,
             format_args!("seq {} where {i} was expected", d.seq),
         );
@@ -94,26 +164,26 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     let sid = exp.session_id.unwrap_or(d.session_id);
     if d.session_id != sid {
         lr.push(
-            ReasonCode::IdMismatch,
+            ClosureReasonCode::IdMismatch,
             i,
             "data.session_id is not this session's",
         );
     }
-    if !decision_id_matches(d.id, sid, d.seq) {
+    if !event_id_matches(d.id, kind.id_prefix(), sid, d.seq) {
         lr.push(
-            ReasonCode::IdMismatch,
+            ClosureReasonCode::IdMismatch,
             i,
-            "id is not evt_decision_<session_id>_<seq>",
+            format_args!("id is not {}<session_id>_<seq>", kind.id_prefix()),
         );
     }
     match exp.source {
         Some(src) if d.source != src => lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             "source differs from the session's",
         ),
         None if !is_event_source(d.source) => lr.push(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             i,
             "source is not an absolute URI",
         ),
@@ -121,14 +191,14 @@ pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mu
     }
     if exp.policy_sha256.is_some_and(|p| d.policy_sha256 != p) {
         lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             "data.policy_sha256 differs from the context's",
         );
     }
-    if exp.dry_run.is_some_and(|dry| d.enforced == dry) {
+    if kind != LineKind::Listing && exp.dry_run.is_some_and(|dry| d.enforced == dry) {
         lr.push(
-            ReasonCode::ContextMismatch,
+            ClosureReasonCode::ContextMismatch,
             i,
             format_args!(
                 "data.enforced {} contradicts the context's dry_run",
@@ -228,16 +298,17 @@ pub(super) fn check_log_file(
 ) {
     let refused = |e: BoundedError, r: &mut Reasons| {
         let code = match e {
-            BoundedError::Missing | BoundedError::Io(_) => ReasonCode::MissingFile,
-            BoundedError::NotRegular(_) => ReasonCode::NotRegularFile,
-            BoundedError::TooLarge { .. } => ReasonCode::TooLarge,
+            BoundedError::Missing | BoundedError::Io(_) => ClosureReasonCode::MissingFile,
+            BoundedError::NotRegular(_) => ClosureReasonCode::NotRegularFile,
+            BoundedError::TooLarge { .. } => ClosureReasonCode::TooLarge,
         };
         r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
     };
-    let (file, size) = match bounded::open_regular(&dir.join(DECISIONS), MAX_LOG_BYTES) {
-        Ok(opened) => opened,
-        Err(e) => return refused(e, r),
-    };
+    let (file, size) =
+        match bounded::open_regular(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES) {
+            Ok(opened) => opened,
+            Err(e) => return refused(e, r),
+        };
     let mut reader = file.take(MAX_LOG_BYTES + 1);
     let mut lines = Lines {
         exp,
@@ -273,7 +344,7 @@ pub(super) fn check_log_file(
     let count = lines.count;
     if count > MAX_DECISIONS {
         r.push(
-            ReasonCode::TooManyDecisions,
+            ClosureReasonCode::TooManyDecisions,
             format!(
                 "{DECISIONS} holds {count} decision lines, over the {MAX_DECISIONS}-line bound"
             ),
@@ -290,7 +361,7 @@ pub(super) fn check_log_file(
     };
     if full && !tail.is_empty() {
         r.push(
-            ReasonCode::PartialLine,
+            ClosureReasonCode::PartialLine,
             format!(
                 "{DECISIONS} ends with {} bytes without a newline but decision_log is complete",
                 tail.len()
@@ -300,7 +371,7 @@ pub(super) fn check_log_file(
     if let Some(written) = stop.decision_events_written {
         if written != count as u64 {
             r.push(
-                ReasonCode::CountMismatch,
+                ClosureReasonCode::CountMismatch,
                 format!(
                     "{DECISIONS} holds {count} complete lines, decision_events_written is {written}"
                 ),
@@ -315,7 +386,7 @@ pub(super) fn check_log_file(
         };
         if got != want {
             r.push(
-                ReasonCode::DigestMismatch,
+                ClosureReasonCode::DigestMismatch,
                 format!(
                     "{DECISIONS}: SHA-256 of {what} is {got}, decision_prefix_sha256 is {want}"
                 ),

@@ -14,7 +14,6 @@
 #![forbid(unsafe_code)]
 
 mod agreement;
-mod bounded;
 mod bounds;
 mod checks;
 mod companions;
@@ -35,13 +34,16 @@ pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
 pub use show::{
-    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, LogLine, SessionFacts, show_capture,
+    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
+    McpDecisionRow, RemovedTool, SessionFacts, show_capture,
 };
-pub use summary::{CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, read_captures};
+pub use summary::{
+    CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_root, read_captures,
+};
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 pub use judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, FileDigest, Reason, ReasonCode,
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, FileDigest, Reason,
 };
 
 /// Reads and judges the capture directory `dir` (SPEC §7).

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::bounds::MAX_COMPANION_BYTES;
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
-use super::judgement::{FileDigest, ReasonCode};
+use super::judgement::{ClosureReasonCode, FileDigest};
 use crate::capture_files::{DECISIONS, NO_SESSION, PROTOCOL, STOP};
 
 /// The `schema` of `no-session.json`.
@@ -52,7 +52,7 @@ pub(super) fn read(
         let schema_ok = m.get("schema").and_then(Value::as_str) == Some(SCHEMA);
         if !schema_ok {
             r.push(
-                ReasonCode::SchemaMismatch,
+                ClosureReasonCode::SchemaMismatch,
                 format!("{NO_SESSION}: `schema` is not \"{SCHEMA}\""),
             );
         }
@@ -60,7 +60,7 @@ pub(super) fn read(
             Some(s) if is_session_id(s) => Some(s.to_string()),
             _ => {
                 r.push(
-                    ReasonCode::SchemaMismatch,
+                    ClosureReasonCode::SchemaMismatch,
                     format!("{NO_SESSION}: `session_id` is not 32 lowercase hex characters"),
                 );
                 None
@@ -86,13 +86,13 @@ pub(super) fn check(
 ) {
     if let Some(sid) = &m.session_id {
         r.push(
-            ReasonCode::NoSession,
+            ClosureReasonCode::NoSession,
             format!("{NO_SESSION}: a discovery-only run; no session existed, so no stop record"),
         );
         if let Some(p) = protocol_session_id {
             if p != sid {
                 r.push(
-                    ReasonCode::ProtocolMismatch,
+                    ClosureReasonCode::ProtocolMismatch,
                     format!("session_id: {PROTOCOL} has {p:?}, {NO_SESSION} has {sid:?}"),
                 );
             }
@@ -100,7 +100,7 @@ pub(super) fn check(
     }
     if m.stop_entry {
         r.push(
-            ReasonCode::InconsistentAccounting,
+            ClosureReasonCode::InconsistentAccounting,
             format!("{NO_SESSION} says no session existed, but {STOP} exists"),
         );
     }
@@ -111,7 +111,7 @@ pub(super) fn check(
     };
     if log_bytes > 0 {
         r.push(
-            ReasonCode::InconsistentAccounting,
+            ClosureReasonCode::InconsistentAccounting,
             format!(
                 "{NO_SESSION} says no session existed, but {DECISIONS} holds {log_bytes} bytes"
             ),

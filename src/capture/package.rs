@@ -21,12 +21,12 @@ use nix::sys::stat::Mode;
 
 use serde::Serialize;
 
-use super::bounded::{self, BoundedError};
 use super::bounds::{MAX_COMPANION_BYTES, MAX_LOG_BYTES};
 use super::checks::judge;
 use super::judgement::Closure;
 use crate::capture_files::{CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP};
 use crate::error::{Error, ErrorKind, Result};
+use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::sha256::Sha256;
 
 /// The manifest's file name inside the package.
@@ -201,13 +201,14 @@ fn producer_binary() -> Option<PathBuf> {
 }
 
 fn hash_path(path: &Path, follow: bool) -> Result<(u64, String)> {
-    let file = if follow {
-        File::open(path).map_err(|e| Error::io(path, "cannot open", &e))?
+    let link = if follow {
+        FinalLink::Follow
     } else {
-        bounded::open_regular(path, MAX_EXTRA_BYTES)
-            .map_err(|e| bounded_err(path, MAX_EXTRA_BYTES, e))?
-            .0
+        FinalLink::Refuse
     };
+    let file = bounded::open_regular(path, link, MAX_EXTRA_BYTES)
+        .map_err(|e| bounded_err(path, MAX_EXTRA_BYTES, e))?
+        .0;
     stream(file, path, MAX_EXTRA_BYTES, None)
 }
 

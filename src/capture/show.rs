@@ -1,5 +1,6 @@
 //! What a capture says, for people (`assay capture show`, SPEC §10): the reader's verdict, who
-//! ran (label, command digest, producer), when, how the session ended, and one row per decision.
+//! ran (label, command digest, producer), when, how the session ended, and one row per decision
+//! and per listing (what a client was shown and what was removed, SPEC §4.1a).
 //!
 //! Everything here comes from bytes the reader judged, never from a file it refused: after
 //! [`read_capture`](super::read_capture), each file is read again through the same bounded,
@@ -15,15 +16,17 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::bounded;
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop, expectations};
-use super::decision_line::{Expect, LineReasons};
+use super::decision_line::{
+    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_TOOL_DECISION,
+};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
-use super::judgement::{Closure, ReasonCode};
+use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
+use crate::input_file::{self as bounded, FinalLink};
 use crate::outcome::StopData;
 use crate::strict_json;
 
@@ -83,14 +86,20 @@ pub struct DecisionLines {
 /// One complete line of the decision log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogLine {
-    /// A decision event that passed the reader's line checks.
+    /// A `tools/call` decision event that passed the reader's line checks.
     Decision(DecisionRow),
+    /// A listing event (SPEC §4.1a `assay.tool.listing`) that passed the reader's line checks:
+    /// what a client was shown of a `tools/list` result, and what was removed.
+    Listing(ListingRow),
+    /// A decision on a governed method other than `tools/call` (SPEC §4.1a
+    /// `assay.mcp.decision`) that passed the reader's line checks.
+    McpDecision(McpDecisionRow),
     /// A line the reader's checks refused: its 1-based line number and the first problem.
     Refused {
         /// 1-based line number in the log.
         line: usize,
         /// The reader's reason code.
-        code: ReasonCode,
+        code: ClosureReasonCode,
         /// What was wrong, as the reader says it.
         detail: String,
     },
@@ -119,6 +128,72 @@ pub struct DecisionRow {
     pub enforced: bool,
 }
 
+/// One listing (SPEC §4.1a), as recorded. Names are the server's text, unrendered: a view
+/// renders them for people ([`crate::text::render`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingRow {
+    /// `seq`, 0-based (shared with the decisions).
+    pub seq: u64,
+    /// The event time (RFC 3339, UTC).
+    pub time: String,
+    /// The client's `tools/list` request id, as a string.
+    pub request_id: String,
+    /// Each tool the client was shown: its name and definition digest.
+    pub shown: Vec<ListedTool>,
+    /// Each tool removed from what the client was shown (`(instructions)` for drifted server
+    /// instructions), with its digest (if any) and why.
+    pub removed: Vec<RemovedTool>,
+    /// The whole result was unreadable and the client got the `-32603` error instead.
+    pub replaced_by_error: bool,
+}
+
+/// A tool a client was shown.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ListedTool {
+    /// The tool's name as the server wrote it.
+    pub name: String,
+    /// SHA-256 of the tool's canonical definition (SPEC §5.1).
+    pub sha256: String,
+}
+
+/// A tool removed from a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RemovedTool {
+    /// The tool's name as the server wrote it, or `(instructions)`.
+    pub name: String,
+    /// SHA-256 of its canonical definition, when it could be taken.
+    pub sha256: Option<String>,
+    /// Why it was removed: `P_TOOL_UNPINNED`, `P_TOOL_DRIFT`, `P_TOOL_DENIED`, …
+    pub reason_code: String,
+}
+
+/// One decision on a governed method other than `tools/call` (SPEC §4.1a, §5.2), as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpDecisionRow {
+    /// `seq`, 0-based (shared with the other events of the log).
+    pub seq: u64,
+    /// The event time (RFC 3339, UTC).
+    pub time: String,
+    /// The JSON-RPC method, e.g. `resources/read`, `sampling/createMessage`.
+    pub method: String,
+    /// `client_to_server` or `server_to_client`.
+    pub direction: String,
+    /// The resource URI, prompt name or client feature, if any.
+    pub target: Option<String>,
+    /// The JSON-RPC id of the message, as a string, if any.
+    pub request_id: Option<String>,
+    /// `allow`, `deny` or `error`.
+    pub decision: String,
+    /// `P_POLICY_ALLOW`, `P_RESOURCE_DENIED`, …
+    pub reason_code: String,
+    /// The reason text.
+    pub reason: String,
+    /// The policy rule that decided, if any.
+    pub matched_rule: Option<String>,
+    /// `false` in dry run (the refusal was logged, not enforced).
+    pub enforced: bool,
+}
+
 /// How many decisions of each kind the shown lines hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DecisionCounts {
@@ -130,6 +205,10 @@ pub struct DecisionCounts {
     pub error: u64,
     /// Lines the reader's checks refused.
     pub refused_lines: u64,
+    /// Listing events (SPEC §4.1a), not counted as decisions.
+    pub listings: u64,
+    /// Tools removed from listings, over all listing events.
+    pub removed_tools: u64,
 }
 
 impl DecisionLines {
@@ -137,13 +216,23 @@ impl DecisionLines {
     pub fn counts(&self) -> DecisionCounts {
         let mut c = DecisionCounts::default();
         for line in &self.lines {
-            match line {
-                LogLine::Decision(d) => match d.decision.as_str() {
-                    "allow" => c.allow += 1,
-                    "deny" => c.deny += 1,
-                    _ => c.error += 1,
-                },
-                LogLine::Refused { .. } => c.refused_lines += 1,
+            let decision = match line {
+                LogLine::Decision(d) => d.decision.as_str(),
+                LogLine::McpDecision(d) => d.decision.as_str(),
+                LogLine::Listing(l) => {
+                    c.listings += 1;
+                    c.removed_tools += l.removed.len() as u64;
+                    continue;
+                }
+                LogLine::Refused { .. } => {
+                    c.refused_lines += 1;
+                    continue;
+                }
+            };
+            match decision {
+                "allow" => c.allow += 1,
+                "deny" => c.deny += 1,
+                _ => c.error += 1,
             }
         }
         c
@@ -227,6 +316,29 @@ pub fn show_capture(dir: &Path) -> CaptureReport {
     }
 }
 
+/// The capture's label (`server_id`) for a summary line or row (SPEC §10): the stop record's
+/// when it passed the reader's checks, else that of the `protocol.json` the verdict judged (the
+/// same bytes, by digest) when it passes its checks; `None` otherwise.
+pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
+    if let Some(id) = closure
+        .stop
+        .as_ref()
+        .and_then(|m| m.get("server_id"))
+        .and_then(Value::as_str)
+    {
+        return Some(id.to_string());
+    }
+    let judged = closure.files.get(PROTOCOL)?;
+    // The verdict has the reasons already; this read's are not reported.
+    let mut scratch = Reasons::default();
+    let bytes = read_file(dir, PROTOCOL, MAX_COMPANION_BYTES, &mut scratch)?;
+    if digest_of(&bytes) != *judged {
+        return None;
+    }
+    let m = parse_object(PROTOCOL, &bytes, &mut scratch)?;
+    check_protocol(&m, &mut scratch).map(|p| p.server_id.to_string())
+}
+
 /// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
 fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
     let unavailable = |why: String| DecisionLines {
@@ -236,7 +348,8 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
     let Some(judged) = closure.files.get(DECISIONS) else {
         return unavailable(format!("{DECISIONS} was not read (see the reasons above)"));
     };
-    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), MAX_LOG_BYTES) {
+    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES)
+    {
         Ok(b) => b,
         Err(e) => return unavailable(format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES))),
     };
@@ -264,9 +377,90 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
 
 /// The fields a row shows, read from a line that passed the reader's checks.
 #[derive(Deserialize)]
-struct RowEvent {
+struct RowEvent<D> {
+    #[serde(rename = "type")]
+    ty: String,
     time: String,
-    data: RowData,
+    data: D,
+}
+
+#[derive(Deserialize)]
+struct ListingData {
+    seq: u64,
+    request_id: String,
+    shown: Vec<ListedTool>,
+    removed: Vec<RemovedTool>,
+    replaced_by_error: bool,
+}
+
+#[derive(Deserialize)]
+struct McpData {
+    seq: u64,
+    method: String,
+    direction: String,
+    target: Option<String>,
+    request_id: Option<String>,
+    decision: String,
+    reason_code: String,
+    reason: String,
+    matched_rule: Option<String>,
+    enforced: bool,
+}
+
+/// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
+fn row(line: &str) -> Option<LogLine> {
+    #[derive(Deserialize)]
+    struct Type {
+        #[serde(rename = "type")]
+        ty: String,
+    }
+    let ty = serde_json::from_str::<Type>(line).ok()?.ty;
+    match ty.as_str() {
+        TYPE_LISTING => {
+            let ev = serde_json::from_str::<RowEvent<ListingData>>(line).ok()?;
+            let d = ev.data;
+            Some(LogLine::Listing(ListingRow {
+                seq: d.seq,
+                time: ev.time,
+                request_id: d.request_id,
+                shown: d.shown,
+                removed: d.removed,
+                replaced_by_error: d.replaced_by_error,
+            }))
+        }
+        TYPE_MCP_DECISION => {
+            let ev = serde_json::from_str::<RowEvent<McpData>>(line).ok()?;
+            let d = ev.data;
+            Some(LogLine::McpDecision(McpDecisionRow {
+                seq: d.seq,
+                time: ev.time,
+                method: d.method,
+                direction: d.direction,
+                target: d.target,
+                request_id: d.request_id,
+                decision: d.decision,
+                reason_code: d.reason_code,
+                reason: d.reason,
+                matched_rule: d.matched_rule,
+                enforced: d.enforced,
+            }))
+        }
+        _ => {
+            let ev = serde_json::from_str::<RowEvent<RowData>>(line).ok()?;
+            (ev.ty == TYPE_TOOL_DECISION).then_some(())?;
+            Some(LogLine::Decision(DecisionRow {
+                seq: ev.data.seq,
+                time: ev.time,
+                tool: ev.data.tool,
+                tool_call_id: ev.data.tool_call_id,
+                decision: ev.data.decision,
+                reason_code: ev.data.reason_code,
+                reason: ev.data.reason,
+                matched_rule: ev.data.matched_rule,
+                enforced: ev.data.enforced,
+            }))
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -289,7 +483,7 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
         first_suppressed: None,
     };
     check_line(i, line, exp, &mut lr);
-    let refused = |code: ReasonCode, detail: String| LogLine::Refused {
+    let refused = |code: ClosureReasonCode, detail: String| LogLine::Refused {
         line: i + 1,
         code,
         detail,
@@ -302,59 +496,55 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
     let parsed = std::str::from_utf8(line)
         .ok()
         .filter(|t| strict_json::scan_str(t, super::bounds::MAX_DEPTH).is_ok())
-        .and_then(|t| serde_json::from_str::<RowEvent>(t).ok());
+        .and_then(row);
     match parsed {
-        Some(ev) => LogLine::Decision(DecisionRow {
-            seq: ev.data.seq,
-            time: ev.time,
-            tool: ev.data.tool,
-            tool_call_id: ev.data.tool_call_id,
-            decision: ev.data.decision,
-            reason_code: ev.data.reason_code,
-            reason: ev.data.reason,
-            matched_rule: ev.data.matched_rule,
-            enforced: ev.data.enforced,
-        }),
+        Some(row) => row,
         None => refused(
-            ReasonCode::SchemaMismatch,
+            ClosureReasonCode::SchemaMismatch,
             format!("{DECISIONS} line {}: not a decision event", i + 1),
         ),
     }
 }
 
-impl ReasonCode {
+impl ClosureReasonCode {
     /// What the reason code means, in plain words (the verdict's `detail` says where).
     pub fn in_words(self) -> &'static str {
         match self {
-            ReasonCode::MissingFile => "a required file is missing or cannot be read",
-            ReasonCode::NotRegularFile => {
+            ClosureReasonCode::MissingFile => "a required file is missing or cannot be read",
+            ClosureReasonCode::NotRegularFile => {
                 "a file is a symbolic link, directory, FIFO or device, not a regular file"
             }
-            ReasonCode::TooLarge => "a file is larger than the reader's bound",
-            ReasonCode::TooManyDecisions => "the decision log holds more than 10,000 lines",
-            ReasonCode::TooDeep => "JSON nested deeper than 32 levels",
-            ReasonCode::DuplicateKey => "a JSON object holds the same key twice",
-            ReasonCode::NonfiniteNumber => "a number is NaN, Infinity or overflows a double",
-            ReasonCode::InvalidJson => "a file is not valid UTF-8 JSON",
-            ReasonCode::SchemaMismatch => "a required field is missing, mistyped or out of range",
-            ReasonCode::ProtocolMismatch => "protocol.json disagrees with the session's events",
-            ReasonCode::ContextMismatch => {
+            ClosureReasonCode::TooLarge => "a file is larger than the reader's bound",
+            ClosureReasonCode::TooManyDecisions => "the decision log holds more than 10,000 lines",
+            ClosureReasonCode::TooDeep => "JSON nested deeper than 32 levels",
+            ClosureReasonCode::DuplicateKey => "a JSON object holds the same key twice",
+            ClosureReasonCode::NonfiniteNumber => "a number is NaN, Infinity or overflows a double",
+            ClosureReasonCode::InvalidJson => "a file is not valid UTF-8 JSON",
+            ClosureReasonCode::SchemaMismatch => {
+                "a required field is missing, mistyped or out of range"
+            }
+            ClosureReasonCode::ProtocolMismatch => {
+                "protocol.json disagrees with the session's events"
+            }
+            ClosureReasonCode::ContextMismatch => {
                 "the session context disagrees with the stop record or a decision"
             }
-            ReasonCode::IdMismatch => "an event id or session id is not this session's",
-            ReasonCode::CountMismatch => {
+            ClosureReasonCode::IdMismatch => "an event id or session id is not this session's",
+            ClosureReasonCode::CountMismatch => {
                 "the decision log's lines do not match the stop record's count"
             }
-            ReasonCode::DigestMismatch => {
+            ClosureReasonCode::DigestMismatch => {
                 "the decision log's SHA-256 does not match the stop record's"
             }
-            ReasonCode::PartialLine => "the decision log ends in a partial line",
-            ReasonCode::InconsistentAccounting => "the stop record's fields contradict each other",
-            ReasonCode::DecisionLogNotRetained => {
+            ClosureReasonCode::PartialLine => "the decision log ends in a partial line",
+            ClosureReasonCode::InconsistentAccounting => {
+                "the stop record's fields contradict each other"
+            }
+            ClosureReasonCode::DecisionLogNotRetained => {
                 "no decision log was retained, so nothing vouches for the decisions"
             }
-            ReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
-            ReasonCode::NoSession => {
+            ClosureReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
+            ClosureReasonCode::NoSession => {
                 "the client only probed the server: no session existed, no stop record"
             }
         }
@@ -416,7 +606,7 @@ mod tests {
                 &r.decisions.lines[1],
                 LogLine::Refused {
                     line: 2,
-                    code: ReasonCode::IdMismatch,
+                    code: ClosureReasonCode::IdMismatch,
                     ..
                 }
             ),
@@ -456,12 +646,55 @@ mod tests {
         assert!(r.session.stopped_at.is_some());
     }
 
+    /// SPEC §4.1a: listing and MCP-decision lines become rows of their own; names stay the
+    /// server's text (the views render them).
+    #[test]
+    fn listings_and_mcp_decisions_are_rows() {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        let r = show_capture(b.build().path());
+        assert_eq!(r.closure.closure, ClosureKind::Closed, "{:#?}", r.closure);
+        let LogLine::Listing(l) = &r.decisions.lines[1] else {
+            panic!("{:?}", r.decisions.lines[1])
+        };
+        assert_eq!((l.seq, l.request_id.as_str()), (1, "1"));
+        assert_eq!(l.shown.len(), 2);
+        assert_eq!(l.shown[1].name, "t\"\u{1}\u{202e}");
+        let removed: Vec<(&str, &str)> = l
+            .removed
+            .iter()
+            .map(|t| (t.name.as_str(), t.reason_code.as_str()))
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                ("exec", crate::ReasonCode::P_TOOL_UNPINNED.as_str()),
+                (
+                    "(instructions)",
+                    crate::ReasonCode::P_INSTRUCTIONS_DRIFT.as_str()
+                )
+            ]
+        );
+        assert_eq!(l.removed[1].sha256, None);
+        let LogLine::McpDecision(m) = &r.decisions.lines[2] else {
+            panic!("{:?}", r.decisions.lines[2])
+        };
+        assert_eq!(m.method, "resources/read");
+        assert_eq!(m.target.as_deref(), Some("file:///workspace/.env"));
+        assert_eq!(m.decision, "deny");
+        assert!(matches!(r.decisions.lines[0], LogLine::Decision(_)));
+        assert!(matches!(r.decisions.lines[3], LogLine::Decision(_)));
+        let c = r.decisions.counts();
+        assert_eq!((c.listings, c.removed_tools, c.refused_lines), (1, 2, 0));
+        assert_eq!(c.allow + c.deny + c.error, 3);
+    }
+
     #[test]
     fn every_reason_code_has_words() {
         for code in [
-            ReasonCode::MissingFile,
-            ReasonCode::NoSession,
-            ReasonCode::DecisionLoss,
+            ClosureReasonCode::MissingFile,
+            ClosureReasonCode::NoSession,
+            ClosureReasonCode::DecisionLoss,
         ] {
             assert!(!code.in_words().is_empty());
         }

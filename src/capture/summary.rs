@@ -27,10 +27,26 @@ use serde::Serialize;
 
 use super::checks;
 use super::judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, Reason, ReasonCode,
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, Reason,
 };
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
+
+/// Whether `dir` is a capture root rather than a capture directory (SPEC §10, so `capture show
+/// ROOT` can point at `capture summary`): it holds no `protocol.json` of its own, and an
+/// immediate subdirectory (not a symlink) does — what [`read_captures`] would judge.
+pub fn is_capture_root(dir: &Path) -> bool {
+    if std::fs::symlink_metadata(dir.join(PROTOCOL)).is_ok() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::symlink_metadata(e.path().join(PROTOCOL)).is_ok()
+    })
+}
 
 /// Verdicts held per worker thread at most while earlier ones are still being judged.
 pub const WINDOW_PER_WORKER: usize = 8;
@@ -57,7 +73,7 @@ impl CaptureStatus {
             ClosureKind::Closed => CaptureStatus::Closed,
             ClosureKind::Incomplete => CaptureStatus::Incomplete,
             ClosureKind::Unknown => match closure.reasons.as_slice() {
-                [only] if only.code == ReasonCode::NoSession => CaptureStatus::NoSession,
+                [only] if only.code == ClosureReasonCode::NoSession => CaptureStatus::NoSession,
                 _ => CaptureStatus::Unknown,
             },
         }
@@ -81,6 +97,10 @@ pub struct CaptureVerdict {
     pub name: String,
     /// How the capture is listed and counted.
     pub status: CaptureStatus,
+    /// The capture's label (`server_id`, SPEC §10): the stop record's, or when there is none
+    /// that passed the reader's checks, the judged `protocol.json`'s; `None` when neither is
+    /// readable. A configured label, not the server's identity.
+    pub server_id: Option<String>,
     /// The verdict of [`read_capture`](super::read_capture) on the entry (for a symlinked
     /// entry, an `unknown` verdict with reason `not_regular_file`).
     pub closure: Closure,
@@ -88,7 +108,7 @@ pub struct CaptureVerdict {
 
 impl CaptureVerdict {
     /// The summary line, compact JSON without a newline:
-    /// `{"capture":NAME,"closure":…,"session_id":…,"reasons":[codes…]}`.
+    /// `{"capture":NAME,"closure":…,"session_id":…,"server_id":…,"reasons":[codes…]}`.
     pub fn summary_line(&self) -> String {
         // A struct, so the keys keep the SPEC's order.
         #[derive(Serialize)]
@@ -96,12 +116,14 @@ impl CaptureVerdict {
             capture: &'a str,
             closure: CaptureStatus,
             session_id: Option<&'a str>,
-            reasons: Vec<ReasonCode>,
+            server_id: Option<&'a str>,
+            reasons: Vec<ClosureReasonCode>,
         }
         to_line(&Line {
             capture: &self.name,
             closure: self.status,
             session_id: self.closure.session_id.as_deref(),
+            server_id: self.server_id.as_deref(),
             reasons: self.closure.reasons.iter().map(|r| r.code).collect(),
         })
     }
@@ -223,7 +245,7 @@ fn list(root: &Path) -> Result<(Root, Vec<Entry>)> {
 }
 
 /// An `unknown` verdict for an entry that could not be judged as a capture.
-fn refused(code: ReasonCode, detail: String) -> Closure {
+fn refused(code: ClosureReasonCode, detail: String) -> Closure {
     Closure {
         schema: CLOSURE_SCHEMA,
         closure: ClosureKind::Unknown,
@@ -237,7 +259,7 @@ fn refused(code: ReasonCode, detail: String) -> Closure {
 
 fn symlinked(name: &str) -> Closure {
     refused(
-        ReasonCode::NotRegularFile,
+        ClosureReasonCode::NotRegularFile,
         format!("{name} is a symbolic link; capture summary does not follow it"),
     )
 }
@@ -245,6 +267,7 @@ fn symlinked(name: &str) -> Closure {
 /// Judges one entry; `None` when it is not a capture (not a directory, or no `protocol.json`).
 fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
     let name = entry.name.to_string_lossy().into_owned();
+    let mut server_id = None;
     let closure = if entry.symlink {
         symlinked(&name)
     } else {
@@ -260,7 +283,7 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
             // Gone, or no longer a directory: not a capture.
             Err(Errno::ENOENT | Errno::ENOTDIR) => return None,
             Err(e) => refused(
-                ReasonCode::MissingFile,
+                ClosureReasonCode::MissingFile,
                 format!("{name} cannot be opened: {}", std::io::Error::from(e)),
             ),
             Ok(dir) => {
@@ -274,13 +297,16 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 } else {
                     root.path.join(&entry.name)
                 };
-                checks::judge(&path)
+                let closure = checks::judge(&path);
+                server_id = super::show::label(&path, &closure);
+                closure
             }
         }
     };
     Some(CaptureVerdict {
         name,
         status: CaptureStatus::of(&closure),
+        server_id,
         closure,
     })
 }
@@ -317,12 +343,13 @@ fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, w
             .unwrap_or_else(|_| {
                 let name = entry.name.to_string_lossy().into_owned();
                 let closure = refused(
-                    ReasonCode::SchemaMismatch,
+                    ClosureReasonCode::SchemaMismatch,
                     format!("{name}: the reader failed on this capture"),
                 );
                 Some(CaptureVerdict {
                     name,
                     status: CaptureStatus::Unknown,
+                    server_id: None,
                     closure,
                 })
             });

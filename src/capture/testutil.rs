@@ -26,6 +26,9 @@ pub(super) struct Builder {
     /// Extra characters in each decision's `reason` (to build large logs).
     pub reason_len: usize,
     pub dry_run: bool,
+    /// Lines 1, 5, 9, … are `assay.tool.listing` events and lines 2, 6, 10, … are
+    /// `assay.mcp.decision` events (SPEC §4.1a) instead of tool decisions.
+    pub other_events: bool,
     pub pretty: bool,
     pub session_end: &'static str,
     pub termination: &'static str,
@@ -57,6 +60,7 @@ impl Builder {
             decisions,
             reason_len: 0,
             dry_run: false,
+            other_events: false,
             pretty: false,
             session_end: "client_closed",
             termination: "exited",
@@ -131,8 +135,70 @@ impl Builder {
     }
 
     pub(super) fn line(&self, seq: usize) -> Value {
+        let mut v = match seq % 4 {
+            1 if self.other_events => self.listing_line(seq),
+            2 if self.other_events => self.mcp_line(seq),
+            _ => self.tool_line(seq),
+        };
+        for e in &self.edit_line {
+            e(seq, &mut v);
+        }
+        v
+    }
+
+    /// An `assay.tool.listing` event (SPEC §4.1a).
+    pub(super) fn listing_line(&self, seq: usize) -> Value {
+        use crate::reason_code::ReasonCode as P;
+        let digest = |s: &str| crate::sha256::digest_hex(s.as_bytes());
+        self.event(
+            format!("evt_listing_{}_{seq}", self.session_id),
+            "assay.tool.listing",
+            json!({
+                "session_id": self.session_id,
+                "seq": seq,
+                "request_id": seq.to_string(),
+                "shown": [
+                    {"name": "read_file", "sha256": digest("read_file")},
+                    {"name": "t\"\u{1}\u{202e}", "sha256": digest("t")},
+                ],
+                "removed": [
+                    {"name": "exec", "sha256": digest("exec"), "reason_code": P::P_TOOL_UNPINNED.as_str()},
+                    {"name": "(instructions)", "sha256": Value::Null, "reason_code": P::P_INSTRUCTIONS_DRIFT.as_str()},
+                ],
+                "replaced_by_error": false,
+                "policy_sha256": POLICY_SHA,
+            }),
+        )
+    }
+
+    /// An `assay.mcp.decision` event (SPEC §4.1a).
+    pub(super) fn mcp_line(&self, seq: usize) -> Value {
+        use crate::reason_code::ReasonCode as P;
+        self.event(
+            format!("evt_decision_{}_{seq}", self.session_id),
+            "assay.mcp.decision",
+            json!({
+                "session_id": self.session_id,
+                "seq": seq,
+                "method": "resources/read",
+                "direction": "client_to_server",
+                "target": "file:///workspace/.env",
+                "request_id": seq.to_string(),
+                "decision": "deny",
+                "reason_code": P::P_RESOURCE_DENIED.as_str(),
+                "reason": "resource denied",
+                "matched_rule": "resources.deny:file:///workspace/.env",
+                "enforced": !self.dry_run,
+                "policy_sha256": POLICY_SHA,
+                "params_sha256": crate::sha256::digest_hex(b"{}"),
+            }),
+        )
+    }
+
+    /// An `assay.tool.decision` event (SPEC §4.1).
+    pub(super) fn tool_line(&self, seq: usize) -> Value {
         let allow = seq % 3 != 1;
-        let mut v = self.event(
+        self.event(
             format!("evt_decision_{}_{seq}", self.session_id),
             "assay.tool.decision",
             json!({
@@ -148,11 +214,7 @@ impl Builder {
                 "policy_sha256": POLICY_SHA,
                 "arguments_sha256": if seq.is_multiple_of(2) { json!(crate::sha256::digest_hex(seq.to_string().as_bytes())) } else { Value::Null },
             }),
-        );
-        for e in &self.edit_line {
-            e(seq, &mut v);
-        }
-        v
+        )
     }
 
     pub(super) fn log_bytes(&self) -> (Vec<u8>, usize) {
@@ -220,6 +282,18 @@ impl Builder {
         std::fs::write(dir.join(CONTEXT), self.ser(&self.context())).unwrap();
         std::fs::write(dir.join(STOP), self.ser(&self.stop(&log[..prefix_len]))).unwrap();
         std::fs::write(dir.join(DECISIONS), &log).unwrap();
+    }
+
+    /// Writes the three companions and `log` as the decision log (every line complete);
+    /// `decisions` must be its line count.
+    pub(super) fn build_with_log(&self, log: &[u8]) -> tempfile::TempDir {
+        assert_eq!(log.iter().filter(|b| **b == b'\n').count(), self.decisions);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(PROTOCOL), self.ser(&self.protocol())).unwrap();
+        std::fs::write(dir.path().join(CONTEXT), self.ser(&self.context())).unwrap();
+        std::fs::write(dir.path().join(STOP), self.ser(&self.stop(log))).unwrap();
+        std::fs::write(dir.path().join(DECISIONS), log).unwrap();
+        dir
     }
 
     pub(super) fn build(&self) -> tempfile::TempDir {

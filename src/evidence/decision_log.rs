@@ -5,11 +5,15 @@
 //! (`written`), and, after the first failure, every emission it refused (`dropped`). The prefix
 //! digest covers exactly the successfully written lines, so a reader can match it against the
 //! complete-line prefix of the file. `seq` (assigned by the caller) advances on every emission, written or not.
+//!
+//! The log also holds the `assay.tool.listing` events of SPEC §4.1a (what a client was shown of a
+//! `tools/list` result): [`DecisionFormat::push_listing_line`] formats them with the same
+//! envelope and the same `seq`, and they go through the same writer and accounting.
 
 use std::fs::File;
 use std::io::{self, Write};
 
-use super::event::{Clock, HexDigest, TYPE_DECISION, push_json_str};
+use super::event::{Clock, HexDigest, TYPE_DECISION, TYPE_LISTING, push_json_str};
 use super::prefix_digest::PrefixDigest;
 use crate::policy::{Decision, ReasonCode};
 
@@ -74,6 +78,12 @@ pub(crate) struct DecisionFormat {
     tool: Segment<OptText>,
     /// `,"decision":…,"matched_rule":…` and [`Self::tail`] of the last verdict formatted.
     verdict: Segment<VerdictKey>,
+    /// `{"specversion":"1.0","id":"evt_listing_<session>_`
+    listing_head: String,
+    /// `","type":"assay.tool.listing","source":…,"time":"`
+    listing_mid: String,
+    /// `],"policy_sha256":…}}` and the newline, after `"replaced_by_error":…`.
+    listing_tail: String,
 }
 
 /// The escaped text of the part of a line that depends only on `key`, kept while consecutive
@@ -187,7 +197,74 @@ impl DecisionFormat {
             ),
             tool: Segment::default(),
             verdict: Segment::default(),
+            listing_head: format!("{{\"specversion\":\"1.0\",\"id\":\"evt_listing_{sid_inner}_"),
+            listing_mid: format!(
+                "\",\"type\":{},\"source\":{},\"time\":\"",
+                json_str(TYPE_LISTING),
+                json_str(source)
+            ),
+            listing_tail: format!(",\"policy_sha256\":{}}}}}\n", json_str(policy_sha256)),
         }
+    }
+
+    /// Appends listing event `seq` (SPEC §4.1a `assay.tool.listing`) as one line to `out`: the
+    /// client's `tools/list` request id (as a string), each tool it was shown with its
+    /// definition digest, each tool removed with its digest (`None`: the definition could not
+    /// be digested) and reason, and whether the whole result was replaced by the `-32603`
+    /// error. The session id, source and policy digest are this format's. Names are
+    /// server-written text and are escaped like every other string; the line is compact JSON
+    /// plus `\n`, the same bytes `serde_json` writes for it (the tests hold the two together).
+    /// It shares `seq` with decision lines and is written by the same [`DecisionLog`].
+    #[allow(
+        dead_code,
+        reason = "the proxy's listing filter (issue 36, another branch) calls it; until then the tests do"
+    )]
+    pub(crate) fn push_listing_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        seq: u64,
+        request_id: &str,
+        shown: &[(&str, &HexDigest)],
+        removed: &[(&str, Option<&HexDigest>, ReasonCode)],
+        replaced_by_error: bool,
+    ) {
+        let mut digits = [0u8; 20];
+        let seq = decimal(&mut digits, seq);
+        out.extend_from_slice(self.listing_head.as_bytes());
+        out.extend_from_slice(seq);
+        out.extend_from_slice(self.listing_mid.as_bytes());
+        self.clock.push_now(out);
+        out.extend_from_slice(self.data_head.as_bytes());
+        out.extend_from_slice(seq);
+        out.extend_from_slice(b",\"request_id\":");
+        push_json_str(out, request_id);
+        out.extend_from_slice(b",\"shown\":[");
+        for (i, (name, sha256)) in shown.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"name\":");
+            push_json_str(out, name);
+            out.extend_from_slice(b",\"sha256\":");
+            push_digest(out, Some(sha256));
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"],\"removed\":[");
+        for (i, (name, sha256, code)) in removed.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"name\":");
+            push_json_str(out, name);
+            out.extend_from_slice(b",\"sha256\":");
+            push_digest(out, *sha256);
+            out.extend_from_slice(b",\"reason_code\":\"");
+            out.extend_from_slice(code.as_str().as_bytes());
+            out.extend_from_slice(b"\"}");
+        }
+        out.extend_from_slice(b"],\"replaced_by_error\":");
+        out.extend_from_slice(if replaced_by_error { b"true" } else { b"false" });
+        out.extend_from_slice(self.listing_tail.as_bytes());
     }
 
     /// Appends decision `seq` as one event line to `out`: the same bytes `serde_json` writes for
@@ -533,6 +610,124 @@ mod tests {
             log.accounting().prefix_sha256,
             super::super::event::sha256_hex(&bytes)
         );
+    }
+
+    /// The serde shape of a listing line (SPEC §4.1a) the hand-written one must reproduce.
+    #[derive(serde::Serialize)]
+    struct ListingData<'a> {
+        session_id: &'a str,
+        seq: u64,
+        request_id: &'a str,
+        shown: Vec<Shown<'a>>,
+        removed: Vec<Removed<'a>>,
+        replaced_by_error: bool,
+        policy_sha256: &'a str,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Shown<'a> {
+        name: &'a str,
+        sha256: &'a str,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Removed<'a> {
+        name: &'a str,
+        sha256: Option<&'a str>,
+        reason_code: ReasonCode,
+    }
+
+    #[test]
+    fn listing_lines_are_the_serde_serialization() {
+        let sid = "0123456789abcdef0123456789abcdef";
+        let source = "assay://te\"st/\u{e9}\\x";
+        let policy = "ab\ncd";
+        let mut format = DecisionFormat::new(sid, source, policy, true);
+        let other = HexDigest::of(b"other");
+        // Server-written names: quotes, backslashes, control characters, bidi overrides, emoji.
+        let odd = format!("a\"b\\c\n{}\u{202e}\u{1F600}", char::from(1));
+        let shown_sets: [Vec<(&str, &HexDigest)>; 3] = [
+            vec![],
+            vec![("read_file", &DIGEST)],
+            vec![
+                ("read_file", &DIGEST),
+                (odd.as_str(), &other),
+                ("", &DIGEST),
+            ],
+        ];
+        let removed_sets: [Vec<(&str, Option<&HexDigest>, ReasonCode)>; 3] = [
+            vec![],
+            vec![("exec", Some(&other), ReasonCode::P_TOOL_DRIFT)],
+            vec![
+                ("(instructions)", None, ReasonCode::P_INSTRUCTIONS_DRIFT),
+                (odd.as_str(), None, ReasonCode::P_TOOL_UNPINNED),
+                ("x", Some(&DIGEST), ReasonCode::P_TOOL_DENIED),
+            ],
+        ];
+        let mut n = 0u64;
+        for shown in &shown_sets {
+            for removed in &removed_sets {
+                for (replaced, request_id) in [(false, "1"), (true, "\"x\"\u{7f}")] {
+                    let seq = [0u64, 7, u64::MAX][(n % 3) as usize];
+                    n += 1;
+                    let mut line = Vec::new();
+                    format.push_listing_line(&mut line, seq, request_id, shown, removed, replaced);
+                    let parsed: serde_json::Value = serde_json::from_slice(&line).unwrap();
+                    let time = parsed["time"].as_str().unwrap().to_string();
+                    let id = format!("evt_listing_{sid}_{seq}");
+                    let want = crate::evidence::event::Envelope::new(
+                        &id,
+                        TYPE_LISTING,
+                        source,
+                        &time,
+                        ListingData {
+                            session_id: sid,
+                            seq,
+                            request_id,
+                            shown: shown
+                                .iter()
+                                .map(|(name, d)| Shown {
+                                    name,
+                                    sha256: d.as_str(),
+                                })
+                                .collect(),
+                            removed: removed
+                                .iter()
+                                .map(|(name, d, code)| Removed {
+                                    name,
+                                    sha256: d.map(HexDigest::as_str),
+                                    reason_code: *code,
+                                })
+                                .collect(),
+                            replaced_by_error: replaced,
+                            policy_sha256: policy,
+                        },
+                    )
+                    .to_line()
+                    .unwrap();
+                    assert_eq!(
+                        String::from_utf8_lossy(&line),
+                        String::from_utf8_lossy(&want)
+                    );
+                }
+            }
+        }
+        // Decision and listing lines from one format interleave without disturbing each other.
+        let mut a = Vec::new();
+        format.push_line(&mut a, 3, &entry());
+        let mut b = Vec::new();
+        format.push_listing_line(&mut b, 4, "2", &[], &[], false);
+        let mut c = Vec::new();
+        format.push_line(&mut c, 5, &entry());
+        let strip_time = |l: &[u8]| {
+            let mut v: serde_json::Value = serde_json::from_slice(l).unwrap();
+            v["time"] = serde_json::Value::Null;
+            v["id"] = serde_json::Value::Null;
+            v["data"]["seq"] = serde_json::Value::Null;
+            v
+        };
+        assert_eq!(strip_time(&a), strip_time(&c));
+        assert_eq!(strip_time(&b)["type"], TYPE_LISTING);
     }
 
     /// The prefix digest covers exactly the lines written so far, whenever (and whether) the

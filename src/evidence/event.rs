@@ -10,6 +10,8 @@ pub(crate) use crate::sha256::{HexDigest, hex};
 
 /// Event type of a decision line.
 pub(crate) const TYPE_DECISION: &str = "assay.tool.decision";
+/// Event type of a listing line (SPEC §4.1a): what a client was shown of a `tools/list` result.
+pub(crate) const TYPE_LISTING: &str = "assay.tool.listing";
 /// Event type of the session context.
 pub(crate) const TYPE_CONTEXT: &str = "assay.mcp.session.context.v1";
 /// Event type of the session stop.

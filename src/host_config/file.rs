@@ -5,7 +5,7 @@
 //! rewritten and the link stays a link.
 
 use std::fs::{File, OpenOptions, Permissions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -42,27 +42,25 @@ pub struct FileRewrite {
 }
 
 fn read_config(path: &Path) -> Result<(Vec<u8>, std::fs::Metadata)> {
-    let file =
-        File::open(path).map_err(|e| Error::io(path, "cannot open host configuration", &e))?;
+    use crate::input_file::{self, BoundedError, FinalLink};
+    // The one opener (SPEC §10): a FIFO or device is refused at once, never waited on.
+    let refused = |what: &str, e: BoundedError| match e {
+        BoundedError::NotRegular(_) => {
+            Error::invalid_argument(format!("{} is not a regular file", path.display()))
+        }
+        BoundedError::TooLarge { .. } => Error::invalid_argument(format!(
+            "{} is larger than {MAX_CONFIG_BYTES} bytes",
+            path.display()
+        )),
+        other => Error::io(path, what, &other.into_io(MAX_CONFIG_BYTES)),
+    };
+    let (file, size) = input_file::open_regular(path, FinalLink::Follow, MAX_CONFIG_BYTES)
+        .map_err(|e| refused("cannot open host configuration", e))?;
     let meta = file
         .metadata()
         .map_err(|e| Error::io(path, "cannot inspect host configuration", &e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid_argument(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, "cannot read host configuration", &e))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(Error::invalid_argument(format!(
-            "{} is larger than {MAX_CONFIG_BYTES} bytes",
-            path.display()
-        )));
-    }
+    let bytes = input_file::read_opened(file, size, MAX_CONFIG_BYTES)
+        .map_err(|e| refused("cannot read host configuration", e))?;
     Ok((bytes, meta))
 }
 

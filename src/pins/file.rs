@@ -17,7 +17,6 @@
 //! not 64 lowercase hex digits or is not the digest of its `definition`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -165,21 +164,20 @@ impl Pins {
     /// # Errors
     /// A [`PinsError`] naming the file and what is wrong.
     pub fn load(path: &Path) -> Result<Pins, PinsError> {
-        let read_err = |source| PinsError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(read_err)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_PINS_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_err)?;
-        if bytes.len() as u64 > MAX_PINS_BYTES {
-            return Err(PinsError::TooLarge {
-                path: path.to_path_buf(),
-                limit: MAX_PINS_BYTES,
-            });
-        }
+        use crate::input_file::{self, BoundedError, FinalLink};
+        // The one opener: a FIFO or device is refused at once, never waited on.
+        let bytes = input_file::read_bounded(path, FinalLink::Follow, MAX_PINS_BYTES).map_err(
+            |e| match e {
+                BoundedError::TooLarge { .. } => PinsError::TooLarge {
+                    path: path.to_path_buf(),
+                    limit: MAX_PINS_BYTES,
+                },
+                other => PinsError::Read {
+                    path: path.to_path_buf(),
+                    source: other.into_io(MAX_PINS_BYTES),
+                },
+            },
+        )?;
         Pins::from_bytes(&bytes, path)
     }
 

@@ -27,50 +27,8 @@ impl Decision {
     }
 }
 
-/// Why a decision was made (SPEC §4.1 `reason_code`). Variants are spelled exactly as the SPEC
-/// strings, and serialize as those strings.
-#[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ReasonCode {
-    /// Every check passed.
-    P_POLICY_ALLOW,
-    /// A `deny` pattern matched the tool name.
-    P_TOOL_DENIED,
-    /// An `allow` list exists and no pattern in it matched the tool name.
-    P_TOOL_NOT_ALLOWED,
-    /// A constraint on an argument failed (missing, not a string, or no regex match).
-    P_ARG_CONSTRAINT,
-    /// The arguments do not validate against the tool's JSON Schema.
-    P_ARG_SCHEMA,
-    /// The `tools/call` was malformed (`params.name` missing or not a string). Proxy only.
-    P_MALFORMED,
-    /// An allowed call refused because its batch held a denied call. Proxy only.
-    P_BATCH_REFUSED,
-    /// The policy has pins and the tool is not pinned (SPEC §5.1).
-    P_TOOL_UNPINNED,
-    /// The tool's definition as this session last listed it differs from its pin (SPEC §5.1).
-    P_TOOL_DRIFT,
-    /// No `tools/list` result of this session has listed the pinned tool (SPEC §5.1).
-    P_TOOL_UNLISTED,
-}
-
-impl ReasonCode {
-    /// The SPEC string, e.g. `"P_TOOL_DENIED"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ReasonCode::P_POLICY_ALLOW => "P_POLICY_ALLOW",
-            ReasonCode::P_TOOL_DENIED => "P_TOOL_DENIED",
-            ReasonCode::P_TOOL_NOT_ALLOWED => "P_TOOL_NOT_ALLOWED",
-            ReasonCode::P_ARG_CONSTRAINT => "P_ARG_CONSTRAINT",
-            ReasonCode::P_ARG_SCHEMA => "P_ARG_SCHEMA",
-            ReasonCode::P_MALFORMED => "P_MALFORMED",
-            ReasonCode::P_BATCH_REFUSED => "P_BATCH_REFUSED",
-            ReasonCode::P_TOOL_UNPINNED => "P_TOOL_UNPINNED",
-            ReasonCode::P_TOOL_DRIFT => "P_TOOL_DRIFT",
-            ReasonCode::P_TOOL_UNLISTED => "P_TOOL_UNLISTED",
-        }
-    }
-}
+/// Why a decision was made: the one list of policy reason codes lives in `src/reason_code.rs`.
+pub use crate::reason_code::ReasonCode;
 
 /// The result of evaluating one `tools/call` against a policy.
 #[derive(Debug, Clone, PartialEq, Eq)]

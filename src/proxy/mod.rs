@@ -467,9 +467,12 @@ fn open_evidence(
     created: &mut StartupFiles,
 ) -> Result<Evidence> {
     let new_run_dir = plan.capture_root.is_some();
-    let plan = crate::capture_root::place_run(plan, session_id)?;
+    let (plan, created_root) = crate::capture_root::place_run(plan, session_id)?;
     if let (true, Some(dir)) = (new_run_dir, &plan.capture_dir) {
         created.dir(dir);
+    }
+    if let Some(root) = &created_root {
+        created.root(root);
     }
     start_capture(&plan, session_id, source, created)?;
     let (stderr_file, diag, tee) = open_diagnostics(&plan, created)?;

@@ -11,6 +11,8 @@ pub(crate) struct StartupFiles {
     files: Vec<PathBuf>,
     /// A capture directory this run created.
     dir: Option<PathBuf>,
+    /// The capture root this run created for that directory.
+    root: Option<PathBuf>,
 }
 
 impl StartupFiles {
@@ -22,14 +24,25 @@ impl StartupFiles {
         self.dir = Some(path.to_path_buf());
     }
 
+    /// The capture root this run created (SPEC §10: removed again when the run leaves nothing
+    /// in it).
+    pub(crate) fn root(&mut self, path: &Path) {
+        self.root = Some(path.to_path_buf());
+    }
+
     /// Removes what this run created: its files, then its directory when that is empty (it
-    /// holds nothing else: the run made it). Best effort: the startup error is what is reported.
+    /// holds nothing else: the run made it), then the capture root it made when that is empty
+    /// too (another run may have placed its directory there meanwhile: then it stays). Best
+    /// effort: the startup error is what is reported.
     pub(crate) fn remove(self) {
         for f in &self.files {
             let _ = std::fs::remove_file(f);
         }
         if let Some(d) = &self.dir {
             let _ = std::fs::remove_dir(d);
+        }
+        if let Some(r) = &self.root {
+            let _ = std::fs::remove_dir(r);
         }
     }
 }

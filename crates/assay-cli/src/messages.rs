@@ -5,8 +5,11 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+/// Writes `assay: <msg>` on stderr as one line: `msg` goes through the one renderer of text for
+/// people ([`assay::text::render`], SPEC §10), so a name or path in it cannot break the line or
+/// reach the terminal raw.
 pub(crate) fn eprint_assay(msg: &str) {
-    let _ = writeln!(io::stderr().lock(), "assay: {msg}");
+    let _ = writeln!(io::stderr().lock(), "assay: {}", assay::text::render(msg));
 }
 
 /// An exit status as an `ExitCode` (statuses outside 0..=255 cannot occur: the library's rule

@@ -15,6 +15,7 @@ use assay::pins::{self, Pins, ToolListing, WriteMode};
 
 use super::args::PinArgs;
 use super::messages::{Failure, eprint_assay};
+use super::text::clean;
 
 pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
@@ -64,17 +65,17 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
     for t in &listing.tools {
         table.push_str(&format!(
             "{:<32} {}  {}\n",
-            t.name,
+            clean(&t.name),
             &t.sha256()[..12],
-            t.summary()
+            clean(&t.summary())
         ));
     }
     table.push_str(&format!(
         "pinned {} tool(s) of {} (protocol {}) in {}\n",
         listing.tools.len(),
-        server_name(listing),
-        listing.protocol_version,
-        out.display()
+        clean(&server_name(listing)),
+        clean(&listing.protocol_version),
+        clean(&out.display().to_string())
     ));
     if args.policy_template {
         // stdout is the policy; the table is for the person running the command.
@@ -99,19 +100,23 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
     let c = pins::check(listing, pins);
     let mut text = String::new();
     for name in &c.added {
-        text.push_str(&format!("+ {name}: listed but not pinned\n"));
+        text.push_str(&format!("+ {}: listed but not pinned\n", clean(name)));
     }
     for name in &c.removed {
-        text.push_str(&format!("- {name}: pinned but not listed\n"));
+        text.push_str(&format!("- {}: pinned but not listed\n", clean(name)));
     }
     for t in &c.changed {
         text.push_str(&format!(
-            "~ {}: definition changed (pinned {}…, listed {}…)\n{}",
-            t.name,
+            "~ {}: definition changed (pinned {}…, listed {}…)\n",
+            clean(&t.name),
             &t.pinned_sha256[..12],
             &t.listed_sha256[..12],
-            t.diff
         ));
+        // The diff's lines are the server's text: each is rendered on its own line.
+        for line in t.diff.split('\n').filter(|l| !l.is_empty()) {
+            text.push_str(&clean(line));
+            text.push('\n');
+        }
     }
     text.push_str(&format!(
         "{} of {} listed tool(s) match their pins; {} added, {} removed, {} changed ({})\n",
@@ -120,7 +125,7 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
         c.added.len(),
         c.removed.len(),
         c.changed.len(),
-        pins.path().display()
+        clean(&pins.path().display().to_string())
     ));
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -32,18 +32,10 @@ pub(crate) fn check(file: &Path, format: PolicyFormat) -> Result<ExitCode, Failu
     Ok(exit(0))
 }
 
-/// `s` with its control characters escaped (`\n`, `\u{1b}`), so a name cannot forge a line or
-/// a terminal sequence; everything else (a regex's backslashes) as written.
+/// `s` for people: the library's one renderer ([`assay::text::render`], SPEC §10), so a name
+/// cannot forge a line or a terminal sequence (`\u{a}`, `\u{1b}`; a backslash is `\\`).
 fn shown(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    assay::text::render(s)
 }
 
 /// Patterns as a comma-separated list.

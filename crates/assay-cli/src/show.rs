@@ -8,13 +8,18 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
 
-use assay::capture::{CaptureReport, LogLine, SessionFacts};
+use assay::capture::{
+    CaptureReport, DecisionLines, ListingRow, LogLine, McpDecisionRow, SessionFacts,
+};
 use assay::{
     CaptureStatus, Closure, ClosureKind, DecisionLogState, SessionEnd, StopData, Termination,
     read_captures, show_capture,
 };
 
 use super::messages::{Failure, exit};
+
+/// SIGKILL's number (the evidence records signal numbers).
+const SIGKILL: i32 = nix::sys::signal::Signal::SIGKILL as i32;
 use super::text::{Table, clean, or_dash};
 
 /// A missing DIR is a usage error (status 2), as for `capture summary` and a missing ROOT.
@@ -25,15 +30,25 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
         Err(_) => "cannot be inspected",
     };
+    // The diagnostic line is rendered for people where it is printed (`messages`).
     Err(Failure::Invalid(format!(
         "capture directory {} {problem}",
-        clean(&dir.display().to_string())
+        dir.display()
     )))
 }
 
-/// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown).
+/// Prints the report; the status is the verdict's (0 closed, 1 incomplete, 3 unknown). A capture
+/// root is a usage error (status 2) that points at `capture summary` (SPEC §10).
 pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     usable_dir(dir)?;
+    if assay::capture::is_capture_root(dir) {
+        return Err(Failure::Invalid(format!(
+            "{} is a capture root, not a capture directory: use `assay capture summary {}` \
+             (or `assay capture show` on one of its directories)",
+            dir.display(),
+            dir.display()
+        )));
+    }
     let report = show_capture(dir);
     let text = render(dir, &report).join("\n");
     let mut out = std::io::stdout().lock();
@@ -62,10 +77,17 @@ fn verdict_line(c: &Closure) -> String {
     }
 }
 
-/// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`.
+/// How a server the wrapper killed after the session reads (SPEC §10): not a bare signal.
+const KILLED_BY_ASSAY: &str = "killed by assay (SIGKILL, after the session)";
+
+/// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`,
+/// [`KILLED_BY_ASSAY`].
 fn ending(s: &StopData) -> String {
     match s.termination {
         Termination::Exited => format!("exited with code {}", s.exit_code.unwrap_or(-1)),
+        Termination::Signaled if s.assay_kill_requested && s.signal == Some(SIGKILL) => {
+            KILLED_BY_ASSAY.to_string()
+        }
         Termination::Signaled => {
             let n = s.signal.unwrap_or(0);
             let name = nix::sys::signal::Signal::try_from(n)
@@ -218,23 +240,23 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         lines.push(format!("  not shown: {}", clean(why)));
         return;
     }
-    if d.lines.is_empty() {
+    let tool_rows = d
+        .lines
+        .iter()
+        .filter(|l| matches!(l, LogLine::Decision(_) | LogLine::Refused { .. }))
+        .count();
+    if tool_rows == 0 {
         lines.push("  none".to_string());
     } else {
         let mut t = Table::new(&["SEQ", "TIME", "TOOL", "DECISION", "REASON CODE", "RULE"]);
         for line in &d.lines {
             match line {
                 LogLine::Decision(row) => {
-                    let decision = if row.enforced || row.decision == "allow" {
-                        clean(&row.decision)
-                    } else {
-                        format!("{} (not enforced)", clean(&row.decision))
-                    };
                     t.row(vec![
                         row.seq.to_string(),
                         clean(&row.time),
                         or_dash(row.tool.as_deref()),
-                        decision,
+                        decision_cell(&row.decision, row.enforced),
                         clean(&row.reason_code),
                         or_dash(row.matched_rule.as_deref()),
                     ]);
@@ -246,10 +268,13 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                     code.as_str().to_string(),
                     clean(detail),
                 ]),
+                LogLine::Listing(_) | LogLine::McpDecision(_) => {}
             }
         }
         lines.extend(t.lines("  "));
     }
+    other_methods(lines, d);
+    listings(lines, d);
     if d.partial_tail_bytes > 0 {
         lines.push(format!(
             "  + {} bytes of a partial last line (not shown)",
@@ -264,7 +289,112 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
     if n.refused_lines > 0 {
         counts.push_str(&format!(", {} lines refused", n.refused_lines));
     }
+    if n.listings > 0 {
+        counts.push_str(&format!(
+            ", {} listings ({} tools removed)",
+            n.listings, n.removed_tools
+        ));
+    }
     lines.push(counts);
+}
+
+/// A decision cell: `deny (not enforced)` for a refusal logged in dry run.
+fn decision_cell(decision: &str, enforced: bool) -> String {
+    if enforced || decision == "allow" {
+        clean(decision)
+    } else {
+        format!("{} (not enforced)", clean(decision))
+    }
+}
+
+/// The decisions on governed methods other than `tools/call` (SPEC §4.1a `assay.mcp.decision`),
+/// when the log holds any.
+fn other_methods(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<&McpDecisionRow> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::McpDecision(row) => Some(row),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("other governed methods (resources, prompts, requests to the client)".to_string());
+    let mut t = Table::new(&[
+        "SEQ",
+        "TIME",
+        "METHOD",
+        "TARGET",
+        "DECISION",
+        "REASON CODE",
+        "RULE",
+    ]);
+    for row in rows {
+        let arrow = if row.direction == "server_to_client" {
+            " (from the server)"
+        } else {
+            ""
+        };
+        t.row(vec![
+            row.seq.to_string(),
+            clean(&row.time),
+            format!("{}{arrow}", clean(&row.method)),
+            or_dash(row.target.as_deref()),
+            decision_cell(&row.decision, row.enforced),
+            clean(&row.reason_code),
+            or_dash(row.matched_rule.as_deref()),
+        ]);
+    }
+    lines.extend(t.lines("  "));
+}
+
+/// What the client was shown of each judged `tools/list` result (SPEC §4.1a
+/// `assay.tool.listing`), when the log holds any: a row per listing, then one line per removed
+/// tool with its reason. Tool names are the server's text, rendered for people.
+fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<&ListingRow> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::Listing(row) => Some(row),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("listings (what the client was shown of each tools/list result)".to_string());
+    let mut t = Table::new(&["SEQ", "TIME", "REQUEST", "SHOWN", "REMOVED"]);
+    for row in &rows {
+        let removed = if row.replaced_by_error {
+            format!(
+                "{} (the result was unreadable: the client got an error instead)",
+                row.removed.len()
+            )
+        } else {
+            row.removed.len().to_string()
+        };
+        t.row(vec![
+            row.seq.to_string(),
+            clean(&row.time),
+            clean(&row.request_id),
+            row.shown.len().to_string(),
+            removed,
+        ]);
+    }
+    lines.extend(t.lines("  "));
+    for row in rows {
+        for r in &row.removed {
+            lines.push(format!(
+                "  - seq {}: removed {} ({})",
+                row.seq,
+                clean(&r.name),
+                clean(&r.reason_code)
+            ));
+        }
+    }
 }
 
 /// The stop field `key` of a verdict, when the stop record passed its checks.
@@ -275,8 +405,12 @@ fn stop_field<'a>(c: &'a Closure, key: &str) -> Option<&'a serde_json::Value> {
 /// How a capture's server ended, in a table cell.
 fn ended_cell(c: &Closure) -> String {
     let int = |k: &str| stop_field(c, k).and_then(serde_json::Value::as_i64);
+    let killed_by_assay = stop_field(c, "assay_kill_requested")
+        == Some(&serde_json::Value::Bool(true))
+        && int("signal") == Some(i64::from(SIGKILL));
     match stop_field(c, "termination").and_then(serde_json::Value::as_str) {
         Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
+        Some("signaled") if killed_by_assay => KILLED_BY_ASSAY.to_string(),
         Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
         Some(other) => clean(other),
         None => "-".to_string(),
@@ -304,7 +438,7 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
         t.row(vec![
             clean(&v.name),
             status.to_string(),
-            or_dash(stop_field(c, "server_id").and_then(serde_json::Value::as_str)),
+            or_dash(v.server_id.as_deref()),
             ended_cell(c),
             stop_field(c, "decision_events_written")
                 .and_then(serde_json::Value::as_u64)

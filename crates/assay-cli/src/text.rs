@@ -1,31 +1,13 @@
 //! Text for people on a terminal: recorded strings made safe to print, and aligned tables.
 //!
 //! Everything `capture show` and `capture summary --format table` print from a capture was
-//! written by someone else (a tool name, a label, a directory name under a root): control
-//! characters (an escape sequence could rewrite the terminal) and bidirectional-text controls
-//! (which reorder what is shown) are printed escaped, `\u{1b}`, never raw.
+//! written by someone else (a tool name, a label, a directory name under a root): it goes through
+//! the library's one renderer ([`assay::text::render`]), which prints controls, format and
+//! bidirectional-text characters escaped, `\u{1b}`, never raw.
 
-/// `s` with every control character, bidirectional-text control and other invisible format
-/// character escaped as `\u{…}` (a backslash is doubled so an escape cannot be forged).
+/// `s` for people: the library's one renderer ([`assay::text::render`], SPEC §10).
 pub(crate) fn clean(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let hidden = c.is_control()
-            || matches!(c,
-                '\u{200b}'..='\u{200f}'   // zero-width characters, LRM, RLM
-                | '\u{202a}'..='\u{202e}' // embeddings and overrides
-                | '\u{2066}'..='\u{2069}' // isolates
-                | '\u{feff}'
-            );
-        if hidden {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else if c == '\\' {
-            out.push_str("\\\\");
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    assay::text::render(s)
 }
 
 /// [`clean`] of an optional value; `-` when absent.

@@ -64,6 +64,29 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+    /// The same for a log holding listing and MCP-decision lines (SPEC §4.1a) beside tool
+    /// decisions: no single byte of it changes without the verdict leaving `closed`.
+    #[test]
+    fn single_byte_flip_of_a_log_with_other_events_is_never_closed(
+        pos in any::<prop::sample::Index>(),
+        mask in 1u8..=255,
+    ) {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        let src = b.build();
+        let path = src.path().join(DECISIONS);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let i = pos.index(bytes.len());
+        bytes[i] ^= mask;
+        std::fs::write(&path, &bytes).unwrap();
+        let v = read_capture(src.path());
+        prop_assert_ne!(v.closure, Closed, "byte {} ^ {:#x}", i, mask);
+    }
+}
+
 /// One structural alteration of a valid capture (beyond single-byte flips).
 #[derive(Debug, Clone)]
 enum Alteration {

@@ -5,6 +5,7 @@ mod byte_flips;
 mod cases_closed;
 mod cases_disagreement;
 mod cases_malformed;
+mod events;
 mod package;
 mod reader_bounds;
 mod verdict_shape;
@@ -25,14 +26,14 @@ struct Case {
     after: After,
     expect: ClosureKind,
     /// Codes that must all appear in `reasons`.
-    codes: &'static [ReasonCode],
+    codes: &'static [ClosureReasonCode],
 }
 
 fn none(_: &mut Builder) {}
 fn nothing(_: &Path) {}
 
 use ClosureKind::{Closed, Incomplete, Unknown};
-use ReasonCode as R;
+use ClosureReasonCode as R;
 
 fn cases() -> Vec<Case> {
     [
@@ -111,7 +112,7 @@ fn verdict_failures(decisions: usize) -> Vec<String> {
         let dir = b.build();
         (case.after)(dir.path());
         let v = read_capture(dir.path());
-        let codes: Vec<ReasonCode> = v.reasons.iter().map(|r| r.code).collect();
+        let codes: Vec<ClosureReasonCode> = v.reasons.iter().map(|r| r.code).collect();
         let missing: Vec<_> = case.codes.iter().filter(|c| !codes.contains(c)).collect();
         let ok = v.closure == case.expect
             && missing.is_empty()

@@ -1,9 +1,15 @@
-//! Bounded, no-follow reads of capture files (SPEC §7).
+//! Every file the product reads (SPEC §10 "Every file the product reads", §7): the policy, the
+//! pins file, a host configuration, the capture files, `--hash-file` files. One opener:
 //!
-//! Every capture file is opened with `O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK`, checked with `fstat` to be
-//! a regular file, and read through `take(bound + 1)`: a file larger than its bound costs at most
-//! `bound + 1` bytes of I/O and memory, whatever it claims. `O_NONBLOCK` keeps a FIFO planted in
-//! the directory from blocking the open; `fstat` then refuses it as not a regular file.
+//! - `O_RDONLY|O_CLOEXEC|O_NONBLOCK`, and `O_NOFOLLOW` where the SPEC says a final symlink is
+//!   refused ([`FinalLink::Refuse`]: capture files, packaged files). `O_NONBLOCK` keeps a FIFO
+//!   (no writer to wait for) or a device from blocking the open: it is refused in milliseconds.
+//! - `fstat` before any byte is read: anything but a regular file is refused ("is not a regular
+//!   file"), and so is a file whose reported size is over its bound.
+//! - reads through `take(bound + 1)`: a file larger than its bound costs at most `bound + 1` bytes
+//!   of I/O and memory, whatever it claims, and is refused.
+//!
+//! Each caller keeps its own error type and words; [`BoundedError`] says what went wrong.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -44,12 +50,42 @@ impl BoundedError {
     }
 }
 
-/// Opens `path` for reading without following a final symlink and checks that it is a regular
-/// file of at most `bound` bytes (by `fstat`). Returns the file and its reported size.
-pub(crate) fn open_regular(path: &Path, bound: u64) -> Result<(File, u64), BoundedError> {
+/// Whether a symlink as the last component of a path is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FinalLink {
+    /// Refused (`O_NOFOLLOW`): capture files and what is packaged (SPEC §7).
+    Refuse,
+    /// Followed: a policy, a pins file, a host configuration (a link to the real file is usual).
+    Follow,
+}
+
+impl BoundedError {
+    /// The error as an `io::Error`, for callers whose error type holds one (the size bound is
+    /// theirs to word): a missing file is `ENOENT` ("No such file or directory").
+    pub(crate) fn into_io(self, bound: u64) -> io::Error {
+        match self {
+            BoundedError::Missing => io::Error::from_raw_os_error(libc::ENOENT),
+            BoundedError::Io(e) => e,
+            other => io::Error::new(io::ErrorKind::InvalidInput, other.describe(bound)),
+        }
+    }
+}
+
+/// The one opener: opens `path` for reading without blocking (and without following a final
+/// symlink for [`FinalLink::Refuse`]) and checks by `fstat` that it is a regular file of at most
+/// `bound` bytes. Returns the file and its reported size; read it with [`read_opened`].
+pub(crate) fn open_regular(
+    path: &Path,
+    link: FinalLink,
+    bound: u64,
+) -> Result<(File, u64), BoundedError> {
+    let nofollow = match link {
+        FinalLink::Refuse => libc::O_NOFOLLOW,
+        FinalLink::Follow => 0,
+    };
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .custom_flags(nofollow | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| classify(e.raw_os_error(), e))?;
     checked(file, bound)
@@ -103,10 +139,20 @@ fn checked(file: File, bound: u64) -> Result<(File, u64), BoundedError> {
     Ok((file, meta.len()))
 }
 
-/// Reads all of `path` if it is a regular, non-symlink file of at most `bound` bytes. Never
+/// Reads all of `path` if it is a regular file of at most `bound` bytes ([`open_regular`]). Never
 /// reads more than `bound + 1` bytes, even if the file grows after `fstat`.
-pub(crate) fn read_bounded(path: &Path, bound: u64) -> Result<Vec<u8>, BoundedError> {
-    let (file, size) = open_regular(path, bound)?;
+pub(crate) fn read_bounded(
+    path: &Path,
+    link: FinalLink,
+    bound: u64,
+) -> Result<Vec<u8>, BoundedError> {
+    let (file, size) = open_regular(path, link, bound)?;
+    read_opened(file, size, bound)
+}
+
+/// Reads a file [`open_regular`] opened (`size` is what it reported), at most `bound + 1` bytes;
+/// more than `bound` is [`BoundedError::TooLarge`].
+pub(crate) fn read_opened(file: File, size: u64, bound: u64) -> Result<Vec<u8>, BoundedError> {
     // Capacity from fstat (already <= bound) plus the one probe byte; the read itself is bounded
     // by `take`, not by this hint.
     let cap = usize::try_from(size.saturating_add(1)).unwrap_or(usize::MAX);
@@ -130,30 +176,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, vec![b'x'; 10]).unwrap();
-        assert_eq!(read_bounded(&p, 10).unwrap().len(), 10);
+        assert_eq!(read_bounded(&p, FinalLink::Refuse, 10).unwrap().len(), 10);
         assert!(matches!(
-            read_bounded(&p, 9),
+            read_bounded(&p, FinalLink::Refuse, 9),
             Err(BoundedError::TooLarge { seen: 10 })
         ));
         let l = dir.path().join("l");
         std::os::unix::fs::symlink(&p, &l).unwrap();
         assert!(matches!(
-            read_bounded(&l, 100),
+            read_bounded(&l, FinalLink::Refuse, 100),
             Err(BoundedError::NotRegular(_))
         ));
         assert!(matches!(
-            read_bounded(dir.path(), 100),
+            read_bounded(dir.path(), FinalLink::Refuse, 100),
             Err(BoundedError::NotRegular("directory"))
         ));
         assert!(matches!(
-            read_bounded(&dir.path().join("nope"), 100),
+            read_bounded(&dir.path().join("nope"), FinalLink::Refuse, 100),
             Err(BoundedError::Missing)
         ));
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(matches!(
-            read_bounded(&fifo, 100),
+            read_bounded(&fifo, FinalLink::Follow, 100),
             Err(BoundedError::NotRegular(_))
         ));
+        // A link to a regular file is followed only when asked.
+        assert_eq!(read_bounded(&l, FinalLink::Follow, 100).unwrap().len(), 10);
+        let via = dir.path().join("to-fifo");
+        std::os::unix::fs::symlink(&fifo, &via).unwrap();
+        assert!(matches!(
+            read_bounded(&via, FinalLink::Follow, 100),
+            Err(BoundedError::NotRegular(_))
+        ));
+        assert!(
+            read_bounded(&fifo, FinalLink::Follow, 100)
+                .unwrap_err()
+                .into_io(100)
+                .to_string()
+                .starts_with("is not a regular file")
+        );
     }
 }
