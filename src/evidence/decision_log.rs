@@ -215,10 +215,6 @@ impl DecisionFormat {
     /// server-written text and are escaped like every other string; the line is compact JSON
     /// plus `\n`, the same bytes `serde_json` writes for it (the tests hold the two together).
     /// It shares `seq` with decision lines and is written by the same [`DecisionLog`].
-    #[allow(
-        dead_code,
-        reason = "the proxy's listing filter (issue 36, another branch) calls it; until then the tests do"
-    )]
     pub(crate) fn push_listing_line(
         &mut self,
         out: &mut Vec<u8>,

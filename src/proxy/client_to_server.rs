@@ -66,7 +66,7 @@ fn malformed(reason: &'static str) -> VerdictRef<'static> {
     }
 }
 
-fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
+pub(crate) fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
     match id? {
         "null" => None,
         s if s.starts_with('"') => as_str(s),

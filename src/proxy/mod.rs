@@ -327,6 +327,15 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
+    // The server worker's listing events share the log and its `seq` (SPEC §4.1a).
+    let event_format = log_writer.is_some().then(|| {
+        Mutex::new(DecisionFormat::new(
+            &session_id,
+            &source,
+            policy.sha256(),
+            !plan.dry_run,
+        ))
+    });
     let shared = Arc::new(Shared {
         output: ClientOutput::new(
             Endpoint::borrowed(io.output, Direction::Write, cancel.clone())
@@ -344,6 +353,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         pending: PendingRequests::new(),
         unsolicited: AtomicU64::new(0),
         decision_seq: recorder.counter(),
+        event_format,
     });
     let streams = Streams::new(
         io.input,

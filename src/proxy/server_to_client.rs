@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::answers::{self, Gate, LineAnswers};
+use super::client_to_server::tool_call_id;
 use super::endpoint::Endpoint;
 use super::instructions;
 use super::line::LineReader;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
+use crate::evidence::event::HexDigest;
+use crate::policy::ReasonCode;
 
 pub(crate) struct ServerWorker {
     pub reader: LineReader<Endpoint>,
@@ -93,6 +96,9 @@ fn pass(
     Ok(())
 }
 
+/// The name of the `removed` entry that stands for the server's instructions (SPEC §4.1a).
+const INSTRUCTIONS_ENTRY: &str = "(instructions)";
+
 /// An answer to `initialize` or `server/discover` whose `instructions` differ from the pin
 /// (SPEC §5.1): the line without them, or an error when it cannot be read. `None`: unchanged.
 fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Option<Vec<u8>> {
@@ -101,9 +107,22 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
     match instructions::judge(line, pins.instructions()) {
         instructions::Judged::Same => None,
         instructions::Judged::Stripped(out) => {
+            let code = ReasonCode::P_INSTRUCTIONS_DRIFT;
             shared.diag.say(&format!(
-                "removed the server's instructions from the answer to request {spelling}: they differ from the pin (P_INSTRUCTIONS_DRIFT)"
+                "removed the server's instructions from the answer to request {spelling}: they differ from the pin ({})",
+                code.as_str()
             ));
+            let request_id = tool_call_id(Some(spelling)).unwrap_or_default();
+            shared.record_event(|f, out, seq| {
+                f.push_listing_line(
+                    out,
+                    seq,
+                    &request_id,
+                    &[],
+                    &[(INSTRUCTIONS_ENTRY, None, code)],
+                    false,
+                );
+            });
             Some(out)
         }
         instructions::Judged::Unreadable => {
@@ -120,7 +139,8 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
     }
 }
 
-/// What one listing showed and removed (SPEC §4.1a): one `assay:` line per removed tool.
+/// What one listing showed and removed (SPEC §4.1a): its `assay.tool.listing` event, and one
+/// `assay:` line per removed tool.
 fn record_listing(shared: &Shared, listing: &Listing) {
     for (tool, _, code) in &listing.removed {
         // Diagnostics render peer text (SPEC §10): the name cannot break the line.
@@ -130,6 +150,34 @@ fn record_listing(shared: &Shared, listing: &Listing) {
             code.as_str()
         ));
     }
+    if listing.replaced_by_error {
+        shared.diag.say(&format!(
+            "the answer to tools/list request {} was replaced by an error: it cannot be read as a tools/list result",
+            listing.request_id
+        ));
+    }
+    let request_id = tool_call_id(Some(&listing.request_id)).unwrap_or_default();
+    // Strictly read definitions always canonicalize; one that did not is not in `shown`.
+    let shown: Vec<(&str, &HexDigest)> = listing
+        .shown
+        .iter()
+        .filter_map(|(name, d)| d.as_ref().map(|d| (name.as_str(), d)))
+        .collect();
+    let removed: Vec<(&str, Option<&HexDigest>, ReasonCode)> = listing
+        .removed
+        .iter()
+        .map(|(name, d, code)| (name.as_str(), d.as_ref(), *code))
+        .collect();
+    shared.record_event(|f, out, seq| {
+        f.push_listing_line(
+            out,
+            seq,
+            &request_id,
+            &shown,
+            &removed,
+            listing.replaced_by_error,
+        );
+    });
 }
 
 /// Server stdout EOF: flush and close the client output (SPEC §3 item 7).

@@ -9,7 +9,7 @@ use super::pending::PendingRequests;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
-use crate::evidence::decision_log::{DecisionLog, Emitted, LogAccounting};
+use crate::evidence::decision_log::{DecisionFormat, DecisionLog, Emitted, LogAccounting};
 use crate::policy::Policy;
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub unsolicited: AtomicU64,
     /// The session's `seq` counter (`recorder::Recorder::counter`).
     pub decision_seq: Arc<AtomicU64>,
+    /// Formats the server worker's event lines (listings, SPEC §4.1a) when a log is kept.
+    pub event_format: Option<Mutex<DecisionFormat>>,
 }
 
 /// The decision-log writer as the session holds it.
@@ -76,6 +78,39 @@ impl LogWriterState {
 /// Server-side lines numbered ahead of client decision lines not yet written, at most this many
 /// (a listing event each); past it, a line is refused (counted as dropped).
 pub(crate) const MAX_WAITING_LINES: usize = 1024;
+
+impl Shared {
+    /// Writes one event line the server worker formats (`push` appends it for the `seq` given),
+    /// numbered from the session's one counter while the log is locked (`OrderedLog`). Nothing
+    /// without a log.
+    pub(crate) fn record_event(&self, push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64)) {
+        let Some(format) = &self.event_format else {
+            return;
+        };
+        let mut slot = self
+            .decision_log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let LogWriterState::Open(log) = &mut *slot else {
+            return;
+        };
+        let seq = self.decision_seq.fetch_add(1, Ordering::Relaxed);
+        let mut line = Vec::new();
+        {
+            let mut f = format
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            push(&mut f, &mut line, seq);
+        }
+        let failures = log.write_numbered(seq, line);
+        drop(slot);
+        if let Some(e) = failures.first() {
+            self.diag.say(&format!(
+                "decision log write failed ({e}); later decisions are still enforced but not logged"
+            ));
+        }
+    }
+}
 
 /// The decision log with its lines kept in `seq` order (SPEC §4.1, §4.1a: one `seq` over every
 /// event type). The client worker numbers decisions in order and writes them in that order; the
