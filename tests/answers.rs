@@ -303,5 +303,18 @@ fn drifted_instructions_never_reach_the_client() {
         }
         let (_, verdict) = read_verdict(&cap);
         assert_eq!(verdict["closure"], "closed", "{verdict}");
+        // The CI gate sees the change too.
+        let mut check = vec![
+            "mcp".to_string(),
+            "pin".to_string(),
+            "--check".to_string(),
+            pins.display().to_string(),
+            "--".to_string(),
+        ];
+        check.extend(server(text));
+        let r = run(&check, b"");
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert_eq!(r.status, Some(if kept { 0 } else { 1 }), "{out}{}", r.stderr);
+        assert_eq!(out.contains("(instructions)"), !kept, "{out}");
     }
 }

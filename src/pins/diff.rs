@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::file::Pins;
+use super::file::{InstructionsPin, Pins};
 use super::listing::ToolListing;
 
 /// The result of checking a listing against pins.
@@ -21,6 +21,9 @@ pub struct PinCheck {
     pub removed: Vec<String>,
     /// Tools whose listed definition differs from the pinned one.
     pub changed: Vec<ChangedTool>,
+    /// The server's `instructions` differ from the pinned ones (SPEC §5.1): a line diff (`-`
+    /// pinned, `+` given). `None` when they match or the pins do not judge them.
+    pub instructions: Option<String>,
 }
 
 /// A tool whose definition drifted.
@@ -39,7 +42,10 @@ pub struct ChangedTool {
 impl PinCheck {
     /// Whether every listed tool matches its pin and the names are the same set.
     pub fn clean(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.instructions.is_none()
     }
 }
 
@@ -66,6 +72,28 @@ pub fn check(listing: &ToolListing, pins: &Pins) -> PinCheck {
         if !listed_names.contains(name) {
             out.removed.push(name.to_string());
         }
+    }
+    let given = listing.instructions.as_deref();
+    let pinned = pins.instructions();
+    let drifted = match (pinned, given) {
+        (InstructionsPin::NotJudged, _) => false,
+        (InstructionsPin::None, given) => given.is_some(),
+        (InstructionsPin::Text { .. }, None) => true,
+        (InstructionsPin::Text { .. }, Some(t)) => !pinned.admits(Some(t)),
+    };
+    if drifted {
+        let before = match pinned {
+            InstructionsPin::Text { text, .. } => text.as_str(),
+            _ => "",
+        };
+        let mut diff = String::new();
+        for line in before.lines() {
+            diff.push_str(&format!("  - {line}\n"));
+        }
+        for line in given.unwrap_or("").lines() {
+            diff.push_str(&format!("  + {line}\n"));
+        }
+        out.instructions = Some(diff);
     }
     out
 }

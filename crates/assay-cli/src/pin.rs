@@ -118,6 +118,13 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
             text.push('\n');
         }
     }
+    if let Some(diff) = &c.instructions {
+        text.push_str("~ (instructions): the server's instructions changed\n");
+        for line in diff.split('\n').filter(|l| !l.is_empty()) {
+            text.push_str(&clean(line));
+            text.push('\n');
+        }
+    }
     text.push_str(&format!(
         "{} of {} listed tool(s) match their pins; {} added, {} removed, {} changed ({})\n",
         c.matching.len(),
