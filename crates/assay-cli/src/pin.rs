@@ -37,7 +37,11 @@ pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
             ));
         }
     }
-    let listing = pins::list_server_tools(&args.command, timeout, None)
+    let capabilities = match args.client_capabilities {
+        super::args::ClientCapabilities::Host => pins::ClientCapabilities::Host,
+        super::args::ClientCapabilities::None => pins::ClientCapabilities::None,
+    };
+    let listing = pins::list_server_tools_as(&args.command, timeout, None, capabilities)
         .map_err(|e| Failure::message(format!("cannot list the server's tools: {e}"), 3))?;
     match (&args.out, pins) {
         (Some(out), _) => write(&args, out, &listing),
