@@ -552,3 +552,81 @@ fn policy_check_shows_the_pins() {
     wrap.expect_status(2);
     assert_eq!(bad.stderr, wrap.stderr);
 }
+
+/// The tool names `assay mcp pin` pins from `server` with `extra` options.
+fn pinned_names(dir: &Path, file: &str, extra: &[&str], server: &[String]) -> Vec<String> {
+    let out = dir.join(file);
+    let mut args = vec!["--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    pin(&args, server).expect_status(0);
+    pinned_digests(&out).into_keys().collect()
+}
+
+#[test]
+fn pin_declares_a_desktop_hosts_capabilities_and_answers_as_one() {
+    let dir = tempdir();
+    let scripted = vec![
+        "python3".to_string(),
+        s_path(&root().join("tests/fixtures/capabilities_server.py")),
+    ];
+    // The scripted server lists a tool for each answer a desktop host gives: roots/list with
+    // no roots, sampling and elicitation declined with an error, ping answered.
+    let host = [
+        "always",
+        "elicitation-tool",
+        "ping-tool",
+        "roots-tool",
+        "sampling-tool",
+    ];
+    assert_eq!(
+        pinned_names(dir.path(), "default.json", &[], &scripted),
+        host
+    );
+    assert_eq!(
+        pinned_names(
+            dir.path(),
+            "host.json",
+            &["--client-capabilities", "host"],
+            &scripted
+        ),
+        host
+    );
+    assert_eq!(
+        pinned_names(
+            dir.path(),
+            "none.json",
+            &["--client-capabilities", "none"],
+            &scripted
+        ),
+        ["always", "ping-tool"]
+    );
+
+    // server-everything offers get-roots-list (and the sampling and elicitation triggers) only
+    // to clients that declare those capabilities, as desktop hosts do.
+    let ev = everything();
+    let with = pinned_names(dir.path(), "ev-host.json", &[], &ev);
+    let without = pinned_names(
+        dir.path(),
+        "ev-none.json",
+        &["--client-capabilities", "none"],
+        &ev,
+    );
+    for tool in [
+        "get-roots-list",
+        "trigger-sampling-request",
+        "trigger-elicitation-request",
+    ] {
+        assert!(with.iter().any(|t| t == tool), "{tool}: {with:?}");
+        assert!(!without.iter().any(|t| t == tool), "{tool}: {without:?}");
+    }
+    // The pins of a host-capable listing check clean against the same server.
+    pin(
+        &["--check", dir.path().join("ev-host.json").to_str().unwrap()],
+        &ev,
+    )
+    .expect_status(0);
+}
+
+fn s_path(p: &Path) -> String {
+    p.display().to_string()
+}
