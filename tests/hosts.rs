@@ -375,6 +375,12 @@ fn only_capture_closed(root: &Path, label: &str) {
 
 #[test]
 fn the_mcp_inspector_runs_wrapped_servers_from_its_config_and_its_command_line() {
+    if !can_run(
+        "hosts::the_mcp_inspector_runs_wrapped_servers_from_its_config_and_its_command_line",
+        &[Needs::Node],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let file = dir.path().join("inspector.json");
     let config = json!({"mcpServers": {"demo": {"command": "python3", "args": [demo_server()]}}});
