@@ -160,9 +160,10 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
         &echo,
     ]);
     let server = root().join("tests/fixtures/sdk_server.py");
-    // Keep stdin open so the SDK answers before it sees EOF (it drops requests still in flight
-    // then); generous, since the SDK alone takes seconds to start on a loaded machine.
-    let r = run_with(
+    // Keep stdin open until the SDK answered the last call (it drops requests still in flight
+    // at EOF): synchronized on that answer, not on a fixed wait (the SDK alone takes seconds to
+    // start on a loaded machine).
+    let r = run_after_reply(
         &wrap_args(
             &["--policy", &demo_policy().display().to_string()],
             &[
@@ -172,7 +173,8 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
             ],
         ),
         &input,
-        Some(std::time::Duration::from_secs(6)),
+        "still served",
+        b"",
     );
     assert!(!marker.exists(), "exec ran on the server\n{}", r.report());
     assert_eq!(
