@@ -47,10 +47,11 @@ pub enum Warning {
     },
 }
 
+/// Entry names and commands come from the file as they are: a surface prints them through its
+/// text renderer (the CLI's `text::clean`).
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Entry names and commands come from the file: escaped, one line.
-        let e = |s: &str| s.escape_debug().to_string();
+        let e = |s: &str| s.to_string();
         match self {
             Warning::NotOnHostPath {
                 entry,
