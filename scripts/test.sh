@@ -91,6 +91,8 @@ venv_job=$!
   fi
 ) >target/test-npm.log 2>&1 &
 npm_job=$!
+# A step that fails before the installs are waited for takes them down with it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 # wait_for JOB NAME LOG: the background install's status; its log is shown either way.
 wait_for() {
   local status=0
