@@ -315,6 +315,7 @@ fn warnings_name_commands_a_host_cannot_start_and_a_pinned_policy_on_several_ser
             "mine": {"command": "only-in-my-shell"},
             "gone": {"command": "/nowhere/bin/server"},
             "fine": {"command": "cat"},
+            "red\u{1b}[31m": {"command": "ghost\u{202e}txt"},
         }}),
     );
     let p = policy(dir.path(), "p.yaml");
@@ -337,7 +338,7 @@ fn warnings_name_commands_a_host_cannot_start_and_a_pinned_policy_on_several_ser
         .lines()
         .filter(|l| l.starts_with("assay: warning: "))
         .collect();
-    assert_eq!(warnings.len(), 3, "{}", r.report());
+    assert_eq!(warnings.len(), 4, "{}", r.report());
     let about = |label: &str| {
         warnings
             .iter()
@@ -363,6 +364,13 @@ fn warnings_name_commands_a_host_cannot_start_and_a_pinned_policy_on_several_ser
         r.report()
     );
     assert!(!r.stderr.contains("mcpServers.fine"), "{}", r.report());
+    // Names and commands from the file are printed escaped, never raw.
+    assert!(
+        about("mcpServers.red\\u{1b}[31m:").contains("`ghost\\u{202e}txt` is not found"),
+        "{}",
+        r.report()
+    );
+    assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{202e}'));
 
     // A policy with pins over two servers.
     let pins = dir.path().join("demo.pins.json");

@@ -63,7 +63,7 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
     let user_path = std::env::var_os("PATH");
     let done = rewrite_file(&file, &action, &args.server, args.dry_run, &mut |planned| {
         for w in warnings(&planned.rewrite, &action, user_path.as_deref()) {
-            eprint_assay(&format!("warning: {w}"));
+            eprint_assay(&format!("warning: {}", clean(&w.to_string())));
         }
     })
     .map_err(Failure::library)?;
