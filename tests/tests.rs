@@ -16,6 +16,7 @@ mod faults;
 mod fidelity;
 mod hostile;
 mod hosts;
+mod hosts_per_server;
 mod input_files;
 mod interop;
 mod layering;

@@ -11,14 +11,14 @@ use std::process::ExitCode;
 use assay::capture::{CaptureReport, LogLine, SessionFacts};
 use assay::{
     CaptureStatus, Closure, ClosureKind, DecisionLogState, SessionEnd, StopData, Termination,
-    read_captures, show_capture,
+    read_captures, show_capture, text,
 };
 
 use super::messages::{Failure, exit};
+use super::text::{Table, or_dash};
 
 /// SIGKILL's number (the evidence records signal numbers).
 const SIGKILL: i32 = nix::sys::signal::Signal::SIGKILL as i32;
-use super::text::{Table, clean, or_dash};
 
 /// A missing DIR is a usage error (status 2), as for `capture summary` and a missing ROOT.
 fn usable_dir(dir: &Path) -> Result<(), Failure> {
@@ -182,7 +182,7 @@ fn who_and_when(lines: &mut Vec<String>, f: &SessionFacts, session_id: Option<&s
 fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
     let c = &r.closure;
     let mut lines = vec![
-        format!("capture  {}", clean(&dir.display().to_string())),
+        format!("capture  {}", text::render(&dir.display().to_string())),
         format!("verdict  {}", verdict_line(c)),
     ];
     for reason in &c.reasons {
@@ -190,7 +190,7 @@ fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
             "  - {}: {} ({})",
             reason.code.as_str(),
             reason.code.in_words(),
-            clean(&reason.detail)
+            text::render(&reason.detail)
         ));
     }
     who_and_when(&mut lines, &r.session, c.session_id.as_deref());
@@ -235,7 +235,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
     };
     lines.push(format!("decisions{note}"));
     if let Some(why) = &d.unavailable {
-        lines.push(format!("  not shown: {}", clean(why)));
+        lines.push(format!("  not shown: {}", text::render(why)));
         return;
     }
     if d.lines.is_empty() {
@@ -246,16 +246,16 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
             match line {
                 LogLine::Decision(row) => {
                     let decision = if row.enforced || row.decision == "allow" {
-                        clean(&row.decision)
+                        text::render(&row.decision)
                     } else {
-                        format!("{} (not enforced)", clean(&row.decision))
+                        format!("{} (not enforced)", text::render(&row.decision))
                     };
                     t.row(vec![
                         row.seq.to_string(),
-                        clean(&row.time),
+                        text::render(&row.time),
                         or_dash(row.tool.as_deref()),
                         decision,
-                        clean(&row.reason_code),
+                        text::render(&row.reason_code),
                         or_dash(row.matched_rule.as_deref()),
                     ]);
                 }
@@ -264,7 +264,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                     "-".to_string(),
                     format!("line {line} refused by the reader"),
                     code.as_str().to_string(),
-                    clean(detail),
+                    text::render(detail),
                 ]),
             }
         }
@@ -302,7 +302,7 @@ fn ended_cell(c: &Closure) -> String {
         Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
         Some("signaled") if killed_by_assay => KILLED_BY_ASSAY.to_string(),
         Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
-        Some(other) => clean(other),
+        Some(other) => text::render(other),
         None => "-".to_string(),
     }
 }
@@ -326,7 +326,7 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
             other => other.as_str(),
         };
         t.row(vec![
-            clean(&v.name),
+            text::render(&v.name),
             status.to_string(),
             or_dash(v.server_id.as_deref()),
             ended_cell(c),
