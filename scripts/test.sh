@@ -4,18 +4,30 @@
 # command, and the README's examples. Safe to run on a fresh clone: it creates .venv and
 # tests/interop/node_modules in this checkout and installs the test tools there; it installs
 # nothing system-wide unless ASSAY_INSTALL_SYSTEM_PACKAGES=1 (see need_system below).
-# About 19 minutes from a clean clone on 2 cores (the dependencies compile), about 15 after that.
+# Every test runs here (CI=true: a test whose tool is missing fails instead of skipping). The
+# Python and npm installs run only when their lock files (or the interpreter) changed since the
+# last run, and in the background while the first Rust build compiles. Each step prints the
+# time since the start; docs/development.md has the measured figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CI=true
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
-step "python environment (.venv)"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-.venv/bin/python -m pip install --upgrade pip
-.venv/bin/python -m pip install -r python/requirements-test.txt
+# up_to_date STAMP INPUT...: whether STAMP holds the digest of the inputs (files, or `cmd:…`
+# outputs), as written by `stamp` after the last successful install.
+digest_of() {
+  local x
+  for x in "$@"; do
+    case "$x" in
+      cmd:*) ${x#cmd:} 2>&1 ;;
+      *) cat "$x" ;;
+    esac
+  done | sha256sum | cut -d' ' -f1
+}
+up_to_date() { local stamp="$1"; shift; [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(digest_of "$@")" ]; }
+stamp() { local stamp="$1"; shift; digest_of "$@" >"$stamp"; }
 
 # System tools are never installed silently: a missing one is reported with the Debian package
 # and the command to run, and the script stops. With ASSAY_INSTALL_SYSTEM_PACKAGES=1 (CI sets it
@@ -45,17 +57,60 @@ need_system() { # need_system WHY PACKAGES... -- COMMANDS...
 step "C toolchain (gcc, g++, pkg-config: the C ABI tests build the example hosts)"
 need_system "the C/C++ ABI tests compile the example hosts" gcc g++ pkg-config -- gcc g++ pkg-config
 
-step "node and the pinned MCP packages (tests/interop: TypeScript SDK, reference servers, Inspector)"
+step "node and npm (the interop tests run the MCP TypeScript SDK, the reference servers and the Inspector)"
 need_system "the interop tests run the MCP TypeScript SDK, the reference servers and the Inspector" \
   nodejs npm -- node npm
-(cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 
 step "Go toolchain (golang-go: the parser differential runs a Go encoding/json server)"
 need_system "the parser differential builds a Go encoding/json server" golang-go -- go
 
+# The installs wait on the network and the disk, the Rust build on the CPU: they run side by side.
+mkdir -p target
+step "background: python environment (.venv) and the pinned npm packages (tests/interop)"
+(
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  inputs=(python/requirements-test.txt "cmd:.venv/bin/python --version")
+  if up_to_date .venv/.assay-requirements.sha256 "${inputs[@]}"; then
+    echo "python/requirements-test.txt unchanged since the last install: nothing to install"
+  else
+    .venv/bin/python -m pip install --upgrade pip
+    .venv/bin/python -m pip install -r python/requirements-test.txt
+    stamp .venv/.assay-requirements.sha256 "${inputs[@]}"
+  fi
+) >target/test-venv.log 2>&1 &
+venv_job=$!
+(
+  inputs=(tests/interop/package-lock.json "cmd:node --version")
+  if up_to_date tests/interop/node_modules/.assay-package-lock.sha256 "${inputs[@]}"; then
+    echo "tests/interop/package-lock.json unchanged since the last npm ci: nothing to install"
+  else
+    (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
+    stamp tests/interop/node_modules/.assay-package-lock.sha256 "${inputs[@]}"
+  fi
+) >target/test-npm.log 2>&1 &
+npm_job=$!
+# A step that fails before the installs are waited for takes them down with it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# wait_for JOB NAME LOG: the background install's status; its log is shown either way.
+wait_for() {
+  local status=0
+  wait "$1" || status=$?
+  sed "s/^/  [$2] /" "$3"
+  if [ "$status" -ne 0 ]; then
+    echo "scripts/test.sh: the $2 install failed (log above, also in $3)" >&2
+    exit "$status"
+  fi
+}
+
 step "rust: format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "waiting for the python environment and the npm packages"
+wait_for "$venv_job" venv target/test-venv.log
+wait_for "$npm_job" npm target/test-npm.log
 
 step "rust: unit and integration tests"
 export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
@@ -91,3 +146,5 @@ step "python: tests"
 
 step "python: mypy --strict (package, probe scripts, typed usage; stubtest runs in test_typing.py)"
 .venv/bin/python -m mypy
+
+step "done: every test passed"

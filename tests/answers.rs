@@ -314,7 +314,12 @@ fn drifted_instructions_never_reach_the_client() {
         check.extend(server(text));
         let r = run(&check, b"");
         let out = String::from_utf8_lossy(&r.stdout);
-        assert_eq!(r.status, Some(if kept { 0 } else { 1 }), "{out}{}", r.stderr);
+        assert_eq!(
+            r.status,
+            Some(if kept { 0 } else { 1 }),
+            "{out}{}",
+            r.stderr
+        );
         assert_eq!(out.contains("(instructions)"), !kept, "{out}");
     }
 }

@@ -92,6 +92,12 @@ fn rust_edges() -> Vec<(u32, u32)> {
 
 #[test]
 fn fold_table_is_the_closure_of_go_and_rust_case_mappings() {
+    if !can_run(
+        "lenient_fold::fold_table_is_the_closure_of_go_and_rust_case_mappings",
+        &[Needs::Go],
+    ) {
+        return;
+    }
     let go = go_edges();
     let mut all = go.clone();
     all.extend(rust_edges());

@@ -10,7 +10,8 @@
 //!
 //! Through the wrapper no client may be shown the refused tool `exec`, for any attack; directly,
 //! some client must be shown it for every attack (so each attack is real and the check can
-//! fail). A missing node, npm package, Python SDK or Go toolchain fails the test.
+//! fail). Without node, the npm packages, the Python SDK or Go the test is skipped and says so
+//! (in CI, `CI=true`, it fails).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -18,10 +19,6 @@ use std::process::Command;
 use crate::util::*;
 
 const POLICY: &str = "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n";
-
-fn python() -> String {
-    std::env::var("ASSAY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
 
 fn rows(out: std::process::Output, what: &str) -> Vec<serde_json::Value> {
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -39,6 +36,12 @@ fn rows(out: std::process::Output, what: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
+    if !can_run(
+        "list_differential::no_client_is_shown_a_hidden_tool_whatever_the_server_sends",
+        &[Needs::Go, Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let policy = dir.path().join("hide.yaml");
     std::fs::write(&policy, POLICY).unwrap();
@@ -145,6 +148,12 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
 /// prefixes, exponents, underscores, Unicode digits, and what each refuses).
 #[test]
 fn id_readings_match_node_and_python() {
+    if !can_run(
+        "list_differential::id_readings_match_node_and_python",
+        &[Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
     let mut corpus: Vec<String> = [
         "",
         " ",

@@ -2,18 +2,14 @@
 //! the published reference servers (`server-everything`, `server-filesystem`), a TypeScript SDK
 //! server that changes a tool's description (tests/interop/drift_server.mjs), the TypeScript and
 //! Python SDK clients in live sessions, and digests computed independently with the `rfc8785`
-//! package (tests/fixtures/jcs_digests.py). A missing node package, Python SDK or `rfc8785`
-//! fails the test.
+//! package (tests/fixtures/jcs_digests.py). Without node packages, the Python SDK or `rfc8785`
+//! a test is skipped and says so (in CI, `CI=true`, it fails).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::*;
-
-fn python() -> String {
-    std::env::var("ASSAY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
 
 fn interop() -> PathBuf {
     let dir = root().join("tests/interop");
@@ -99,6 +95,12 @@ fn pinned_digests(pins: &Path) -> BTreeMap<String, String> {
 
 #[test]
 fn pins_of_the_reference_servers_are_written_checked_and_match_rfc8785() {
+    if !can_run(
+        "pins::pins_of_the_reference_servers_are_written_checked_and_match_rfc8785",
+        &[Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let ev_pins = dir.path().join("everything.pins.json");
     let ev = everything();
@@ -149,6 +151,12 @@ fn pins_of_the_reference_servers_are_written_checked_and_match_rfc8785() {
 
 #[test]
 fn pin_check_shows_what_drifted_and_fails_closed_on_servers_it_cannot_list() {
+    if !can_run(
+        "pins::pin_check_shows_what_drifted_and_fails_closed_on_servers_it_cannot_list",
+        &[Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let pins = dir.path().join("drift.pins.json");
     let policy = dir.path().join("drift.yaml");
@@ -224,6 +232,12 @@ fn pin_check_shows_what_drifted_and_fails_closed_on_servers_it_cannot_list() {
 /// Bad pins files named by a policy: configuration errors (exit 2), nothing spawned or created.
 #[test]
 fn bad_pins_files_are_configuration_errors() {
+    if !can_run(
+        "pins::bad_pins_files_are_configuration_errors",
+        &[Needs::Node],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let good = dir.path().join("good.pins.json");
     pin(&["--out", good.to_str().unwrap()], &drift()).expect_status(0);
@@ -310,6 +324,12 @@ fn bad_pins_files_are_configuration_errors() {
 /// captures read `closed`.
 #[test]
 fn sessions_with_pins_remove_drifted_tools_and_refuse_their_calls() {
+    if !can_run(
+        "pins::sessions_with_pins_remove_drifted_tools_and_refuse_their_calls",
+        &[Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
     let dir = tempdir();
     let pins = dir.path().join("drift.pins.json");
     let r = pin(
@@ -402,6 +422,9 @@ fn sessions_with_pins_remove_drifted_tools_and_refuse_their_calls() {
 /// without pins.
 #[test]
 fn unlisted_unpinned_and_dry_run() {
+    if !can_run("pins::unlisted_unpinned_and_dry_run", &[Needs::Node]) {
+        return;
+    }
     let dir = tempdir();
     let pins = dir.path().join("drift.pins.json");
     pin(&["--out", pins.to_str().unwrap()], &drift()).expect_status(0);
@@ -501,6 +524,9 @@ fn unlisted_unpinned_and_dry_run() {
 /// `assay policy check` shows the pins step: the file, its digest and every pinned tool.
 #[test]
 fn policy_check_shows_the_pins() {
+    if !can_run("pins::policy_check_shows_the_pins", &[Needs::Node]) {
+        return;
+    }
     let dir = tempdir();
     let pins = dir.path().join("drift.pins.json");
     let r = pin(
@@ -551,4 +577,88 @@ fn policy_check_shows_the_pins() {
     );
     wrap.expect_status(2);
     assert_eq!(bad.stderr, wrap.stderr);
+}
+
+/// The tool names `assay mcp pin` pins from `server` with `extra` options.
+fn pinned_names(dir: &Path, file: &str, extra: &[&str], server: &[String]) -> Vec<String> {
+    let out = dir.join(file);
+    let mut args = vec!["--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    pin(&args, server).expect_status(0);
+    pinned_digests(&out).into_keys().collect()
+}
+
+#[test]
+fn pin_declares_a_desktop_hosts_capabilities_and_answers_as_one() {
+    let dir = tempdir();
+    let scripted = vec![
+        "python3".to_string(),
+        s_path(&root().join("tests/fixtures/capabilities_server.py")),
+    ];
+    // The scripted server lists a tool for each answer a desktop host gives: roots/list with
+    // no roots, sampling and elicitation declined with an error, ping answered.
+    let host = [
+        "always",
+        "elicitation-tool",
+        "ping-tool",
+        "roots-tool",
+        "sampling-tool",
+    ];
+    assert_eq!(
+        pinned_names(dir.path(), "default.json", &[], &scripted),
+        host
+    );
+    assert_eq!(
+        pinned_names(
+            dir.path(),
+            "host.json",
+            &["--client-capabilities", "host"],
+            &scripted
+        ),
+        host
+    );
+    assert_eq!(
+        pinned_names(
+            dir.path(),
+            "none.json",
+            &["--client-capabilities", "none"],
+            &scripted
+        ),
+        ["always", "ping-tool"]
+    );
+
+    // server-everything offers get-roots-list (and the sampling and elicitation triggers) only
+    // to clients that declare those capabilities, as desktop hosts do.
+    if !can_run(
+        "pins::pin_declares_a_desktop_hosts_capabilities_and_answers_as_one (server-everything)",
+        &[Needs::Node],
+    ) {
+        return;
+    }
+    let ev = everything();
+    let with = pinned_names(dir.path(), "ev-host.json", &[], &ev);
+    let without = pinned_names(
+        dir.path(),
+        "ev-none.json",
+        &["--client-capabilities", "none"],
+        &ev,
+    );
+    for tool in [
+        "get-roots-list",
+        "trigger-sampling-request",
+        "trigger-elicitation-request",
+    ] {
+        assert!(with.iter().any(|t| t == tool), "{tool}: {with:?}");
+        assert!(!without.iter().any(|t| t == tool), "{tool}: {without:?}");
+    }
+    // The pins of a host-capable listing check clean against the same server.
+    pin(
+        &["--check", dir.path().join("ev-host.json").to_str().unwrap()],
+        &ev,
+    )
+    .expect_status(0);
+}
+
+fn s_path(p: &Path) -> String {
+    p.display().to_string()
 }

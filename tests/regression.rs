@@ -136,24 +136,17 @@ fn issue_7_carriage_return_inside_a_line_is_refused() {
 
 /// Issue 7, end to end with the official MCP Python SDK server (tests/fixtures/sdk_server.py): a
 /// denied `exec` call hidden between carriage returns must not run. Before the fix the wrapper
-/// forwarded `[[\r{…exec…}\r]]` and the SDK server executed the tool. Needs `mcp` in
-/// `$ASSAY_TEST_PYTHON` (scripts/test.sh sets it); without that variable the test is a no-op when
-/// `python3` has no `mcp`.
+/// forwarded `[[\r{…exec…}\r]]` and the SDK server executed the tool. Needs the test Python
+/// (`.venv` or `$ASSAY_TEST_PYTHON`); skipped without it outside CI.
 #[test]
 fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
-    let python = match std::env::var("ASSAY_TEST_PYTHON") {
-        Ok(p) => p,
-        Err(_) => {
-            let probe = std::process::Command::new("python3")
-                .args(["-c", "import mcp"])
-                .output();
-            if !probe.is_ok_and(|o| o.status.success()) {
-                eprintln!("python3 has no mcp and ASSAY_TEST_PYTHON is unset: not run");
-                return;
-            }
-            "python3".to_string()
-        }
-    };
+    if !can_run(
+        "regression::issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns",
+        &[Needs::PythonVenv],
+    ) {
+        return;
+    }
+    let python = python();
     let dir = tempdir();
     let marker = dir.path().join("exec-ran");
     let exec = r#"{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"exec","arguments":{"cmd":"id"}}}"#;
@@ -167,9 +160,10 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
         &echo,
     ]);
     let server = root().join("tests/fixtures/sdk_server.py");
-    // Keep stdin open so the SDK answers before it sees EOF (it drops requests still in flight
-    // then); generous, since the SDK alone takes seconds to start on a loaded machine.
-    let r = run_with(
+    // Keep stdin open until the SDK answered the last call (it drops requests still in flight
+    // at EOF): synchronized on that answer, not on a fixed wait (the SDK alone takes seconds to
+    // start on a loaded machine).
+    let r = run_after_reply(
         &wrap_args(
             &["--policy", &demo_policy().display().to_string()],
             &[
@@ -179,7 +173,8 @@ fn issue_7_sdk_server_never_runs_a_call_hidden_behind_carriage_returns() {
             ],
         ),
         &input,
-        Some(std::time::Duration::from_secs(6)),
+        "still served",
+        b"",
     );
     assert!(!marker.exists(), "exec ran on the server\n{}", r.report());
     assert_eq!(

@@ -17,6 +17,7 @@ mod faults;
 mod fidelity;
 mod hostile;
 mod hosts;
+mod hosts_per_server;
 mod input_files;
 mod interop;
 mod layering;

@@ -2,7 +2,7 @@
 //! through the one renderer — escape sequences (ESC, BEL, an OSC 52 clipboard write), C1
 //! controls, format and bidirectional characters, tag characters and line breaks are written
 //! `\u{…}`, never raw, in `mcp pin`, `policy check`, `--verbose` diagnostics, `capture show`,
-//! `capture summary --format table` and `wrap-config`.
+//! `capture summary --format table`, `wrap-config` (its warnings too) and `mcp hosts`.
 
 use std::path::Path;
 
@@ -237,4 +237,65 @@ fn wrap_config_renders_entry_names() {
     assert_no_raw("wrap-config", &out);
     assert_no_raw("wrap-config stderr", &r.stderr);
     assert!(out.contains(&format!("mcpServers.s{RENDERED}: ")), "{out}");
+}
+
+/// `wrap-config`'s warnings are `assay:` lines: an entry name and a command from the file are
+/// rendered once (by the line's writer), as the renderer writes them — not escaped twice.
+#[test]
+fn wrap_config_warnings_render_names_and_commands_once() {
+    let d = tempdir();
+    let file = d.path().join("claude_desktop_config.json");
+    let config = serde_json::json!({"mcpServers": {
+        format!("s{HOSTILE}"): {"command": format!("ghost{HOSTILE}")},
+    }});
+    std::fs::write(&file, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let policy: &Path = &demo_policy();
+    let r = run(
+        &[
+            "mcp".into(),
+            "wrap-config".into(),
+            file.display().to_string(),
+            "--policy".into(),
+            policy.display().to_string(),
+            "--dry-run".into(),
+        ],
+        b"",
+    );
+    r.expect_status(0);
+    assert_no_raw("wrap-config stderr", &r.stderr);
+    let warning = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("assay: warning: "))
+        .unwrap_or_else(|| panic!("no warning\n{}", r.report()));
+    assert!(
+        warning.contains(&format!("mcpServers.s{RENDERED}"))
+            && warning.contains(&format!("ghost{RENDERED}")),
+        "{warning}"
+    );
+    assert!(!warning.contains(r"\\u{"), "rendered twice: {warning}");
+}
+
+/// `mcp hosts` prints entry names and commands from a host's file through the same renderer.
+#[test]
+#[cfg(target_os = "linux")]
+fn mcp_hosts_renders_entry_names_and_commands() {
+    let d = tempdir();
+    let home = d.path().join("home");
+    let file = home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let config = serde_json::json!({"mcpServers": {
+        format!("s{HOSTILE}"): {"command": "node", "args": [format!("a{HOSTILE}")]},
+    }});
+    std::fs::write(&file, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["mcp", "hosts"])
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME");
+    let r = run_command(cmd, b"");
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert_no_raw("mcp hosts", &out);
+    assert!(out.contains(&format!("mcpServers.s{RENDERED}")), "{out}");
+    assert!(out.contains(&format!("node a{RENDERED}")), "{out}");
 }

@@ -289,9 +289,98 @@ pub fn run_with_file_size_limit(cap: &Path) -> Run {
     run_program("/bin/sh", &argv, &script(&refs))
 }
 
+/// A tool some suites need that a fresh clone (plain `cargo test`) may lack (SPEC §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// `node` and the pinned packages in tests/interop/node_modules (TypeScript SDK, reference
+    /// servers, MCP Inspector).
+    Node,
+    /// The Go toolchain (`go`).
+    Go,
+    /// A Python with the test packages (`mcp`, `rfc8785`, `yaml`, `cloudevents`): `.venv`.
+    PythonVenv,
+}
+
+impl Needs {
+    /// What to install, said to the person who ran `cargo test`.
+    fn what(self) -> &'static str {
+        match self {
+            Needs::Node => {
+                "node and tests/interop/node_modules (`cd tests/interop && npm ci`, or scripts/test.sh)"
+            }
+            Needs::Go => "the Go toolchain (`go`; Debian package golang-go, or scripts/test.sh)",
+            Needs::PythonVenv => {
+                "the test Python packages (`python3 -m venv .venv && .venv/bin/pip install -r \
+                 python/requirements-test.txt`, or ASSAY_TEST_PYTHON; scripts/test.sh does both)"
+            }
+        }
+    }
+
+    fn present(self) -> bool {
+        use std::sync::OnceLock;
+        static FOUND: [OnceLock<bool>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let runs = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        *FOUND[self as usize].get_or_init(|| match self {
+            Needs::Node => {
+                root()
+                    .join("tests/interop/node_modules/@modelcontextprotocol/sdk")
+                    .is_dir()
+                    && runs("node", &["--version"])
+            }
+            Needs::Go => runs("go", &["version"]),
+            Needs::PythonVenv => runs(&python(), &["-c", "import mcp, rfc8785, yaml, cloudevents"]),
+        })
+    }
+}
+
+/// Whether CI runs these tests (`CI` set to anything but empty, `0` or `false`): then every
+/// suite is required and a missing tool fails the test.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
+/// Whether `suite` can run: every tool in `needs` is there. When one is missing, outside CI,
+/// says so in one line (straight to the process's stderr, which the test harness does not
+/// capture) and returns false: the test then returns early, as skipped. In CI (see [`in_ci`])
+/// a missing tool panics: every suite is required there.
+pub fn can_run(suite: &str, needs: &[Needs]) -> bool {
+    let missing: Vec<&str> = needs
+        .iter()
+        .filter(|n| !n.present())
+        .map(|n| n.what())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let line = format!("skipped {suite}: needs {}", missing.join("; "));
+    assert!(!in_ci(), "{line} (CI=true: every suite is required)");
+    let _ = writeln!(std::io::stderr(), "assay tests: {line}");
+    false
+}
+
+/// The Python the tests run their Python fixtures with: `$ASSAY_TEST_PYTHON`, else the
+/// checkout's `.venv` (scripts/test.sh creates it), else `python3`.
+pub fn python() -> String {
+    if let Ok(p) = std::env::var("ASSAY_TEST_PYTHON") {
+        return p;
+    }
+    let venv = root().join(".venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".to_string()
+}
+
 /// Builds the Go program in `tests/fixtures/<fixture>` (standard library only) into `out` with
-/// the real Go toolchain. Offline: no module download, caches under target/. Panics (fails the
-/// test, never skips) when `go` is missing: scripts/test.sh installs it.
+/// the real Go toolchain. Offline: no module download, caches under target/. Callers check
+/// `can_run(…, &[Needs::Go])` first.
 pub fn go_build(fixture: &str, out: &Path) {
     let target = root().join("target");
     let status = Command::new("go")

@@ -114,16 +114,101 @@ pub(super) fn is_wrapped(text: &str, entry: &Entry) -> bool {
         && element(1).as_deref() == Some("wrap")
 }
 
+/// The index of the first `"--"` element of a wrapped entry's `args`.
+fn separator(text: &str, entry: &Entry) -> Option<usize> {
+    entry
+        .elements
+        .iter()
+        .position(|e| string_value(e.span.of(text)).as_deref() == Some("--"))
+}
+
+/// The decoded strings of `elements`.
+fn strings(text: &str, elements: &[super::locate::Value]) -> Vec<String> {
+    elements
+        .iter()
+        .map(|e| string_value(e.span.of(text)).unwrap_or_default())
+        .collect()
+}
+
+/// A stdio entry's command and arguments, decoded.
+pub(super) fn command_line(text: &str, entry: &Entry) -> Option<Vec<String>> {
+    let mut line = vec![string_value(entry.command?.span.of(text))?];
+    line.extend(strings(text, &entry.elements));
+    Some(line)
+}
+
+/// A wrapped entry's options (the `args` elements after `mcp wrap`, before `--`) and its server
+/// command line (after `--`); `None` without a `--` followed by a command.
+pub(super) fn wrapped_parts(text: &str, entry: &Entry) -> Option<(Vec<String>, Vec<String>)> {
+    let sep = separator(text, entry)?;
+    entry.elements.get(sep + 1)?;
+    let all = strings(text, &entry.elements);
+    let options = all.get(2..sep).unwrap_or_default().to_vec();
+    let server = all.get(sep + 1..).unwrap_or_default().to_vec();
+    Some((options, server))
+}
+
+/// The options assay writes into a wrapped entry, with a value (`--opt V`) or as `--opt=V`;
+/// a rewrap replaces them and keeps every other option.
+const OWN_OPTIONS: [&str; 4] = ["--policy", "--capture-root", "--event-source", "--label"];
+
+/// The edits that make a wrapped entry run `prefix` (SPEC §10: a different `--policy` or
+/// `--capture-root` updates the entry in place): an empty list when it already does, `None`
+/// when its server command cannot be found (no `"--"` followed by a command). Options of the old
+/// entry that assay does not write (`--verbose`, `--idle-drain 5`) are kept after the new ones.
+pub(super) fn rewrap(text: &str, entry: &Entry, prefix: &Prefix) -> Option<Vec<Edit>> {
+    let command = entry.command?;
+    let args = entry.args?;
+    let (old, _) = wrapped_parts(text, entry)?;
+    let sep = separator(text, entry)?;
+    let mut kept = Vec::new();
+    let mut it = old.iter();
+    while let Some(o) = it.next() {
+        if OWN_OPTIONS.contains(&o.as_str()) {
+            it.next();
+        } else if !OWN_OPTIONS
+            .iter()
+            .any(|own| o.strip_prefix(own).is_some_and(|r| r.starts_with('=')))
+        {
+            kept.push(o.clone());
+        }
+    }
+    let mut new: Vec<String> = prefix.elements.clone();
+    new.extend(kept);
+    let current: Vec<String> = strings(text, entry.elements.get(..sep).unwrap_or_default());
+    let mut edits = Vec::new();
+    if string_value(command.span.of(text)).as_deref() != Some(prefix.assay.as_str()) {
+        edits.push(Edit {
+            span: command.span,
+            with: quoted(&prefix.assay),
+        });
+    }
+    if new != current {
+        // The spacing the array was written with: compact when the wrap inserted it.
+        let sep_text = if args.span.of(text).starts_with("[\"mcp\",\"wrap\",") {
+            ","
+        } else {
+            ", "
+        };
+        let first = entry.elements.first()?;
+        let dashes = entry.elements.get(sep)?;
+        edits.push(Edit {
+            span: Span {
+                start: first.span.start,
+                end: dashes.span.start,
+            },
+            with: new.iter().map(|e| quoted(e) + sep_text).collect(),
+        });
+    }
+    Some(edits)
+}
+
 /// The edits that unwrap a wrapped entry, or `None` when its server command cannot be found
 /// (no `"--"` followed by a command: an entry written by hand without `--`).
 pub(super) fn unwrap(text: &str, entry: &Entry) -> Option<Vec<Edit>> {
     let command = entry.command?;
     let args = entry.args?;
-    let separator = entry
-        .elements
-        .iter()
-        .position(|e| string_value(e.span.of(text)).as_deref() == Some("--"))?;
-    let server = *entry.elements.get(separator + 1)?;
+    let server = *entry.elements.get(separator(text, entry)? + 1)?;
     let array = args.span.of(text);
     // Everything after the server command up to the closing bracket: the original args' text.
     let after = text

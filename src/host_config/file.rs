@@ -1,30 +1,25 @@
-//! Rewriting a host configuration file in place: read it (bounded), rewrite the text, write a
-//! backup of the original bytes beside it (created exclusively, never overwriting an older
-//! backup), then replace the file atomically (a new file in the same directory, renamed over
-//! it) with the original's mode. A path that is a symlink is followed: the file it points to is
-//! rewritten and the link stays a link.
+//! Rewriting a host configuration file in place: read it (the one input-file opener,
+//! `crate::input_file`: non-blocking, a regular file only, bounded), rewrite the text, write a
+//! backup of the original bytes beside it on the first change (created exclusively; an existing
+//! backup is kept, never overwritten or multiplied: SPEC §10), then replace the file atomically
+//! (a new file in the same directory, renamed over it) with the original's mode. A path that is a
+//! symlink is followed: the file it points to is rewritten and the link stays a link.
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::rewrite::{Rewrite, RewriteAction, rewrite};
+use super::rewrite::{EntryReport, Rewrite, RewriteAction, inspect, rewrite_selected};
 use crate::error::{Error, Result};
 
 /// A host configuration larger than this is refused (they hold a few servers).
 const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
-/// Backup names tried: `.assay-backup`, `.assay-backup.1`, … `.assay-backup.999`.
-const MAX_BACKUPS: u32 = 1000;
 
-/// The `n`-th backup name of `file`: `<file>.assay-backup`, then `<file>.assay-backup.1`, `.2`, …
-/// (the first that does not exist yet is used; an older backup is never overwritten).
-fn backup_name(file: &Path, n: u32) -> PathBuf {
+/// The backup of `file`: `<file>.assay-backup`.
+pub fn backup_path(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".assay-backup");
-    if n > 0 {
-        name.push(format!(".{n}"));
-    }
     PathBuf::from(name)
 }
 
@@ -37,6 +32,8 @@ pub struct FileRewrite {
     pub rewrite: Rewrite,
     /// The backup of the original bytes, when the file was written.
     pub backup: Option<PathBuf>,
+    /// Whether that backup was written by this run (false: it was kept from an earlier change).
+    pub backup_is_new: bool,
     /// Whether the file was replaced (false for a dry run and when nothing changed).
     pub written: bool,
 }
@@ -78,56 +75,78 @@ fn write_new(path: &Path, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
-/// The backup: the first free name of `<file>.assay-backup[.N]`.
-fn write_backup(real: &Path, mode: u32, bytes: &[u8]) -> Result<PathBuf> {
-    for n in 0..MAX_BACKUPS {
-        let candidate = backup_name(real, n);
-        match write_new(&candidate, mode, bytes) {
-            Ok(()) => return Ok(candidate),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                let _ = std::fs::remove_file(&candidate);
-                return Err(Error::io(&candidate, "cannot write the backup", &e));
-            }
+/// The backup `<file>.assay-backup`, written when it does not exist yet: `Ok(true)` when written,
+/// `Ok(false)` when one exists (it holds the file as it was before the first change and is kept).
+fn write_backup(backup: &Path, mode: u32, bytes: &[u8]) -> Result<bool> {
+    match write_new(backup, mode, bytes) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => {
+            let _ = std::fs::remove_file(backup);
+            Err(Error::io(backup, "cannot write the backup", &e))
         }
     }
-    Err(Error::invalid_argument(format!(
-        "{} already has {MAX_BACKUPS} backups; remove old ones",
-        real.display()
-    )))
 }
 
-/// Reads the host configuration `path`, rewrites it ([`rewrite`](super::rewrite)) and, unless
-/// `dry_run` or nothing changed, writes the backup and replaces the file.
+/// The entries of the host configuration `path` as they are (see [`inspect`]); nothing is
+/// written. Returns the file read (a symlink's target) and its entries.
+///
+/// # Errors
+/// As [`rewrite_file`] before anything is written.
+pub fn inspect_file(path: &Path) -> Result<(PathBuf, Vec<EntryReport>)> {
+    let real = resolve(path)?;
+    let (bytes, _) = read_config(&real)?;
+    let entries =
+        inspect(&bytes).map_err(|e| Error::invalid_argument(format!("{}: {e}", path.display())))?;
+    Ok((real, entries))
+}
+
+fn resolve(path: &Path) -> Result<PathBuf> {
+    path.canonicalize().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::invalid_argument(format!("{} does not exist", path.display()))
+        } else {
+            Error::io(path, "cannot resolve host configuration", &e)
+        }
+    })
+}
+
+/// Reads the host configuration `path`, rewrites the entries `servers` names (every entry when
+/// empty; [`rewrite_selected`]), calls `before_write` with the result (for warnings) and, unless
+/// `dry_run` or nothing changed, writes the backup (on the first change only) and replaces the
+/// file.
 ///
 /// # Errors
 /// [`crate::ErrorKind::InvalidArgument`] (CLI status 2) when the file is missing, not a regular
 /// file, too large, not strict JSON or not a host configuration this can rewrite: then nothing is
 /// written. [`crate::ErrorKind::Io`] (status 3) when the backup or the new file cannot be written
 /// (the original is then untouched).
-pub fn rewrite_file(path: &Path, action: &RewriteAction, dry_run: bool) -> Result<FileRewrite> {
-    let real = path.canonicalize().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::invalid_argument(format!("{} does not exist", path.display()))
-        } else {
-            Error::io(path, "cannot resolve host configuration", &e)
-        }
-    })?;
+pub fn rewrite_file(
+    path: &Path,
+    action: &RewriteAction,
+    servers: &[String],
+    dry_run: bool,
+    before_write: &mut dyn FnMut(&FileRewrite),
+) -> Result<FileRewrite> {
+    let real = resolve(path)?;
     let (bytes, meta) = read_config(&real)?;
-    let rewritten = rewrite(&bytes, action).map_err(|e| {
+    let rewritten = rewrite_selected(&bytes, action, servers).map_err(|e| {
         Error::invalid_argument(format!("{}: {e}; nothing was written", path.display()))
     })?;
     let mut done = FileRewrite {
         path: real.clone(),
         rewrite: rewritten,
         backup: None,
+        backup_is_new: false,
         written: false,
     };
+    before_write(&done);
     if dry_run || !done.rewrite.changed() {
         return Ok(done);
     }
     let mode = meta.mode() & 0o7777;
-    let backup = write_backup(&real, mode, &bytes)?;
+    let backup = backup_path(&real);
+    let backup_is_new = write_backup(&backup, mode, &bytes)?;
     let dir = real.parent().unwrap_or(Path::new("/"));
     let name = real
         .file_name()
@@ -149,7 +168,9 @@ pub fn rewrite_file(path: &Path, action: &RewriteAction, dry_run: bool) -> Resul
     });
     if let Err(e) = replaced {
         let _ = std::fs::remove_file(&temp);
-        let _ = std::fs::remove_file(&backup);
+        if backup_is_new {
+            let _ = std::fs::remove_file(&backup);
+        }
         return Err(Error::io(
             &real,
             "cannot replace host configuration (left as it was)",
@@ -159,6 +180,7 @@ pub fn rewrite_file(path: &Path, action: &RewriteAction, dry_run: bool) -> Resul
     // The rename is done; syncing the directory makes it durable (best effort).
     let _ = File::open(dir).and_then(|d| d.sync_all());
     done.backup = Some(backup);
+    done.backup_is_new = backup_is_new;
     done.written = true;
     Ok(done)
 }

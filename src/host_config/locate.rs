@@ -57,10 +57,13 @@ pub(super) struct Entry {
     pub(super) variant: Option<(String, &'static str)>,
 }
 
-/// A `mcpServers` or `servers` member of the top level.
+/// A `mcpServers` or `servers` member of the top level, or the `mcpServers` of a Claude Code
+/// project (`projects.<path>.mcpServers` in `~/.claude.json`).
 #[derive(Debug, Clone)]
 pub(super) struct Section {
     pub(super) name: &'static str,
+    /// The project (its key under `projects`) for a project's section.
+    pub(super) project: Option<String>,
     pub(super) value: Option<Value>,
     pub(super) entries: Vec<Entry>,
 }
@@ -86,6 +89,8 @@ const ROLE_TOP: u8 = 1;
 const ROLE_SECTION: u8 = 2;
 const ROLE_ENTRY: u8 = 3;
 const ROLE_ARGS: u8 = 4;
+const ROLE_PROJECTS: u8 = 5;
+const ROLE_PROJECT: u8 = 6;
 const SLOT_TOP: u8 = 1;
 const SLOT_SECTION: u8 = 2;
 const SLOT_ENTRY: u8 = 3;
@@ -94,10 +99,17 @@ const SLOT_ARGS: u8 = 5;
 const SLOT_URL: u8 = 6;
 const SLOT_TYPE: u8 = 7;
 const SLOT_ELEMENT: u8 = 8;
+const SLOT_PROJECTS: u8 = 9;
+const SLOT_PROJECT: u8 = 10;
+
+/// Claude Code's top-level member holding per-project settings, each with its own `mcpServers`.
+const PROJECTS: &str = "projects";
 
 struct Finder<'a> {
     text: &'a str,
     found: Located,
+    /// The project whose members are being read (`projects.<key>`).
+    project: Option<String>,
 }
 
 impl Finder<'_> {
@@ -145,6 +157,8 @@ impl<'a> Visitor<'a> for Finder<'a> {
             (SLOT_SECTION, true) => ROLE_SECTION,
             (SLOT_ENTRY, true) => ROLE_ENTRY,
             (SLOT_ARGS, false) => ROLE_ARGS,
+            (SLOT_PROJECTS, true) => ROLE_PROJECTS,
+            (SLOT_PROJECT, true) => ROLE_PROJECT,
             _ => 0,
         }
     }
@@ -168,15 +182,35 @@ impl<'a> Visitor<'a> for Finder<'a> {
                 if let Some(i) = SECTIONS.iter().position(|s| *s == key) {
                     self.found.sections.push(Section {
                         name: SECTIONS[i],
+                        project: None,
                         value: None,
                         entries: Vec::new(),
                     });
                     return Ok(SLOT_SECTION);
                 }
+                if key == PROJECTS {
+                    return Ok(SLOT_PROJECTS);
+                }
                 if let Some(name) = variant_of(&key, &SECTIONS) {
                     self.found.variant.get_or_insert((key, name));
                 }
                 Ok(0)
+            }
+            ROLE_PROJECTS => {
+                self.project = Some(decode(raw));
+                Ok(SLOT_PROJECT)
+            }
+            ROLE_PROJECT => {
+                if decode(raw) != SECTIONS[0] {
+                    return Ok(0);
+                }
+                self.found.sections.push(Section {
+                    name: SECTIONS[0],
+                    project: self.project.clone(),
+                    value: None,
+                    entries: Vec::new(),
+                });
+                Ok(SLOT_SECTION)
             }
             ROLE_SECTION => {
                 if let Some(section) = self.found.sections.last_mut() {
@@ -317,6 +351,7 @@ pub(super) fn locate(bytes: &[u8]) -> Result<(&str, Located), HostConfigError> {
     let mut finder = Finder {
         text,
         found: Located::default(),
+        project: None,
     };
     strict_json::scan_with(text, MAX_DEPTH, &mut finder).map_err(refused)?;
     Ok((text, finder.found))

@@ -8,21 +8,29 @@
 //! non-UTF-8, comments and trailing commas are refused: nothing is written) and edited in place:
 //! only the `command` and `args` values of the entries change, every other byte (key order,
 //! spacing, escapes, other members, remote entries with a `url`) stays as it was.
-//! [`rewrite_file`] writes a backup of the original bytes first and replaces the file atomically.
+//! [`rewrite_file`] writes a backup of the original bytes on the first change and replaces the
+//! file atomically. `--server` selects entries ([`rewrite_selected`]); an entry wrapped with
+//! other options is updated in place. [`Host`] knows where each desktop host keeps its file, and
+//! [`warnings`] says what a host may fail to start.
 //! The rules where SPEC is silent are in `docs/decisions.md` ("Host configurations").
 #![forbid(unsafe_code)]
 
 mod edit;
 mod error;
 mod file;
+mod hosts;
 mod locate;
 mod rewrite;
+mod warnings;
 
 pub use error::HostConfigError;
-pub use file::{FileRewrite, rewrite_file};
+pub use file::{FileRewrite, backup_path, inspect_file, rewrite_file};
+pub use hosts::Host;
 pub use rewrite::{
-    EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, entry_label, rewrite,
+    EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, Wrapping, entry_label, inspect,
+    rewrite, rewrite_selected,
 };
+pub use warnings::{HOST_PATH, Warning, warnings};
 
 #[cfg(test)]
 mod tests;

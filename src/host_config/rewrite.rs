@@ -63,8 +63,11 @@ impl WrapWith {
 pub enum EntryChange {
     /// Rewritten to run through `assay mcp wrap`.
     Wrapped,
-    /// Already ran through `assay mcp wrap`: left as it is.
+    /// Already ran through `assay mcp wrap` with this policy and capture root: left as it is.
     AlreadyWrapped,
+    /// Ran through `assay mcp wrap` with another policy, capture root or `assay`: its wrapping
+    /// options were replaced in place (options assay does not write are kept).
+    Updated,
     /// Given back its original command and arguments.
     Unwrapped,
     /// Not wrapped, nothing to unwrap: left as it is.
@@ -76,6 +79,8 @@ pub enum EntryChange {
     Remote,
     /// No `command` and no `url`: left as it is.
     NoCommand,
+    /// Not named by `--server`: left as it is.
+    NotSelected,
 }
 
 impl EntryChange {
@@ -84,6 +89,7 @@ impl EntryChange {
         match self {
             EntryChange::Wrapped => "wrapped",
             EntryChange::AlreadyWrapped => "left alone (already wrapped)",
+            EntryChange::Updated => "updated in place (new policy, capture root or assay path)",
             EntryChange::Unwrapped => "unwrapped",
             EntryChange::NotWrapped => "left alone (not wrapped)",
             EntryChange::NoSeparator => {
@@ -91,8 +97,18 @@ impl EntryChange {
             }
             EntryChange::Remote => "left alone (remote server)",
             EntryChange::NoCommand => "left alone (no command)",
+            EntryChange::NotSelected => "left alone (not named by --server)",
         }
     }
+}
+
+/// How an entry ran through `assay mcp wrap` before the rewrite.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Wrapping {
+    /// The value of its `--policy` option (`assay.yaml` in the server's directory when absent).
+    pub policy: Option<String>,
+    /// The value of its `--capture-root` option.
+    pub capture_root: Option<String>,
 }
 
 /// One entry of the file and what happened to it.
@@ -100,8 +116,15 @@ impl EntryChange {
 pub struct EntryReport {
     /// `mcpServers` or `servers`.
     pub section: &'static str,
+    /// For an entry of a Claude Code project (`projects.<project>.mcpServers`): the project.
+    pub project: Option<String>,
     /// The entry's name.
     pub name: String,
+    /// For a stdio entry: the server command as it ran before the rewrite (for a wrapped
+    /// entry, the command after `--`), then its arguments.
+    pub server: Option<Vec<String>>,
+    /// For an entry that ran through `assay mcp wrap` before the rewrite: its options.
+    pub wrapping: Option<Wrapping>,
     /// What happened.
     pub change: EntryChange,
     /// For a changed entry: the lines of the original text its edits touched.
@@ -122,9 +145,12 @@ pub struct Rewrite {
 impl Rewrite {
     /// Whether any entry changed.
     pub fn changed(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|e| matches!(e.change, EntryChange::Wrapped | EntryChange::Unwrapped))
+        self.entries.iter().any(|e| {
+            matches!(
+                e.change,
+                EntryChange::Wrapped | EntryChange::Updated | EntryChange::Unwrapped
+            )
+        })
     }
 }
 
@@ -213,6 +239,7 @@ fn classify(text: &str, section: &str, e: &Entry) -> Result<Kind, HostConfigErro
     Ok(Kind::Stdio)
 }
 
+#[derive(Clone, Copy)]
 enum Kind {
     Stdio,
     Remote,
@@ -233,15 +260,30 @@ fn lines_around(text: &str, span: Span) -> String {
 }
 
 /// Rewrites the host configuration `bytes` (SPEC §10): every stdio entry of `mcpServers` and
-/// `servers` wrapped or unwrapped; nothing else changes.
+/// `servers` (and of Claude Code's `projects.*.mcpServers`) wrapped or unwrapped; nothing else
+/// changes. Same as [`rewrite_selected`] with every entry selected.
+///
+/// # Errors
+/// As [`rewrite_selected`].
+pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConfigError> {
+    rewrite_selected(bytes, action, &[])
+}
+
+/// Rewrites the entries of the host configuration `bytes` named in `servers` (every entry when
+/// `servers` is empty; a name selects every entry of that name, a label such as
+/// `mcpServers.files` only that one). An entry wrapped with other options is updated in place.
 ///
 /// # Errors
 /// [`HostConfigError::Syntax`] for anything but strict UTF-8 JSON (a duplicate key, a comment, a
 /// trailing comma included), [`HostConfigError::Shape`] for a file without a `mcpServers` or
 /// `servers` object, or an entry that cannot be rewritten faithfully (a `command` that is not a
 /// string, `args` that are not strings, a case variant of a member name, a `command` beside a
-/// `url`).
-pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConfigError> {
+/// `url`), [`HostConfigError::UnknownServer`] for a name in `servers` no entry has.
+pub fn rewrite_selected(
+    bytes: &[u8],
+    action: &RewriteAction,
+    servers: &[String],
+) -> Result<Rewrite, HostConfigError> {
     let (text, found) = locate::locate(bytes)?;
     if !found.top_is_object {
         return Err(HostConfigError::Shape(
@@ -260,6 +302,36 @@ pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConf
             SECTIONS[0], SECTIONS[1]
         )));
     }
+    let selected = |section: &locate::Section, name: &str| {
+        servers.is_empty()
+            || servers
+                .iter()
+                .any(|s| s == name || *s == label(section.name, section.project.as_deref(), name))
+    };
+    let unknown: Vec<String> = servers
+        .iter()
+        .filter(|s| {
+            !found.sections.iter().any(|section| {
+                section.entries.iter().any(|e| {
+                    **s == e.name || **s == label(section.name, section.project.as_deref(), &e.name)
+                })
+            })
+        })
+        .cloned()
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<String> = found
+            .sections
+            .iter()
+            .flat_map(|section| {
+                section
+                    .entries
+                    .iter()
+                    .map(|e| label(section.name, section.project.as_deref(), &e.name))
+            })
+            .collect();
+        return Err(HostConfigError::UnknownServer { unknown, known });
+    }
     let mut edits: Vec<Edit> = Vec::new();
     // Per entry: its report and the indexes of its edits.
     let mut reports: Vec<(EntryReport, Vec<usize>)> = Vec::new();
@@ -267,24 +339,32 @@ pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConf
         if section.value.is_none_or(|v| v.first != b'{') {
             return Err(HostConfigError::Shape(format!(
                 "`{}` is not an object",
-                section.name
+                label(section.name, section.project.as_deref(), "").trim_end_matches('.')
             )));
         }
         for entry in &section.entries {
             let kind = classify(text, section.name, entry)?;
+            let wrapped = matches!(kind, Kind::Stdio) && edit::is_wrapped(text, entry);
             let (change, new_edits) = match (kind, action) {
                 (Kind::Remote, _) => (EntryChange::Remote, Vec::new()),
                 (Kind::NoCommand, _) => (EntryChange::NoCommand, Vec::new()),
+                (Kind::Stdio, _) if !selected(section, &entry.name) => {
+                    (EntryChange::NotSelected, Vec::new())
+                }
                 (Kind::Stdio, RewriteAction::Wrap(w)) => {
-                    if edit::is_wrapped(text, entry) {
-                        (EntryChange::AlreadyWrapped, Vec::new())
-                    } else {
-                        let prefix = prefix_for(w, &entry.name);
+                    let prefix = prefix_for(w, &entry.name);
+                    if !wrapped {
                         (EntryChange::Wrapped, edit::wrap(text, entry, &prefix))
+                    } else {
+                        match edit::rewrap(text, entry, &prefix) {
+                            None => (EntryChange::NoSeparator, Vec::new()),
+                            Some(e) if e.is_empty() => (EntryChange::AlreadyWrapped, e),
+                            Some(e) => (EntryChange::Updated, e),
+                        }
                     }
                 }
                 (Kind::Stdio, RewriteAction::Unwrap) => {
-                    if !edit::is_wrapped(text, entry) {
+                    if !wrapped {
                         (EntryChange::NotWrapped, Vec::new())
                     } else {
                         match edit::unwrap(text, entry) {
@@ -294,12 +374,23 @@ pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConf
                     }
                 }
             };
+            let (server, wrapping) = match kind {
+                Kind::Stdio if wrapped => match edit::wrapped_parts(text, entry) {
+                    Some((options, server)) => (Some(server), Some(wrapping_of(&options))),
+                    None => (None, Some(Wrapping::default())),
+                },
+                Kind::Stdio => (edit::command_line(text, entry), None),
+                _ => (None, None),
+            };
             let first = edits.len();
             edits.extend(new_edits);
             reports.push((
                 EntryReport {
                     section: section.name,
+                    project: section.project.clone(),
                     name: entry.name.clone(),
+                    server,
+                    wrapping,
                     change,
                     before: String::new(),
                     after: String::new(),
@@ -333,7 +424,46 @@ pub fn rewrite(bytes: &[u8], action: &RewriteAction) -> Result<Rewrite, HostConf
     })
 }
 
+/// The `--policy` and `--capture-root` values among a wrapped entry's options (`--opt V` or
+/// `--opt=V`).
+fn wrapping_of(options: &[String]) -> Wrapping {
+    let value = |name: &str| {
+        let eq = format!("{name}=");
+        let mut found = None;
+        let mut it = options.iter();
+        while let Some(o) = it.next() {
+            if o == name {
+                found = it.next().cloned();
+            } else if let Some(v) = o.strip_prefix(&eq) {
+                found = Some(v.to_string());
+            }
+        }
+        found
+    };
+    Wrapping {
+        policy: value("--policy"),
+        capture_root: value("--capture-root"),
+    }
+}
+
+/// Every entry of the host configuration `bytes` as it is: for each, whether it runs through
+/// `assay mcp wrap` (and with which options) and the server command. Nothing is changed.
+///
+/// # Errors
+/// As [`rewrite`].
+pub fn inspect(bytes: &[u8]) -> Result<Vec<EntryReport>, HostConfigError> {
+    Ok(rewrite(bytes, &RewriteAction::Unwrap)?.entries)
+}
+
+/// An entry's label: `mcpServers.NAME`, or `projects.PROJECT.mcpServers.NAME`.
+fn label(section: &str, project: Option<&str>, name: &str) -> String {
+    match project {
+        Some(p) => format!("projects.{p}.{section}.{name}"),
+        None => format!("{section}.{name}"),
+    }
+}
+
 /// The section and entry name of a report, as `mcpServers.files`.
 pub fn entry_label(report: &EntryReport) -> String {
-    format!("{}.{}", report.section, report.name)
+    label(report.section, report.project.as_deref(), &report.name)
 }

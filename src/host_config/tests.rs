@@ -205,11 +205,17 @@ fn the_report_shows_the_lines_before_and_after() {
 }
 
 #[test]
-fn a_hand_wrapped_entry_is_left_alone_and_unwrapped_from_its_separator() {
-    let text = r#"{"mcpServers":{"a":{"command":"/usr/bin/assay","args":["mcp","wrap","--policy","p","--","node","s.js"]}}}"#;
-    let r = wrap(text);
-    assert_eq!(r.entries[0].change, EntryChange::AlreadyWrapped);
-    assert_eq!(r.text, text);
+fn a_hand_wrapped_entry_is_updated_keeping_its_other_options_and_unwrapped_from_its_separator() {
+    let text = r#"{"mcpServers":{"a":{"command":"/usr/bin/assay","args":["mcp","wrap","--verbose","--policy","p","--","node","s.js"]}}}"#;
+    let r = rewrite(text.as_bytes(), &wrap_with(None)).unwrap();
+    assert_eq!(r.entries[0].change, EntryChange::Updated);
+    assert_eq!(
+        parse(&r.text)["mcpServers"]["a"],
+        json!({"command": "/opt/assay/bin/assay", "args": ["mcp", "wrap", "--policy", "/home/me/assay.yaml", "--verbose", "--", "node", "s.js"]})
+    );
+    let again = rewrite(r.text.as_bytes(), &wrap_with(None)).unwrap();
+    assert_eq!(again.entries[0].change, EntryChange::AlreadyWrapped);
+    assert_eq!(again.text, r.text);
     let back = unwrap(text);
     assert_eq!(
         parse(&back.text)["mcpServers"]["a"],
@@ -220,6 +226,129 @@ fn a_hand_wrapped_entry_is_left_alone_and_unwrapped_from_its_separator() {
     let back = unwrap(no_separator);
     assert_eq!(back.entries[0].change, EntryChange::NoSeparator);
     assert_eq!(back.text, no_separator);
+    assert_eq!(
+        wrap(no_separator).entries[0].change,
+        EntryChange::NoSeparator
+    );
+}
+
+#[test]
+fn a_new_policy_or_root_updates_in_place_and_unwrap_still_restores_every_byte() {
+    for original in [CLAUDE, CURSOR, VSCODE, INSPECTOR] {
+        let first = wrap(original);
+        let other = RewriteAction::Wrap(WrapWith {
+            assay: PathBuf::from("/opt/assay/bin/assay"),
+            policy: PathBuf::from("/home/me/other.yaml"),
+            capture_root: None,
+        });
+        let second = rewrite(first.text.as_bytes(), &other).unwrap();
+        assert!(second.changed());
+        for (e, w) in second.entries.iter().zip(&first.entries) {
+            if w.change == EntryChange::Wrapped {
+                assert_eq!(e.change, EntryChange::Updated, "{}", e.name);
+                let wrapping = e.wrapping.as_ref().unwrap();
+                assert_eq!(wrapping.policy.as_deref(), Some("/home/me/assay.yaml"));
+                assert_eq!(wrapping.capture_root.as_deref(), Some("/home/me/captures"));
+            }
+        }
+        let v = parse(&second.text);
+        let section = v.get("mcpServers").or(v.get("servers")).unwrap();
+        for (_, entry) in section.as_object().unwrap() {
+            if let Some(args) = entry.get("args").filter(|_| entry.get("url").is_none()) {
+                assert_eq!(args[3], "/home/me/other.yaml");
+                assert!(!args.as_array().unwrap().contains(&json!("--capture-root")));
+            }
+        }
+        assert_eq!(unwrap(&second.text).text, original);
+        // And back to the first options: the very text of the first wrap.
+        assert_eq!(wrap(&second.text).text, first.text);
+    }
+}
+
+#[test]
+fn servers_select_entries_and_an_unknown_name_is_refused() {
+    let only = |names: &[&str]| {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        rewrite_selected(CLAUDE.as_bytes(), &wrap_with(None), &names)
+    };
+    let r = only(&["sqlite", "mcpServers.bare"]).unwrap();
+    let changes: Vec<(&str, EntryChange)> = r
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.change))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("filesystem", EntryChange::NotSelected),
+            ("sqlite", EntryChange::Wrapped),
+            ("bare", EntryChange::Wrapped),
+            ("empty-args", EntryChange::NotSelected),
+        ]
+    );
+    assert_eq!(
+        parse(&r.text)["mcpServers"]["filesystem"],
+        parse(CLAUDE)["mcpServers"]["filesystem"]
+    );
+    let e = only(&["sqlite", "ghost"]).unwrap_err();
+    assert!(matches!(&e, HostConfigError::UnknownServer { unknown, .. } if unknown == &["ghost"]));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"ghost\"") && msg.contains("mcpServers.filesystem"),
+        "{msg}"
+    );
+}
+
+const CLAUDE_CODE: &str = r#"{
+  "numStartups": 3,
+  "mcpServers": {"top": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}}},
+  "projects": {
+    "/home/me/app": {
+      "allowedTools": [],
+      "mcpServers": {"db": {"type": "stdio", "command": "npx", "args": ["-y", "db-mcp"], "env": {}}},
+      "history": [{"display": "mcpServers"}]
+    },
+    "/home/me/empty": {"mcpServers": {}}
+  }
+}
+"#;
+
+#[test]
+fn claude_code_project_entries_are_entries_too() {
+    let r = wrap(CLAUDE_CODE);
+    let labels: Vec<String> = r.entries.iter().map(entry_label).collect();
+    assert_eq!(
+        labels,
+        ["mcpServers.top", "projects./home/me/app.mcpServers.db"]
+    );
+    assert!(r.entries.iter().all(|e| e.change == EntryChange::Wrapped));
+    let v = parse(&r.text);
+    let db = &v["projects"]["/home/me/app"]["mcpServers"]["db"];
+    assert_eq!(db["command"], "/opt/assay/bin/assay");
+    assert_eq!(db["args"][9], "--");
+    assert_eq!(db["args"][10], "npx");
+    assert_eq!(
+        v["projects"]["/home/me/app"]["history"],
+        parse(CLAUDE_CODE)["projects"]["/home/me/app"]["history"]
+    );
+    assert_eq!(unwrap(&r.text).text, CLAUDE_CODE);
+    let only = rewrite_selected(
+        CLAUDE_CODE.as_bytes(),
+        &wrap_with(None),
+        &["projects./home/me/app.mcpServers.db".to_string()],
+    )
+    .unwrap();
+    assert_eq!(only.entries[0].change, EntryChange::NotSelected);
+    assert_eq!(only.entries[1].change, EntryChange::Wrapped);
+    let seen = inspect(r.text.as_bytes()).unwrap();
+    assert_eq!(
+        seen[1].server.as_deref(),
+        Some(&["npx".to_string(), "-y".into(), "db-mcp".into()][..])
+    );
+    assert_eq!(
+        seen[1].wrapping.as_ref().and_then(|w| w.policy.as_deref()),
+        Some("/home/me/assay.yaml")
+    );
 }
 
 #[test]

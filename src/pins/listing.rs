@@ -1,7 +1,14 @@
 //! Listing a live server's tools as an MCP client would (SPEC §10 `assay mcp pin`): start the
 //! server, `initialize` (proposing the newest revision assay knows, accepting any known revision
-//! the server answers with), `notifications/initialized`, `tools/list` following `nextCursor`,
-//! then end the server with the bounded cleanup of SPEC §3.1.
+//! the server answers with, declaring the client capabilities a desktop host declares unless
+//! told otherwise), `notifications/initialized`, `tools/list` following `nextCursor`, then end
+//! the server with the bounded cleanup of SPEC §3.1.
+//!
+//! Servers may offer tools only to clients with some capability (server-everything offers
+//! `get-roots-list` only to clients with `roots`), so a listing without them would pin less than
+//! the host is shown. With [`ClientCapabilities::Host`] the server's requests are answered as a
+//! host that has nothing to give answers them: `roots/list` with no roots, `sampling/createMessage`
+//! and `elicitation/create` declined with a JSON-RPC error, `ping` with `{}`.
 //!
 //! Every line the server writes is read with the strict rules of the wrapper (SPEC §5, the
 //! `tools/list` walk): a duplicate key, a lenient variant of a member name, a tool without a
@@ -35,6 +42,40 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// Pages of `tools/list` followed at most.
 const MAX_PAGES: usize = 10_000;
+
+/// The client capabilities declared in `initialize` (SPEC §10 `--client-capabilities`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientCapabilities {
+    /// What a desktop host declares: `roots` (`listChanged`), `sampling` and `elicitation`.
+    #[default]
+    Host,
+    /// None (`"capabilities":{}`).
+    None,
+}
+
+impl ClientCapabilities {
+    /// The `capabilities` object of `initialize`.
+    fn json(self) -> &'static str {
+        match self {
+            ClientCapabilities::Host => {
+                r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#
+            }
+            ClientCapabilities::None => "{}",
+        }
+    }
+
+    /// The answer (the JSON-RPC member after the id) to a request the server sent.
+    fn answer(self, method: &str) -> &'static str {
+        match (self, method) {
+            (_, "ping") => r#""result":{}"#,
+            (ClientCapabilities::Host, "roots/list") => r#""result":{"roots":[]}"#,
+            (ClientCapabilities::Host, "sampling/createMessage" | "elicitation/create") => {
+                r#""error":{"code":-1,"message":"declined: assay mcp pin only lists tools"}"#
+            }
+            _ => r#""error":{"code":-32601,"message":"method not found"}"#,
+        }
+    }
+}
 
 /// One listed tool.
 #[derive(Debug, Clone)]
@@ -121,6 +162,19 @@ pub fn list_server_tools(
     timeout: Duration,
     stderr: Option<File>,
 ) -> Result<ToolListing, ListError> {
+    list_server_tools_as(command, timeout, stderr, ClientCapabilities::Host)
+}
+
+/// [`list_server_tools`] declaring `capabilities`.
+///
+/// # Errors
+/// As [`list_server_tools`].
+pub fn list_server_tools_as(
+    command: &[String],
+    timeout: Duration,
+    stderr: Option<File>,
+    capabilities: ClientCapabilities,
+) -> Result<ToolListing, ListError> {
     let mask = nix::sys::signal::SigSet::empty();
     let spawned = crate::sys::child::spawn(command, stderr, &mask).map_err(ListError::Spawn)?;
     let mut guard = crate::sys::child::ChildGuard(Some(spawned.child));
@@ -134,6 +188,7 @@ pub fn list_server_tools(
         deadline: Instant::now() + timeout,
         timeout,
         next_id: 1,
+        capabilities,
     };
     let listed = client.list();
     // Close the server's input first, as MCP clients do, then the bounded cleanup (SPEC §3.1).
@@ -176,6 +231,7 @@ struct Client {
     deadline: Instant,
     timeout: Duration,
     next_id: u64,
+    capabilities: ClientCapabilities,
 }
 
 #[derive(Deserialize)]
@@ -223,7 +279,7 @@ impl Client {
     }
 
     /// Sends a request and waits for its response line; answers the server's own requests
-    /// with "method not found" meanwhile and skips its notifications.
+    /// meanwhile ([`ClientCapabilities::answer`]) and skips its notifications.
     fn request(
         &mut self,
         what: &'static str,
@@ -274,11 +330,13 @@ impl Client {
                 ));
             }
             match (env.id, env.method) {
-                // A request from the server: not one this client serves.
-                (Some(sid), Some(_)) => {
+                // A request from the server.
+                (Some(sid), Some(method)) => {
+                    let method: String = serde_json::from_str(method.get()).unwrap_or_default();
                     self.send(&format!(
-                        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"method not found"}}}}"#,
-                        sid.get()
+                        r#"{{"jsonrpc":"2.0","id":{},{}}}"#,
+                        sid.get(),
+                        self.capabilities.answer(&method)
                     ))?;
                     continue;
                 }
@@ -311,7 +369,8 @@ impl Client {
     fn list(&mut self) -> Result<ToolListing, ListError> {
         let newest = PROTOCOL_REVISIONS[PROTOCOL_REVISIONS.len() - 1];
         let params = format!(
-            r#"{{"protocolVersion":"{newest}","capabilities":{{}},"clientInfo":{{"name":"assay","version":"{}"}}}}"#,
+            r#"{{"protocolVersion":"{newest}","capabilities":{},"clientInfo":{{"name":"assay","version":"{}"}}}}"#,
+            self.capabilities.json(),
             env!("CARGO_PKG_VERSION")
         );
         let (line, _) = self.request("initialize", "initialize", &params)?;

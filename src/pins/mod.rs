@@ -17,7 +17,10 @@ use std::path::Path;
 
 pub use diff::{ChangedTool, PinCheck, check};
 pub use file::{InstructionsPin, MAX_PINS_BYTES, PINS_SCHEMA, Pin, Pins, PinsError};
-pub use listing::{ListError, ListedTool, PROTOCOL_REVISIONS, ToolListing, list_server_tools};
+pub use listing::{
+    ClientCapabilities, ListError, ListedTool, PROTOCOL_REVISIONS, ToolListing, list_server_tools,
+    list_server_tools_as,
+};
 
 /// How [`write_pins`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
 /// `assay --help`'s description.
@@ -18,7 +19,8 @@ const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with a
 const COMPLETIONS_ABOUT: &str =
     "Print the shell completion script for SHELL (bash, zsh or fish) on stdout";
 const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy";
-const WRAP_CONFIG_ABOUT: &str = "Rewrite every stdio server of a host configuration (`mcpServers` or `servers`) to run through `assay mcp wrap`, after writing a backup beside FILE; `--unwrap` restores them";
+const WRAP_CONFIG_ABOUT: &str = "Rewrite the stdio servers of a host configuration (FILE or --host; every server, or those named by --server) to run through `assay mcp wrap`, after writing a backup beside the file on the first change; `--unwrap` restores them";
+const HOSTS_ABOUT: &str = "List the host configurations found on this machine (Claude Desktop, Claude Code, Cursor, VS Code), each server entry, and whether it runs through assay (with which policy)";
 const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write pins for them (--out) or check them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be listed";
 
 /// Parses `argv` as [`Cli`], building only the part of the command line that `argv` reaches.
@@ -64,6 +66,7 @@ pub(crate) fn command() -> clap::Command {
                 WrapConfigArgs::augment_args,
             ))
             .subcommand(leaf("pin", PIN_ABOUT, PinArgs::augment_args))
+            .subcommand(leaf("hosts", HOSTS_ABOUT, HostsArgs::augment_args))
     };
     clap::Command::new("assay")
         .version(assay::VERSION)
@@ -145,6 +148,28 @@ pub(crate) enum McpCommand {
     WrapConfig(WrapConfigArgs),
     #[command(about = PIN_ABOUT)]
     Pin(PinArgs),
+    #[command(about = HOSTS_ABOUT)]
+    Hosts(HostsArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct HostsArgs {}
+
+/// `--host`'s parser: the library's table of hosts knows every name (SPEC §10).
+fn host_parser() -> impl clap::builder::TypedValueParser<Value = assay::host_config::Host> {
+    use assay::host_config::Host;
+    clap::builder::PossibleValuesParser::new(Host::ALL.map(Host::as_str))
+        .try_map(|s| s.parse::<Host>())
+}
+
+/// The client capabilities `assay mcp pin` declares.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClientCapabilities {
+    /// What a desktop host declares: roots (answered with no roots), sampling and elicitation
+    /// (each request declined), so tools offered only to such clients are listed.
+    Host,
+    /// None: the tools a server offers to any client.
+    None,
 }
 
 #[derive(Args, Debug)]
@@ -171,6 +196,9 @@ pub(crate) struct PinArgs {
     /// Give up on the server after SECS seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// The client capabilities to declare in `initialize`.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = ClientCapabilities::Host)]
+    pub client_capabilities: ClientCapabilities,
     /// The server command and its arguments (after `--`, or from the first argument that is
     /// not an option on).
     #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
@@ -179,9 +207,16 @@ pub(crate) struct PinArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct WrapConfigArgs {
-    /// The host's configuration file (Claude Desktop, Cursor, VS Code `mcp.json`, the MCP
-    /// Inspector's config).
-    pub file: PathBuf,
+    /// The host's configuration file (Claude Desktop, Claude Code, Cursor, VS Code `mcp.json`,
+    /// the MCP Inspector's config).
+    #[arg(required_unless_present = "host", conflicts_with = "host")]
+    pub file: Option<PathBuf>,
+    /// Instead of FILE: the host whose usual configuration file to rewrite (printed first).
+    #[arg(long, value_name = "HOST", value_parser = host_parser())]
+    pub host: Option<assay::host_config::Host>,
+    /// Only the entry named NAME (repeatable); an unknown name is an error, nothing written.
+    #[arg(long, value_name = "NAME")]
+    pub server: Vec<String>,
     /// The policy every wrapped server runs under (made absolute).
     #[arg(long, required_unless_present = "unwrap", conflicts_with = "unwrap")]
     pub policy: Option<PathBuf>,

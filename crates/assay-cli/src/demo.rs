@@ -7,11 +7,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
-use assay::{ClosureKind, read_capture};
+use assay::{ClosureKind, read_capture, text};
 
 use super::args::DemoArgs;
 use super::messages::{Failure, exit};
-use super::text::clean;
 
 /// A line on stdout; a reader that went away ends the demo (quietly on a broken pipe) with
 /// status 3, the demo's status for a run it could not finish.
@@ -174,14 +173,22 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
                 .transpose()
                 .map_err(failed)?
                 .unwrap_or_default();
-            say!(out, "  {label:<36} -> {}", clean(&summarize(&response)));
+            say!(
+                out,
+                "  {label:<36} -> {}",
+                text::render(&summarize(&response))
+            );
         } else {
             say!(out, "  {label:<36} -> (notification, no response)");
         }
     }
     drop(stdin);
     for rest in lines {
-        say!(out, "  (late output) {}", clean(&rest.map_err(failed)?));
+        say!(
+            out,
+            "  (late output) {}",
+            text::render(&rest.map_err(failed)?)
+        );
     }
     let status = child.wait().map_err(failed)?;
     say!(out);

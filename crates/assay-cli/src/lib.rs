@@ -12,6 +12,7 @@ mod args;
 mod capture;
 mod completions;
 mod demo;
+mod hosts;
 mod messages;
 mod pin;
 mod policy;
@@ -71,6 +72,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
         Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config::run(args),
         Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
+        Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {

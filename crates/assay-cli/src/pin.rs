@@ -12,10 +12,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use assay::pins::{self, Pins, ToolListing, WriteMode};
+use assay::text;
 
 use super::args::PinArgs;
 use super::messages::{Failure, eprint_assay};
-use super::text::clean;
 
 pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
@@ -38,7 +38,11 @@ pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
             ));
         }
     }
-    let listing = pins::list_server_tools(&args.command, timeout, None)
+    let capabilities = match args.client_capabilities {
+        super::args::ClientCapabilities::Host => pins::ClientCapabilities::Host,
+        super::args::ClientCapabilities::None => pins::ClientCapabilities::None,
+    };
+    let listing = pins::list_server_tools_as(&args.command, timeout, None, capabilities)
         .map_err(|e| Failure::message(format!("cannot list the server's tools: {e}"), 3))?;
     match (&args.out, pins) {
         (Some(out), _) => write(&args, out, &listing),
@@ -65,17 +69,17 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
     for t in &listing.tools {
         table.push_str(&format!(
             "{:<32} {}  {}\n",
-            clean(&t.name),
+            text::render(&t.name),
             &t.sha256()[..12],
-            clean(&t.summary())
+            text::render(&t.summary())
         ));
     }
     table.push_str(&format!(
         "pinned {} tool(s) of {} (protocol {}) in {}\n",
         listing.tools.len(),
-        clean(&server_name(listing)),
-        clean(&listing.protocol_version),
-        clean(&out.display().to_string())
+        text::render(&server_name(listing)),
+        text::render(&listing.protocol_version),
+        text::render(&out.display().to_string())
     ));
     if args.policy_template {
         // stdout is the policy; the table is for the person running the command.
@@ -100,28 +104,34 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
     let c = pins::check(listing, pins);
     let mut text = String::new();
     for name in &c.added {
-        text.push_str(&format!("+ {}: listed but not pinned\n", clean(name)));
+        text.push_str(&format!(
+            "+ {}: listed but not pinned\n",
+            text::render(name)
+        ));
     }
     for name in &c.removed {
-        text.push_str(&format!("- {}: pinned but not listed\n", clean(name)));
+        text.push_str(&format!(
+            "- {}: pinned but not listed\n",
+            text::render(name)
+        ));
     }
     for t in &c.changed {
         text.push_str(&format!(
             "~ {}: definition changed (pinned {}…, listed {}…)\n",
-            clean(&t.name),
+            text::render(&t.name),
             &t.pinned_sha256[..12],
             &t.listed_sha256[..12],
         ));
         // The diff's lines are the server's text: each is rendered on its own line.
         for line in t.diff.split('\n').filter(|l| !l.is_empty()) {
-            text.push_str(&clean(line));
+            text.push_str(&text::render(line));
             text.push('\n');
         }
     }
     if let Some(diff) = &c.instructions {
         text.push_str("~ (instructions): the server's instructions changed\n");
         for line in diff.split('\n').filter(|l| !l.is_empty()) {
-            text.push_str(&clean(line));
+            text.push_str(&text::render(line));
             text.push('\n');
         }
     }
@@ -132,7 +142,7 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
         c.added.len(),
         c.removed.len(),
         c.changed.len(),
-        clean(&pins.path().display().to_string())
+        text::render(&pins.path().display().to_string())
     ));
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use assay::config::load_policy;
 use assay::policy::summary::PolicySummary;
+use assay::text;
 
 use super::args::PolicyFormat;
 use super::messages::{Failure, exit};
@@ -32,17 +33,12 @@ pub(crate) fn check(file: &Path, format: PolicyFormat) -> Result<ExitCode, Failu
     Ok(exit(0))
 }
 
-/// `s` for people: the library's one renderer ([`assay::text::render`], SPEC §10), so a name
-/// cannot forge a line or a terminal sequence (`\u{a}`, `\u{1b}`; a backslash is `\\`).
-fn shown(s: &str) -> String {
-    assay::text::render(s)
-}
-
-/// Patterns as a comma-separated list.
+/// Patterns as a comma-separated list, each rendered for people ([`assay::text::render`],
+/// SPEC §10: a name cannot forge a line or a terminal sequence).
 fn list(items: &[String]) -> String {
     items
         .iter()
-        .map(|s| shown(s))
+        .map(|s| text::render(s))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -53,8 +49,8 @@ fn render(file: &Path, s: &PolicySummary) -> String {
     let _ = writeln!(
         t,
         "policy {}: valid (name {}, sha256 {})",
-        shown(&file.display().to_string()),
-        shown(&s.name),
+        text::render(&file.display().to_string()),
+        text::render(&s.name),
         s.sha256
     );
     let _ = writeln!(
@@ -89,9 +85,9 @@ fn render(file: &Path, s: &PolicySummary) -> String {
                         parts.push(format!("within {}", list(w)));
                     }
                     if let Some(m) = &p.matches {
-                        parts.push(format!("matches {}", shown(m)));
+                        parts.push(format!("matches {}", text::render(m)));
                     }
-                    format!("{} {}", shown(&p.name), parts.join(" and "))
+                    format!("{} {}", text::render(&p.name), parts.join(" and "))
                 })
                 .collect();
             let rules = if rules.is_empty() {
@@ -99,7 +95,7 @@ fn render(file: &Path, s: &PolicySummary) -> String {
             } else {
                 rules.join("; ")
             };
-            let _ = writeln!(t, "  {}: {rules}", shown(&c.tool));
+            let _ = writeln!(t, "  {}: {rules}", text::render(&c.tool));
         }
     }
     let tools: Vec<String> = s.schemas.keys().cloned().collect();
@@ -121,12 +117,12 @@ fn render(file: &Path, s: &PolicySummary) -> String {
             let _ = writeln!(
                 t,
                 "pins: {} (sha256 {}): {} tool(s); unpinned and drifted tools are removed from listings and refused",
-                shown(&p.path),
+                text::render(&p.path),
                 p.sha256,
                 p.tools.len()
             );
             for (name, digest) in &p.tools {
-                let _ = writeln!(t, "  {} {}", shown(name), &digest[..12]);
+                let _ = writeln!(t, "  {} {}", text::render(name), &digest[..12]);
             }
         }
     }

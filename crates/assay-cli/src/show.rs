@@ -13,14 +13,14 @@ use assay::capture::{
 };
 use assay::{
     CaptureStatus, Closure, ClosureKind, DecisionLogState, SessionEnd, StopData, Termination,
-    read_captures, show_capture,
+    read_captures, show_capture, text,
 };
 
 use super::messages::{Failure, exit};
+use super::text::{Table, or_dash};
 
 /// SIGKILL's number (the evidence records signal numbers).
 const SIGKILL: i32 = nix::sys::signal::Signal::SIGKILL as i32;
-use super::text::{Table, clean, or_dash};
 
 /// A missing DIR is a usage error (status 2), as for `capture summary` and a missing ROOT.
 fn usable_dir(dir: &Path) -> Result<(), Failure> {
@@ -184,7 +184,7 @@ fn who_and_when(lines: &mut Vec<String>, f: &SessionFacts, session_id: Option<&s
 fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
     let c = &r.closure;
     let mut lines = vec![
-        format!("capture  {}", clean(&dir.display().to_string())),
+        format!("capture  {}", text::render(&dir.display().to_string())),
         format!("verdict  {}", verdict_line(c)),
     ];
     for reason in &c.reasons {
@@ -192,7 +192,7 @@ fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
             "  - {}: {} ({})",
             reason.code.as_str(),
             reason.code.in_words(),
-            clean(&reason.detail)
+            text::render(&reason.detail)
         ));
     }
     who_and_when(&mut lines, &r.session, c.session_id.as_deref());
@@ -237,7 +237,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
     };
     lines.push(format!("decisions{note}"));
     if let Some(why) = &d.unavailable {
-        lines.push(format!("  not shown: {}", clean(why)));
+        lines.push(format!("  not shown: {}", text::render(why)));
         return;
     }
     let tool_rows = d
@@ -254,10 +254,10 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                 LogLine::Decision(row) => {
                     t.row(vec![
                         row.seq.to_string(),
-                        clean(&row.time),
+                        text::render(&row.time),
                         or_dash(row.tool.as_deref()),
                         decision_cell(&row.decision, row.enforced),
-                        clean(&row.reason_code),
+                        text::render(&row.reason_code),
                         or_dash(row.matched_rule.as_deref()),
                     ]);
                 }
@@ -266,7 +266,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                     "-".to_string(),
                     format!("line {line} refused by the reader"),
                     code.as_str().to_string(),
-                    clean(detail),
+                    text::render(detail),
                 ]),
                 LogLine::Listing(_) | LogLine::McpDecision(_) => {}
             }
@@ -301,9 +301,9 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
 /// A decision cell: `deny (not enforced)` for a refusal logged in dry run.
 fn decision_cell(decision: &str, enforced: bool) -> String {
     if enforced || decision == "allow" {
-        clean(decision)
+        text::render(decision)
     } else {
-        format!("{} (not enforced)", clean(decision))
+        format!("{} (not enforced)", text::render(decision))
     }
 }
 
@@ -339,11 +339,11 @@ fn other_methods(lines: &mut Vec<String>, d: &DecisionLines) {
         };
         t.row(vec![
             row.seq.to_string(),
-            clean(&row.time),
-            format!("{}{arrow}", clean(&row.method)),
+            text::render(&row.time),
+            format!("{}{arrow}", text::render(&row.method)),
             or_dash(row.target.as_deref()),
             decision_cell(&row.decision, row.enforced),
-            clean(&row.reason_code),
+            text::render(&row.reason_code),
             or_dash(row.matched_rule.as_deref()),
         ]);
     }
@@ -378,8 +378,8 @@ fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
         };
         t.row(vec![
             row.seq.to_string(),
-            clean(&row.time),
-            clean(&row.request_id),
+            text::render(&row.time),
+            text::render(&row.request_id),
             row.shown.len().to_string(),
             removed,
         ]);
@@ -390,8 +390,8 @@ fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
             lines.push(format!(
                 "  - seq {}: removed {} ({})",
                 row.seq,
-                clean(&r.name),
-                clean(&r.reason_code)
+                text::render(&r.name),
+                text::render(&r.reason_code)
             ));
         }
     }
@@ -412,7 +412,7 @@ fn ended_cell(c: &Closure) -> String {
         Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
         Some("signaled") if killed_by_assay => KILLED_BY_ASSAY.to_string(),
         Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
-        Some(other) => clean(other),
+        Some(other) => text::render(other),
         None => "-".to_string(),
     }
 }
@@ -436,7 +436,7 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
             other => other.as_str(),
         };
         t.row(vec![
-            clean(&v.name),
+            text::render(&v.name),
             status.to_string(),
             or_dash(v.server_id.as_deref()),
             ended_cell(c),

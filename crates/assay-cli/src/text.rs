@@ -1,18 +1,13 @@
-//! Text for people on a terminal: recorded strings made safe to print, and aligned tables.
+//! Text for people on a terminal: aligned tables, and `-` for an absent value.
 //!
-//! Everything `capture show` and `capture summary --format table` print from a capture was
-//! written by someone else (a tool name, a label, a directory name under a root): it goes through
-//! the library's one renderer ([`assay::text::render`]), which prints controls, format and
-//! bidirectional-text characters escaped, `\u{1b}`, never raw.
+//! Every string someone else wrote that the command line prints (a tool name, a label, a
+//! directory name under a root, an entry or command of a host configuration) goes through the
+//! library's one renderer, [`assay::text::render`] (SPEC §10), called where the string is
+//! printed; this module has no renderer of its own.
 
-/// `s` for people: the library's one renderer ([`assay::text::render`], SPEC §10).
-pub(crate) fn clean(s: &str) -> String {
-    assay::text::render(s)
-}
-
-/// [`clean`] of an optional value; `-` when absent.
+/// [`assay::text::render`] of an optional value; `-` when absent.
 pub(crate) fn or_dash(s: Option<&str>) -> String {
-    s.map_or_else(|| "-".to_string(), clean)
+    s.map_or_else(|| "-".to_string(), assay::text::render)
 }
 
 /// Rows of cells printed in columns two spaces apart, each column as wide as its widest cell
@@ -68,13 +63,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn controls_and_bidi_are_escaped() {
-        assert_eq!(clean("echo"), "echo");
-        assert_eq!(clean("a\u{1b}[31mb"), "a\\u{1b}[31mb");
-        assert_eq!(clean("x\ny"), "x\\u{a}y");
-        assert_eq!(clean("\u{202e}txt"), "\\u{202e}txt");
-        assert_eq!(clean("a\\u{1b}"), "a\\\\u{1b}");
-        assert_eq!(clean("outil-é"), "outil-é");
+    fn an_absent_value_is_a_dash_and_a_present_one_is_rendered() {
+        assert_eq!(or_dash(None), "-");
+        assert_eq!(or_dash(Some("a\u{1b}[31mb")), "a\\u{1b}[31mb");
     }
 
     #[test]
