@@ -33,6 +33,16 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
             "no server command given (put it after `--`)",
         ));
     }
+    // SPEC §3.1b: an argument with a NUL byte cannot be passed to exec; found here, before
+    // anything is created, not at the spawn.
+    if let Some(i) = config.command.iter().position(|a| a.contains('\0')) {
+        return Err(Error::config(
+            ConfigOption::Command,
+            format!(
+                "argument {i} of the server command contains a NUL byte, which no program can receive; remove it"
+            ),
+        ));
+    }
     let policy = policy_metadata(&config.policy)?;
     if let Some(t) = config.drain_timeout {
         if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
