@@ -456,7 +456,8 @@ struct Prepared {
 }
 
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
-    let plan = config.plan()?;
+    // Relative paths are resolved now, once (SPEC §3.1b).
+    let plan = config.plan()?.anchored();
     let policy = crate::config::load_policy(&plan.policy_path)?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
