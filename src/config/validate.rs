@@ -465,5 +465,9 @@ fn policy_metadata(path: &Path) -> Result<std::fs::Metadata> {
 /// (the message is the [`crate::PolicyError`]'s).
 pub fn load_policy(path: &Path) -> Result<Policy> {
     policy_metadata(path)?;
-    Policy::load(path).map_err(|e| Error::config(ConfigOption::Policy, e.to_string()))
+    // Compiling a policy recurses as deep as the policy nests: on a stack of known size,
+    // whatever the caller's (SPEC §3.1b).
+    crate::deep_stack::run(|| Policy::load(path))
+        .ok_or_else(|| Error::new(crate::ErrorKind::Internal, "the policy was not compiled"))?
+        .map_err(|e| Error::config(ConfigOption::Policy, e.to_string()))
 }
