@@ -290,3 +290,41 @@ def test_evidence_lands_where_it_was_configured_when_the_host_changes_directory(
     assert r["elsewhere"] == [], r
     closure = assay_stop.read_capture(str(tmp_path / "cap"))
     assert closure.closure == "closed", closure.to_dict()
+
+
+def test_bytes_paths_round_trip_and_a_non_utf8_argument_reaches_the_server_byte_for_byte(
+    tmp_path: Path, demo_policy: Path
+) -> None:
+    import assay_stop
+
+    root = os.fsencode(tmp_path) + b"/root-\xff"
+    got = tmp_path / "arg"
+    # The server writes its first argument, byte for byte, then reads to the end of its input.
+    script = 'printf %s "$1" > "$2"; cat > /dev/null'
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, (INIT + "\n").encode())
+    os.close(in_w)
+    try:
+        outcome = assay_stop.wrap_session(
+            [b"/bin/sh", b"-c", script.encode(), b"sh", b"\xff\xfe-arg", os.fsencode(got)],
+            policy=str(demo_policy), event_source="assay://pytest/bytes",
+            capture_root=root, stdin=in_r, stdout=out_w)
+    finally:
+        for fd in (in_r, out_r, out_w):
+            os.close(fd)
+    assert got.read_bytes() == b"\xff\xfe-arg"
+    # The outcome's paths are os.fsdecode-style str naming what exists.
+    cap = outcome.capture_dir
+    assert isinstance(cap, str) and os.fsencode(cap).startswith(root), cap
+    assert os.path.isdir(cap), cap
+    paths = outcome.paths
+    assert paths["capture_dir"] == cap and os.path.isfile(paths["session_stop"]), paths
+    assert outcome.to_dict()["paths"] == paths
+    closure = assay_stop.read_capture(os.fsencode(cap))
+    assert closure.closure == "closed", closure.to_dict()
+    assert closure.session_id == outcome.session_id
+    assert repr(closure) == (
+        f'Closure(closure="closed", session_id="{outcome.session_id}", reasons=0)'
+    )
+    assert "Some(" not in repr(assay_stop.read_capture(tmp_path / "none"))

@@ -83,7 +83,7 @@ mod tests {
         let policy = dir.path().join("p.yaml");
         std::fs::write(&policy, "version: '1'\n").unwrap();
         let root = dir.path().join("root");
-        let mut c = WrapConfig::new(vec!["/bin/cat".into(), "a\0b".into()], &policy);
+        let mut c = WrapConfig::new(["/bin/cat", "a\0b"], &policy);
         c.capture_root = Some(root.clone());
         c.event_source = Some("assay://test/nul".into());
         let e = c.plan().unwrap_err();

@@ -27,7 +27,7 @@ impl LogMode {
 /// A validated configuration: every path resolved, every check of SPEC §6 passed.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionPlan {
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
     pub policy_path: PathBuf,
     pub event_source: Option<String>,
     pub server_id: String,

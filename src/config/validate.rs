@@ -35,7 +35,11 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
     }
     // SPEC §3.1b: an argument with a NUL byte cannot be passed to exec; found here, before
     // anything is created, not at the spawn.
-    if let Some(i) = config.command.iter().position(|a| a.contains('\0')) {
+    if let Some(i) = config
+        .command
+        .iter()
+        .position(|a| std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()).contains(&0))
+    {
         return Err(Error::config(
             ConfigOption::Command,
             format!(

@@ -35,8 +35,8 @@ pub(crate) struct Spawned {
 /// Spawns `argv` with piped stdin/stdout; its stderr is `stderr`, or the wrapper's own
 /// descriptor 2 when `None`. The child starts with the signal mask `mask` (the host thread's
 /// own, before the session blocked anything).
-pub(crate) fn spawn(
-    argv: &[String],
+pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
 ) -> Result<Spawned> {
@@ -80,8 +80,8 @@ fn glibc_caches_pid() -> bool {
 }
 
 /// Spawns with `first` as the preferred method (the fork fallback follows a refusal).
-pub(super) fn spawn_with(
-    argv: &[String],
+pub(super) fn spawn_with<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
     first: Method,
@@ -92,11 +92,12 @@ pub(super) fn spawn_with(
             "no server command given",
         )
     })?;
-    start(argv, stderr, mask, first).map_err(|e| spawn_error(program, &e))
+    let program = program.as_ref().to_string_lossy();
+    start(argv, stderr, mask, first).map_err(|e| spawn_error(&program, &e))
 }
 
-fn start(
-    argv: &[String],
+fn start<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
     first: Method,
