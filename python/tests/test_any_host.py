@@ -328,3 +328,38 @@ def test_bytes_paths_round_trip_and_a_non_utf8_argument_reaches_the_server_byte_
         f'Closure(closure="closed", session_id="{outcome.session_id}", reasons=0)'
     )
     assert "Some(" not in repr(assay_stop.read_capture(tmp_path / "none"))
+
+
+SHUTDOWN = r"""
+import atexit
+# A daemon thread reads captures in a loop (the GIL released in each call) and another runs a
+# session whose client input the host closes at exit: both return while the interpreter
+# finalizes. The process must exit 0, never crash.
+looping = threading.Event()
+def reader():
+    while True:
+        assay_stop.read_capture(cfg["cap"])
+        looping.set()
+threading.Thread(target=reader, daemon=True).start()
+in_r, in_w = os.pipe()
+out_r, out_w = os.pipe()
+os.write(in_w, (cfg["init"] + "\n").encode())
+def run():
+    assay_stop.wrap_session(cfg["command"], policy=cfg["policy"],
+                            event_source="assay://pytest/shutdown", stdin=in_r, stdout=out_w)
+threading.Thread(target=run, daemon=True).start()
+buf = [b""]
+read_line(out_r, buf)
+looping.wait(30)
+atexit.register(os.close, in_w)
+done({"started": True})
+"""
+
+
+def test_calls_returning_while_the_interpreter_finalizes_never_crash_the_host(
+    tmp_path: Path, demo_server: Path, demo_policy: Path
+) -> None:
+    for _ in range(3):
+        r = _run_host(tmp_path, SHUTDOWN, command=[sys.executable, str(demo_server)],
+                      policy=str(demo_policy), init=INIT, cap=str(tmp_path / "none"))
+        assert r == {"started": True}
