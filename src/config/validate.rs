@@ -472,6 +472,11 @@ pub fn load_policy(path: &Path) -> Result<Policy> {
     // Compiling a policy recurses as deep as the policy nests: on a stack of known size,
     // whatever the caller's (SPEC §3.1b).
     crate::deep_stack::run(|| Policy::load(path))
-        .ok_or_else(|| Error::new(crate::error::ErrorKind::Internal, "the policy was not compiled"))?
+        .ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::Internal,
+                "the policy was not compiled",
+            )
+        })?
         .map_err(|e| Error::config(ConfigOption::Policy, e.to_string()))
 }
