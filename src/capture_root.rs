@@ -55,6 +55,8 @@ fn open_root(root: &Path) -> Result<(OwnedFd, bool)> {
         Mode::empty(),
     )
     .map_err(|e| io_err(root, "cannot open capture root", e))?;
+    let fd = crate::sys::fd::above_stdio(fd)
+        .map_err(|e| Error::io(root, "cannot open capture root", &e))?;
     if created {
         // mkdir's mode is filtered by the umask; a root the wrapper creates is exactly 0700.
         // An existing root keeps the mode its owner gave it.
@@ -98,18 +100,21 @@ fn make_run_dir(root_fd: &OwnedFd, root: &Path, name: &str) -> Result<PathBuf> {
         Mode::empty(),
     )
     .map_err(|e| io_err(&dir, "cannot open capture directory", e))?;
+    let fd = crate::sys::fd::above_stdio(fd)
+        .map_err(|e| Error::io(&dir, "cannot open capture directory", &e))?;
     fchmod(&fd, Mode::S_IRWXU).map_err(|e| io_err(&dir, "cannot set mode of", e))?;
     Ok(dir)
 }
 
 /// For a capture-root plan: creates the run directory for `session_id` and points every capture
 /// output into it, exactly as `capture_dir` does. Any other plan is returned unchanged. With
-/// `verbose`, names the directory on this process's stderr (SPEC §10). Also returns the root
-/// when this run created it, for the caller to remove again with the run directory should the
-/// server not start (SPEC §10, 126/127).
+/// `verbose`, names the directory on the host's stderr (SPEC §10), when it was checked to be one
+/// (`host_stderr`, SPEC §3.1b). Also returns the root when this run created it, for the caller
+/// to remove again with the run directory should the server not start (SPEC §10, 126/127).
 pub(crate) fn place_run(
     mut plan: SessionPlan,
     session_id: &str,
+    host_stderr: Option<&std::fs::File>,
 ) -> Result<(SessionPlan, Option<PathBuf>)> {
     let Some(root) = plan.capture_root.clone() else {
         return Ok((plan, None));
@@ -117,7 +122,8 @@ pub(crate) fn place_run(
     let name = run_dir_name(time::OffsetDateTime::now_utc(), session_id);
     let RunDir { dir, created_root } = create_run_dir(&root, &name)?;
     if plan.verbose {
-        Diag::new(None, true).say(&format!("capture directory {}", dir.display()));
+        let sink = host_stderr.and_then(|f| f.try_clone().ok());
+        Diag::new(sink, true).say(&format!("capture directory {}", dir.display()));
     }
     use crate::capture_files::*;
     plan.decision_log = Some(dir.join(DECISIONS));

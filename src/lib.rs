@@ -40,6 +40,7 @@ pub use outcome::{
 mod canonical;
 mod capture_root;
 pub mod config;
+mod deep_stack;
 mod diag;
 mod event_source;
 mod evidence;

@@ -348,3 +348,79 @@ fn c_host_with_plain_pipes_ends_the_session_by_closing_its_input() {
     )
     .expect_status(0);
 }
+
+/// The deepest admissible policy (SPEC §5: nesting up to 64 levels): a JSON policy whose one
+/// schema nests `properties` down to level 64.
+fn deepest_policy() -> String {
+    fn schema(level: usize) -> String {
+        if level == 63 {
+            r#"{"type":"string","enum":["x"]}"#.to_string()
+        } else {
+            format!(
+                r#"{{"type":"object","properties":{{"a":{}}}}}"#,
+                schema(level + 2)
+            )
+        }
+    }
+    format!(r#"{{"version":"1","schemas":{{"t":{}}}}}"#, schema(3))
+}
+
+/// A SPEC §5-style policy: a glob allow list, a denial, a `within` constraint and a schema.
+const SPEC_STYLE_POLICY: &str = r#"version: "1"
+name: spec-style
+allow: ["*"]
+deny: ["exec", "shell*"]
+constraints:
+  - tool: read_file
+    params:
+      path: { within: "/workspace" }
+schemas:
+  write_file:
+    type: object
+    required: [path, content]
+    additionalProperties: false
+    properties:
+      path: { type: string, pattern: "^/workspace/" }
+      content: { type: string, maxLength: 1024 }
+      mode: { enum: ["overwrite", "append"] }
+"#;
+
+#[test]
+fn c_hosts_on_small_thread_stacks_get_their_sessions() {
+    let dir = tempdir();
+    write_pc(dir.path());
+    let host = dir.path().join("small_stack_host");
+    compile_path(
+        "gcc",
+        C_FLAGS,
+        &root().join("tests/fixtures/small_stack_host.c"),
+        &host,
+        Link::Dynamic,
+        dir.path(),
+    );
+    let deepest = dir.path().join("deepest.json");
+    std::fs::write(&deepest, deepest_policy()).unwrap();
+    let spec_style = dir.path().join("spec.yaml");
+    std::fs::write(&spec_style, SPEC_STYLE_POLICY).unwrap();
+    for (kib, policy) in [(128, &deepest), (64, &spec_style)] {
+        let cap = dir.path().join(format!("capture-{kib}"));
+        let r = run_program(
+            host.to_str().unwrap(),
+            &[
+                kib.to_string(),
+                policy.display().to_string(),
+                cap.display().to_string(),
+                "/bin/cat".to_string(),
+            ],
+            b"",
+        );
+        r.expect_status(0);
+        // ASSAY_OK for both calls, and the capture is closed (ASSAY_CLOSURE_CLOSED).
+        assert_eq!(
+            stdout(&r),
+            "wrap 0\nread 0 0\n",
+            "{kib} KiB: {}",
+            r.report()
+        );
+    }
+}

@@ -131,10 +131,23 @@ def wrap_session(
 
     ``forward_signals=True``: while the session runs, SIGTERM, SIGINT and SIGHUP received by this
     process go to the server instead of to Python's handlers (no ``KeyboardInterrupt``); the
-    server ends, and the session ends normally with its stop record. The previous handlers are
-    restored when the call returns. With the default ``False`` no handler is touched. In a process
-    forked from this one while the session runs (``os.fork``, ``multiprocessing``) the handler
-    puts the previous handlers back and re-raises: the fork behaves as if it were never there.
+    server ends, and the session ends normally with its stop record. When the call returns, the
+    previous handlers are restored unless a handler was installed meanwhile (that one stays). At
+    most 1024 sessions of one process forward signals at once; the next raises
+    :class:`ConfigError` (option ``forward_signals``). With the default ``False`` no handler is
+    touched. In a process forked from this one while the session runs (``os.fork``,
+    ``multiprocessing``) the handler puts the previous handlers back and re-raises: the fork
+    behaves as if it were never there.
+
+    A library in any host (SPEC §3.1b): a process with descriptors 0, 1 or 2 closed gets a
+    correct session (no descriptor the library opens is numbered 0, 1 or 2, and its diagnostics
+    never land in what the process numbered 2 unless that was its stderr at the start of the
+    call); a process forked while a session runs (``os.fork``, ``multiprocessing`` with
+    ``fork``) keeps none of the session's descriptors; relative paths are resolved once, when
+    the call starts (a ``os.chdir`` during the session does not move the evidence; the outcome's
+    paths are absolute); paths may be ``bytes`` or surrogate-escaped ``str`` (``os.fsdecode``),
+    and the outcome's paths come back the same way, naming the files that exist; the server
+    starts with ``SIGPIPE`` and ``SIGXFSZ`` at their defaults, as :mod:`subprocess` starts it.
 
     Returns a :class:`WrapOutcome`. Raises :class:`ConfigError` (a ``ValueError``) when the
     configuration is refused before anything is spawned or created, :class:`WrapError` (an

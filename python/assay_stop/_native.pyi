@@ -80,11 +80,24 @@ def wrap_session(
     received by the process are sent to the server and do not reach Python's handlers (no
     ``KeyboardInterrupt``, no ``signal.signal`` handler); the server ends, and the session ends
     through its normal path with a stop record (e.g. ``termination == "signaled"``,
-    ``signal == 15``). The previous dispositions are restored when the last such session of the
-    process ends. With ``False``, no handler is installed and no disposition is changed. In a
+    ``signal == 15``). When the last such session of the process ends, each signal's previous
+    disposition is restored if it still has the library's handler: a handler installed during the
+    session (``signal.signal``, ``loop.add_signal_handler``) stays. At most 1024 sessions of one
+    process forward signals at the same time; the next raises :class:`ConfigError` (option
+    ``forward_signals``) before anything is created. With ``False``, no handler is installed and no disposition is changed. In a
     process forked from this one while the session runs (``os.fork``, ``multiprocessing``), the
     handler puts back the previous dispositions and re-raises the signal, so the fork behaves as
     if the wrapper had never been there.
+
+    A library in any host (SPEC §3.1b): a process with descriptors 0, 1 or 2 closed gets a
+    correct session (no descriptor the library opens is numbered 0, 1 or 2, and its diagnostics
+    never land in what the process numbered 2 unless that was its stderr at the start of the
+    call); a process forked while a session runs (``os.fork``, ``multiprocessing`` with
+    ``fork``) keeps none of the session's descriptors; relative paths are resolved once, when
+    the call starts (a ``os.chdir`` during the session does not move the evidence; the outcome's
+    paths are absolute); paths may be ``bytes`` or surrogate-escaped ``str`` (``os.fsdecode``),
+    and the outcome's paths come back the same way, naming the files that exist; the server
+    starts with ``SIGPIPE`` and ``SIGXFSZ`` at their defaults, as :mod:`subprocess` starts it.
 
     Raises:
         ConfigError: the configuration was refused; nothing was spawned or created.

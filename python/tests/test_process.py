@@ -111,26 +111,40 @@ workers_gone = not any(alive(w) for w in workers)
 server_alive_after_pool = alive(pid)
 
 # 2. os.fork(): a child that gets SIGTERM dies of SIGTERM (the disposition before the session
-#    was the default).
-child = os.fork()
-if child == 0:
+#    was the default). Each child says it is ready (a byte on a pipe) once its Python runs:
+#    CPython drops a signal that arrives before its after-fork handler ran, so the signal is
+#    sent only after that byte.
+def forked(body):
+    ready_r, ready_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(ready_r)
+        body(ready_w)
+        os._exit(0)
+    os.close(ready_w)
+    assert os.read(ready_r, 1) == b"r"
+    os.close(ready_r)
+    return child
+
+def wait_for_term(ready_w):
+    os.write(ready_w, b"r")
     time.sleep(30)
-    os._exit(0)
-time.sleep(0.2)
+
+child = forked(wait_for_term)
 os.kill(child, signal.SIGTERM)
 _, st = os.waitpid(child, 0)
 fork_default = [os.WIFSIGNALED(st), os.WTERMSIG(st) if os.WIFSIGNALED(st) else None]
 
 # 3. A fork whose host had its own SIGINT handler before the session (Python's own:
 #    KeyboardInterrupt) runs that handler.
-child = os.fork()
-if child == 0:
+def wait_for_int(ready_w):
     try:
+        os.write(ready_w, b"r")
         time.sleep(30)
     except KeyboardInterrupt:
         os._exit(42)
-    os._exit(0)
-time.sleep(0.2)
+
+child = forked(wait_for_int)
 os.kill(child, signal.SIGINT)
 _, st = os.waitpid(child, 0)
 fork_host_handler = os.WEXITSTATUS(st) if os.WIFEXITED(st) else -os.WTERMSIG(st)

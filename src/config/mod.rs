@@ -77,6 +77,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_nul_byte_in_a_command_argument_is_a_configuration_error_found_before_anything_is_created()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("p.yaml");
+        std::fs::write(&policy, "version: '1'\n").unwrap();
+        let root = dir.path().join("root");
+        let mut c = WrapConfig::new(["/bin/cat", "a\0b"], &policy);
+        c.capture_root = Some(root.clone());
+        c.event_source = Some("assay://test/nul".into());
+        let e = c.plan().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config, "{e}");
+        assert!(
+            e.to_string()
+                .contains("argument 1 of the server command contains a NUL byte"),
+            "{e}"
+        );
+        assert!(!root.exists());
+    }
+
+    #[test]
     fn load_policy_errors_are_configuration_errors_on_the_policy_option() {
         let dir = tempfile::tempdir().unwrap();
         let e = load_policy(&dir.path().join("none.yaml")).unwrap_err();

@@ -27,7 +27,7 @@ impl LogMode {
 /// A validated configuration: every path resolved, every check of SPEC §6 passed.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionPlan {
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
     pub policy_path: PathBuf,
     pub event_source: Option<String>,
     pub server_id: String,
@@ -59,4 +59,39 @@ pub(crate) enum StderrSink {
     New(PathBuf),
     /// A user-given path: appended to.
     Append(PathBuf),
+}
+
+impl SessionPlan {
+    /// SPEC §3.1b: every relative path of the plan joined, once, to the working directory of the
+    /// session's start, so a host thread that changes directory mid-session does not move where
+    /// the evidence lands (or which policy was read). A path that cannot be made absolute (the
+    /// working directory was removed) is kept as it is.
+    pub(crate) fn anchored(mut self) -> Self {
+        fn anchor(p: &mut PathBuf) {
+            if p.is_relative() {
+                if let Ok(abs) = std::path::absolute(&*p) {
+                    *p = abs;
+                }
+            }
+        }
+        anchor(&mut self.policy_path);
+        for p in [
+            &mut self.decision_log,
+            &mut self.context_out,
+            &mut self.stop_out,
+            &mut self.coverage_out,
+            &mut self.capture_dir,
+            &mut self.capture_root,
+            &mut self.protocol_out,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            anchor(p);
+        }
+        if let Some(StderrSink::New(p) | StderrSink::Append(p)) = &mut self.stderr {
+            anchor(p);
+        }
+        self
+    }
 }

@@ -33,6 +33,20 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
             "no server command given (put it after `--`)",
         ));
     }
+    // SPEC §3.1b: an argument with a NUL byte cannot be passed to exec; found here, before
+    // anything is created, not at the spawn.
+    if let Some(i) = config
+        .command
+        .iter()
+        .position(|a| std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()).contains(&0))
+    {
+        return Err(Error::config(
+            ConfigOption::Command,
+            format!(
+                "argument {i} of the server command contains a NUL byte, which no program can receive; remove it"
+            ),
+        ));
+    }
     let policy = policy_metadata(&config.policy)?;
     if let Some(t) = config.drain_timeout {
         if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
@@ -455,5 +469,14 @@ fn policy_metadata(path: &Path) -> Result<std::fs::Metadata> {
 /// (the message is the [`crate::PolicyError`]'s).
 pub fn load_policy(path: &Path) -> Result<Policy> {
     policy_metadata(path)?;
-    Policy::load(path).map_err(|e| Error::config(ConfigOption::Policy, e.to_string()))
+    // Compiling a policy recurses as deep as the policy nests: on a stack of known size,
+    // whatever the caller's (SPEC §3.1b).
+    crate::deep_stack::run(|| Policy::load(path))
+        .ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::Internal,
+                "the policy was not compiled",
+            )
+        })?
+        .map_err(|e| Error::config(ConfigOption::Policy, e.to_string()))
 }

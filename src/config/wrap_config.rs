@@ -1,6 +1,7 @@
 //! [`WrapConfig`]: the one configuration every surface fills in — its keys are the Python keyword
 //! names and the C `config_json` keys (SPEC §8, §9).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,8 +28,10 @@ pub const DEFAULT_LABEL: &str = "default-mcp-server";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WrapConfig {
-    /// The server command and its arguments.
-    pub command: Vec<String>,
+    /// The server command and its arguments: any bytes but NUL (SPEC §3.1b), so a Python host's
+    /// non-UTF-8 argument reaches the server byte for byte. JSON (`config_json`) gives strings.
+    #[serde(with = "command_strings")]
+    pub command: Vec<OsString>,
     /// The policy file (YAML or JSON).
     pub policy: PathBuf,
     /// Absolute URI used as the CloudEvents `source`.
@@ -107,9 +110,12 @@ fn default_stdout() -> i32 {
 
 impl WrapConfig {
     /// A configuration with defaults for everything but the command and the policy.
-    pub fn new(command: Vec<String>, policy: impl Into<PathBuf>) -> Self {
+    pub fn new<A: Into<OsString>>(
+        command: impl IntoIterator<Item = A>,
+        policy: impl Into<PathBuf>,
+    ) -> Self {
         Self {
-            command,
+            command: command.into_iter().map(Into::into).collect(),
             policy: policy.into(),
             event_source: None,
             label: None,
@@ -141,5 +147,31 @@ impl WrapConfig {
         crate::strict_json::scan(json.as_bytes(), 32)
             .map_err(|e| Error::invalid_argument(format!("config_json: {e}")))?;
         serde_json::from_str(json).map_err(|e| Error::invalid_argument(format!("config_json: {e}")))
+    }
+}
+
+/// `command` in JSON: an array of strings (a non-UTF-8 argument cannot be written as JSON).
+mod command_strings {
+    use std::ffi::OsString;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+        let strings = v
+            .iter()
+            .map(|a| {
+                a.to_str().ok_or_else(|| {
+                    serde::ser::Error::custom("a command argument is not UTF-8: not JSON text")
+                })
+            })
+            .collect::<Result<Vec<&str>, S::Error>>()?;
+        strings.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
+        Ok(Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(OsString::from)
+            .collect())
     }
 }

@@ -55,6 +55,8 @@ pub enum ConfigOption {
     Stdout,
     /// The server's stderr sink.
     Stderr,
+    /// Forwarding of SIGTERM, SIGINT and SIGHUP to the server.
+    ForwardSignals,
 }
 
 impl ConfigOption {
@@ -78,6 +80,7 @@ impl ConfigOption {
             ConfigOption::Stdin => "stdin",
             ConfigOption::Stdout => "stdout",
             ConfigOption::Stderr => "stderr",
+            ConfigOption::ForwardSignals => "forward-signals",
         }
     }
 

@@ -89,7 +89,8 @@ fn read_from(path: &Path, start: u64) -> std::io::Result<Vec<u8>> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
+        .open(path)
+        .and_then(crate::sys::fd::file_above_stdio)?;
     f.seek(SeekFrom::Start(start))?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;

@@ -29,6 +29,13 @@ impl DecisionSink for File {
     }
 }
 
+/// A log file a fork of the host does not keep (SPEC §3.1b).
+impl DecisionSink for crate::sys::fork_close::Tracked<File> {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.write_all(line)
+    }
+}
+
 /// The accounting of one writer, as recorded in the stop event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LogAccounting {

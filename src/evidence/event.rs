@@ -200,13 +200,13 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// SHA-256 of argv joined by NUL bytes (SPEC §4.2 `command_sha256`).
-pub(crate) fn command_sha256(argv: &[String]) -> String {
+pub(crate) fn command_sha256(argv: &[std::ffi::OsString]) -> String {
     let mut h = Sha256::new();
     for (i, a) in argv.iter().enumerate() {
         if i > 0 {
             h.update(&[0u8]);
         }
-        h.update(a.as_bytes());
+        h.update(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()));
     }
     h.finalize_hex()
 }

@@ -1,5 +1,6 @@
 //! The only opener for evidence files (SPEC §4): `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, mode
-//! exactly `0600` whatever the umask, plus the append opener for a historical decision log.
+//! exactly `0600` whatever the umask, plus the append opener for a historical decision log. Every
+//! descriptor is numbered 3 or above (SPEC §3.1b).
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io;
@@ -14,7 +15,8 @@ pub(crate) fn create_new(path: &Path) -> io::Result<File> {
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
+        .open(path)
+        .and_then(crate::sys::fd::file_above_stdio)?;
     // The umask can only remove bits from 0600, but "exactly 0600" is the contract, and a
     // restrictive umask (e.g. 0277) would otherwise leave the owner unable to read the evidence.
     file.set_permissions(Permissions::from_mode(0o600))?;
@@ -31,7 +33,7 @@ pub(crate) fn create_new_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Resul
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::from_bits_truncate(0o600),
     )?;
-    let file = File::from(fd);
+    let file = crate::sys::fd::file_above_stdio(File::from(fd))?;
     file.set_permissions(Permissions::from_mode(0o600))?;
     Ok(file)
 }
@@ -63,7 +65,8 @@ fn open_append_nonblocking(path: &Path) -> io::Result<File> {
         .create(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
+        .open(path)
+        .and_then(crate::sys::fd::file_above_stdio)?;
     // Back to blocking writes: O_NONBLOCK was only for the open.
     let fd = std::os::fd::AsFd::as_fd(&file);
     let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL)?;

@@ -2,25 +2,30 @@
 //! together with the read end of a private pipe; cancelling closes the write end, which wakes
 //! every waiter, now and later.
 
-use std::io::{self, PipeReader, PipeWriter};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
+use crate::sys::fork_close::Tracked;
+
 /// A cancellation token shared by the session and its workers.
+/// Both ends are [`Tracked`]: a fork of the host keeping the write end would keep every waiter
+/// from ever being woken (SPEC §3.1b).
 #[derive(Clone)]
 pub(crate) struct Cancel {
-    reader: Arc<PipeReader>,
-    writer: Arc<Mutex<Option<PipeWriter>>>,
+    reader: Arc<Tracked<OwnedFd>>,
+    writer: Arc<Mutex<Option<Tracked<OwnedFd>>>>,
 }
 
 impl Cancel {
     pub(crate) fn new() -> io::Result<Self> {
-        let (r, w) = io::pipe()?;
+        // Both ends numbered 3 or above (SPEC §3.1b).
+        let (r, w) = crate::sys::fd::pipe()?;
         Ok(Self {
-            reader: Arc::new(r),
-            writer: Arc::new(Mutex::new(Some(w))),
+            reader: Arc::new(Tracked::new(r)),
+            writer: Arc::new(Mutex::new(Some(Tracked::new(w)))),
         })
     }
 

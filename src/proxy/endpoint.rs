@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cancel::{Cancel, cancelled};
 use crate::sys::fd;
+use crate::sys::fork_close::Tracked;
 
 /// How an endpoint's reads and writes avoid blocking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +55,8 @@ pub(crate) enum Direction {
 
 /// One end of a byte stream, read or written without blocking uncancellably.
 pub(crate) struct Endpoint {
-    fd: OwnedFd,
+    /// Not kept by a fork of the host (SPEC §3.1b).
+    fd: Tracked<OwnedFd>,
     mode: Mode,
     cancel: Cancel,
     /// Bytes written so far (client output only).
@@ -66,7 +68,7 @@ impl Endpoint {
     pub(crate) fn own_pipe(fd: OwnedFd, cancel: Cancel) -> io::Result<Self> {
         fd::set_nonblocking(fd.as_fd())?;
         Ok(Self {
-            fd,
+            fd: Tracked::new(fd),
             mode: Mode::NonBlocking,
             cancel,
             progress: None,
@@ -78,7 +80,7 @@ impl Endpoint {
     pub(crate) fn borrowed(fd: OwnedFd, direction: Direction, cancel: Cancel) -> Self {
         let (fd, mode) = private_or_shared(fd, direction);
         Self {
-            fd,
+            fd: Tracked::new(fd),
             mode,
             cancel,
             progress: None,

@@ -28,8 +28,8 @@ mod workers;
 
 use std::fs::File;
 
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use crate::config::{LogMode, SessionPlan, StderrSink, WrapConfig};
 use crate::diag::Diag;
+use crate::error::ConfigOption;
 use crate::error::{Error, ErrorKind, Result};
 use crate::evidence::decision_log::{DecisionFormat, DecisionLog, LogAccounting};
 use crate::evidence::event::{new_session_id, now_rfc3339};
@@ -46,7 +47,7 @@ use crate::outcome::{
 };
 use crate::policy::Policy;
 use crate::sys::child::{self, ChildGuard};
-use crate::sys::signals::{Forwarding, ThreadMask};
+use crate::sys::signals::{Forwarding, InstallError, ThreadMask};
 
 use cancel::Cancel;
 pub use client_io::ClientIo;
@@ -145,32 +146,61 @@ fn start_capture(
 
 /// The child's stderr sink, the wrapper's diagnostics writing to the same file, and with
 /// `tee_stderr` the thread that copies the child's stderr into the sink and to our stderr.
+///
+/// Without a sink of its own, the diagnostics and the server's stderr go to the host's stderr
+/// when it was checked to be one (`host_stderr`), else nowhere (`/dev/null` for the server):
+/// never to whatever a host that closed its standard descriptors has numbered 2 (SPEC §3.1b).
 fn open_diagnostics(
     plan: &SessionPlan,
     created: &mut StartupFiles,
+    host_stderr: Option<&File>,
 ) -> Result<(Option<File>, Arc<Diag>, Option<Tee>)> {
     let stderr_file = open_stderr(plan, created)?;
-    let diag_file =
-        match &stderr_file {
-            Some(f) => Some(f.try_clone().map_err(|e| {
-                Error::new(ErrorKind::Io, format!("cannot duplicate stderr log: {e}"))
-            })?),
-            None => None,
-        };
+    let duplicate = |f: &File, what: &str| {
+        f.try_clone()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot duplicate {what}: {e}")))
+    };
+    let diag_file = match (&stderr_file, host_stderr) {
+        (Some(f), _) => Some(duplicate(f, "stderr log")?),
+        (None, Some(h)) => Some(duplicate(h, "stderr")?),
+        (None, None) => None,
+    };
     let (stderr_file, tee) = match stderr_file {
         Some(log) if plan.tee_stderr => {
-            let (pipe, tee) = stderr_tee::start(log).map_err(|e| {
+            let host = host_stderr.map(|h| duplicate(h, "stderr")).transpose()?;
+            let (pipe, tee) = stderr_tee::start(log, host).map_err(|e| {
                 Error::new(ErrorKind::Io, format!("cannot start the stderr copy: {e}"))
             })?;
             (Some(pipe), Some(tee))
         }
-        other => (other, None),
+        Some(log) => (Some(log), None),
+        None => (Some(server_stderr_without_sink(host_stderr)?), None),
     };
     Ok((
         stderr_file,
         Arc::new(Diag::new(diag_file, plan.verbose)),
         tee,
     ))
+}
+
+/// The server's stderr when no sink is configured: the host's stderr (checked), else
+/// `/dev/null`.
+fn server_stderr_without_sink(host_stderr: Option<&File>) -> Result<File> {
+    let io = |e: std::io::Error| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot set up the server's stderr: {e}"),
+        )
+    };
+    match host_stderr {
+        Some(h) => h.try_clone().map_err(io),
+        None => std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open("/dev/null")
+            .and_then(crate::sys::fd::file_above_stdio)
+            .map_err(io),
+    }
 }
 
 /// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
@@ -271,6 +301,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     // This thread writes evidence files and diagnostics: a write past RLIMIT_FSIZE or to a
     // closed stderr pipe must fail, not kill the host (SPEC §4.1). Restored on return.
     let mask = ThreadMask::block_write_signals();
+    // Descriptor 2 is the host's stderr only if it is open now and is not the client's stream
+    // (SPEC §3.1b): diagnostics go to a duplicate of it, never to the number.
+    let host_stderr =
+        crate::sys::fd::checked_stderr(&[io.input.as_fd(), io.output.as_fd()]).map(File::from);
     // Prepare: configuration, policy, session id.
     let Prepared {
         plan,
@@ -282,14 +316,21 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     // Open the evidence. From here on files are created; until the server runs, a failure
     // removes them again (SPEC §10).
     let mut created = StartupFiles::default();
-    let (evidence, forwarding, spawned) =
-        match start_server(plan, &session_id, &source, &policy, &mask, &mut created) {
-            Ok(started) => started,
-            Err(e) => {
-                created.remove();
-                return Err(e);
-            }
-        };
+    let (evidence, forwarding, spawned) = match start_server(
+        plan,
+        &session_id,
+        &source,
+        &policy,
+        &mask,
+        host_stderr.as_ref(),
+        &mut created,
+    ) {
+        Ok(started) => started,
+        Err(e) => {
+            created.remove();
+            return Err(e);
+        }
+    };
     let Evidence {
         plan,
         tee,
@@ -429,7 +470,8 @@ struct Prepared {
 }
 
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
-    let plan = config.plan()?;
+    // Relative paths are resolved now, once (SPEC §3.1b).
+    let plan = config.plan()?.anchored();
     let policy = crate::config::load_policy(&plan.policy_path)?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
@@ -474,10 +516,11 @@ fn open_evidence(
     session_id: &str,
     source: &str,
     policy: &Policy,
+    host_stderr: Option<&File>,
     created: &mut StartupFiles,
 ) -> Result<Evidence> {
     let new_run_dir = plan.capture_root.is_some();
-    let (plan, created_root) = crate::capture_root::place_run(plan, session_id)?;
+    let (plan, created_root) = crate::capture_root::place_run(plan, session_id, host_stderr)?;
     if let (true, Some(dir)) = (new_run_dir, &plan.capture_dir) {
         created.dir(dir);
     }
@@ -485,7 +528,7 @@ fn open_evidence(
         created.root(root);
     }
     start_capture(&plan, session_id, source, created)?;
-    let (stderr_file, diag, tee) = open_diagnostics(&plan, created)?;
+    let (stderr_file, diag, tee) = open_diagnostics(&plan, created, host_stderr)?;
     let log = open_log(&plan, session_id, created)?;
     let path = log.as_ref().map(|l| l.path.clone());
     let temporary = log.as_ref().is_some_and(|l| l.temporary);
@@ -495,7 +538,9 @@ fn open_evidence(
             .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run)),
         session_id,
     );
-    let log_writer = log.map(|l| DecisionLog::new(Box::new(l.file)));
+    // Not kept by a fork of the host (SPEC §3.1b).
+    let log_writer =
+        log.map(|l| DecisionLog::new(Box::new(crate::sys::fork_close::Tracked::new(l.file))));
     let initialized = log_writer.is_some();
     Ok(Evidence {
         plan,
@@ -524,10 +569,12 @@ fn start_server(
     source: &str,
     policy: &Policy,
     mask: &ThreadMask,
+    host_stderr: Option<&File>,
     created: &mut StartupFiles,
 ) -> Result<(Evidence, Option<Forwarding>, child::Spawned)> {
-    let mut evidence = open_evidence(plan, session_id, source, policy, created)?;
-    let forwarding = install_forwarding(&evidence.plan)?;
+    // Forwarding first: a session over the limit is a configuration error that creates nothing.
+    let forwarding = install_forwarding(&plan)?;
+    let mut evidence = open_evidence(plan, session_id, source, policy, host_stderr, created)?;
     let spawned = spawn_server(
         &evidence.plan,
         evidence.stderr_file.take(),
@@ -541,9 +588,10 @@ fn start_server(
 /// SIGTERM, SIGINT and SIGHUP forwarding, when requested.
 fn install_forwarding(plan: &SessionPlan) -> Result<Option<Forwarding>> {
     if plan.forward_signals {
-        Forwarding::install()
-            .map(Some)
-            .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))
+        Forwarding::install().map(Some).map_err(|e| match e {
+            InstallError::Full => Error::config(ConfigOption::ForwardSignals, e.to_string()),
+            InstallError::Os(_) => Error::new(ErrorKind::Io, format!("forward_signals: {e}")),
+        })
     } else {
         Ok(None)
     }
@@ -577,7 +625,7 @@ struct Streams {
     server_stdin: Endpoint,
     server_stdout: Endpoint,
     /// A duplicate of the server's stdout read end (the session polls it for `POLLHUP`).
-    server_stdout_probe: OwnedFd,
+    server_stdout_probe: crate::sys::fork_close::Tracked<OwnedFd>,
     client_bytes: Arc<AtomicU64>,
 }
 
@@ -595,7 +643,9 @@ impl Streams {
                 format!("cannot set up the server's pipes: {e}"),
             )
         };
-        let server_stdout_probe = server_stdout.try_clone().map_err(io_error)?.into();
+        let server_stdout_probe = crate::sys::fork_close::Tracked::new(
+            server_stdout.try_clone().map_err(io_error)?.into(),
+        );
         Ok(Self {
             client_input: Endpoint::borrowed(client_input, Direction::Read, cancel.clone()),
             server_stdin: Endpoint::own_pipe(server_stdin.into(), cancel.clone())

@@ -60,7 +60,7 @@ pub(crate) struct Watch {
     pub client_bytes: Arc<AtomicU64>,
     /// A duplicate of the read end of the server's stdout: `POLLHUP` once no process holds the
     /// write end.
-    pub server_stdout: OwnedFd,
+    pub server_stdout: crate::sys::fork_close::Tracked<OwnedFd>,
     /// The worker threads, joined once they reported.
     pub threads: Vec<(Worker, JoinHandle<()>)>,
 }

@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -19,18 +18,20 @@ pub(crate) struct Tee {
     thread: JoinHandle<()>,
 }
 
-/// Starts the copy into `log` and this process's stderr; returns the file the server's stderr
+/// Starts the copy into `log` and the host's stderr (when it was checked to be one, SPEC §3.1b);
+/// returns the file the server's stderr
 /// is to be (the pipe's write end) and the thread's handle.
-pub(crate) fn start(log: File) -> io::Result<(File, Tee)> {
-    let (reader, writer) = io::pipe()?;
-    let stderr = File::from(io::stderr().as_fd().try_clone_to_owned()?);
+pub(crate) fn start(log: File, stderr: Option<File>) -> io::Result<(File, Tee)> {
+    // Both ends numbered 3 or above (SPEC §3.1b).
+    let (reader, writer) = crate::sys::fd::pipe()?;
+    let reader = io::PipeReader::from(reader);
     let thread = std::thread::Builder::new()
         .name("assay-stderr-tee".to_string())
         .spawn(move || copy(reader, log, stderr))?;
-    Ok((File::from(OwnedFd::from(writer)), Tee { thread }))
+    Ok((File::from(writer), Tee { thread }))
 }
 
-fn copy(mut from: io::PipeReader, mut log: File, mut stderr: File) {
+fn copy(mut from: io::PipeReader, mut log: File, mut stderr: Option<File>) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match from.read(&mut buf) {
@@ -39,7 +40,9 @@ fn copy(mut from: io::PipeReader, mut log: File, mut stderr: File) {
                 let chunk = buf.get(..n).unwrap_or_default();
                 // The log first: it is the retained record.
                 let _ = log.write_all(chunk);
-                let _ = stderr.write_all(chunk);
+                if let Some(stderr) = stderr.as_mut() {
+                    let _ = stderr.write_all(chunk);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return,

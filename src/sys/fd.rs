@@ -6,7 +6,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The result of a `read`/`write`-style call: the byte count, or the OS error.
 fn byte_count(r: isize) -> io::Result<usize> {
@@ -93,7 +93,7 @@ pub(crate) fn open(path: &CStr, flags: libc::c_int) -> Option<OwnedFd> {
         return None;
     }
     // SAFETY: `new` was just opened and nothing else owns it.
-    Some(unsafe { OwnedFd::from_raw_fd(new) })
+    above_stdio(unsafe { OwnedFd::from_raw_fd(new) }).ok()
 }
 
 /// A close-on-exec duplicate, numbered 3 or above, of the descriptor numbered `fd` (which a host
@@ -108,4 +108,57 @@ pub(crate) fn duplicate_lent(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: `new` was just returned by fcntl(F_DUPFD_CLOEXEC): an open descriptor that nothing
     // else refers to, so this OwnedFd is its only owner.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// `fd` itself if it is numbered 3 or above, else a close-on-exec duplicate numbered 3 or above
+/// (`F_DUPFD_CLOEXEC`), the original closed (SPEC §3.1b). Every descriptor the library creates
+/// passes through here: in a host that closed its standard descriptors (a daemon) a new file or
+/// pipe would otherwise take 0, 1 or 2, where diagnostics, the server's standard streams or the
+/// host's own `printf` would land in it.
+pub(crate) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC only reads `fd` (open: it is owned) and returns a new descriptor
+    // (owned below) or fails.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just created and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// [`above_stdio`] for a [`std::fs::File`].
+pub(crate) fn file_above_stdio(file: std::fs::File) -> io::Result<std::fs::File> {
+    above_stdio(OwnedFd::from(file)).map(std::fs::File::from)
+}
+
+/// A close-on-exec pipe, both ends numbered 3 or above: (read end, write end).
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and nothing else owns them.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+/// Where the session's diagnostics may go when no file of its own takes them: a duplicate
+/// (numbered 3 or above) of descriptor 2, when descriptor 2 is open at the session's start and
+/// is checked to be the host's stderr — not the same object as one of the client's streams
+/// (`client`), unless it is a terminal (SPEC §3.1b). `None`: diagnostics are dropped.
+pub(crate) fn checked_stderr(client: &[BorrowedFd<'_>]) -> Option<OwnedFd> {
+    let stderr = duplicate_lent(2).ok()?;
+    // SAFETY: isatty only reads the descriptor's file type.
+    let tty = unsafe { libc::isatty(stderr.as_raw_fd()) } == 1;
+    if !tty {
+        let me = object_of(stderr.as_fd())?;
+        if client.iter().any(|c| object_of(*c) == Some(me)) {
+            return None;
+        }
+    }
+    Some(stderr)
 }

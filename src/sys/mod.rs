@@ -7,6 +7,7 @@
 
 pub(crate) mod child;
 pub(crate) mod fd;
+pub(crate) mod fork_close;
 pub(crate) mod signals;
 
 /// Gives `SIGCHLD` its default disposition in this process (a disposition, not a handler).

@@ -51,8 +51,28 @@ fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, P
     json_to_py(py, &json)
 }
 
-fn path_str(p: Option<&Path>) -> Option<String> {
-    p.map(|p| p.to_string_lossy().into_owned())
+/// A path as Python's `os.fsdecode` gives it: a `str`, its non-UTF-8 bytes as surrogate escapes,
+/// so it names the file that exists (SPEC §3.1b "Bytes paths"); never a lossy rendering.
+fn path_str(p: Option<&Path>) -> Option<&std::ffi::OsStr> {
+    p.map(Path::as_os_str)
+}
+
+/// [`assay::OutputPaths`] as a dict of `os.fsdecode`-style `str` (or `None`), key for key as in
+/// the library's JSON form.
+fn paths_dict<'py>(py: Python<'py>, p: &assay::OutputPaths) -> PyResult<Bound<'py, PyAny>> {
+    let dict = pyo3::types::PyDict::new(py);
+    for (key, value) in [
+        ("decision_log", &p.decision_log),
+        ("session_context", &p.session_context),
+        ("session_stop", &p.session_stop),
+        ("coverage", &p.coverage),
+        ("protocol", &p.protocol),
+        ("capture_dir", &p.capture_dir),
+        ("no_session", &p.no_session),
+    ] {
+        dict.set_item(key, path_str(value.as_deref()))?;
+    }
+    Ok(dict.into_any())
 }
 
 /// What `wrap_session` observed. Immutable.
@@ -155,10 +175,10 @@ impl WrapOutcome {
     }
     #[getter]
     fn paths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.inner.paths)
+        paths_dict(py, &self.inner.paths)
     }
     #[getter]
-    fn capture_dir(&self) -> Option<String> {
+    fn capture_dir(&self) -> Option<&std::ffi::OsStr> {
         path_str(self.inner.paths.capture_dir.as_deref())
     }
     #[getter]
@@ -182,8 +202,11 @@ impl WrapOutcome {
     /// stop field at the top level, `stop` (the exact stop `data`), `paths`, `stop_written`,
     /// `discovery_only`, `evidence_errors`, `proxy_error`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // The library's one JSON form of the outcome, so C and Python agree key for key.
-        json_to_py(py, &self.inner.to_json_value())
+        // The library's one JSON form of the outcome, so C and Python agree key for key; its
+        // paths as `os.fsdecode` gives them (JSON text cannot hold a non-UTF-8 path).
+        let dict = json_to_py(py, &self.inner.to_json_value())?;
+        dict.set_item("paths", paths_dict(py, &self.inner.paths)?)?;
+        Ok(dict)
     }
 
     fn __repr__(&self) -> String {
@@ -332,10 +355,14 @@ impl Closure {
             Some(name) => format!("capture={name:?}, "),
             None => String::new(),
         };
+        // `None` or the quoted id, as Python shows them (never Rust's `Some("…")`).
+        let session_id = match &self.inner.session_id {
+            Some(id) => format!("{id:?}"),
+            None => "None".to_string(),
+        };
         format!(
-            "Closure({capture}closure={:?}, session_id={:?}, reasons={})",
+            "Closure({capture}closure={:?}, session_id={session_id}, reasons={})",
             self.inner.closure.as_str(),
-            self.inner.session_id,
             self.inner.reasons.len()
         )
     }

@@ -32,7 +32,7 @@ use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
 #[allow(clippy::too_many_arguments)]
 fn wrap_session(
     py: Python<'_>,
-    command: Vec<String>,
+    command: Vec<std::ffi::OsString>,
     policy: PathBuf,
     event_source: Option<String>,
     label: Option<String>,

@@ -85,7 +85,25 @@ pub extern "C" fn assay_version() -> *const c_char {
 /// inherits exactly descriptors 0, 1 and 2; every other descriptor of the process is marked
 /// close-on-exec in the child, including pipes the host made without `FD_CLOEXEC`. While the
 /// call runs, `SIGPIPE` and `SIGXFSZ` are blocked on the calling thread (a failed write is an
-/// error, not the death of the process); its mask is restored on return.
+/// error, not the death of the process); its mask is restored on return. The server starts with
+/// `SIGPIPE` and `SIGXFSZ` at their defaults, as a shell would start it (other signals the host
+/// ignores stay ignored, as `nohup` expects).
+///
+/// A library in any host (SPEC §3.1b):
+/// - A host with descriptors 0, 1 or 2 closed (a daemon) is fine: no descriptor the library
+///   opens (evidence files, pipes) is ever numbered 0, 1 or 2. Its `assay:` diagnostics go to
+///   the server's stderr log when there is one (`stderr`, or a capture's `proxy-stderr.log`),
+///   else to descriptor 2 only if that was open at the start of the call and is not the same
+///   pipe or socket as `stdin`/`stdout`, else nowhere; the server's stderr likewise, else
+///   `/dev/null`.
+/// - A process the host forks while a session runs (`fork()` without `exec`) keeps none of the
+///   session's descriptors (a `pthread_atfork` child handler closes them), so the server still
+///   sees the end of its input and the client the end of its output.
+/// - Relative paths in `config_json` are resolved once, at the start of the call: a host thread
+///   that changes directory during the session does not move the evidence; `paths` in the
+///   outcome are absolute.
+/// - Policy compilation runs on a thread of the library's own with an 8 MiB stack: the call
+///   works from a thread with a small stack (128 KiB, musl's default).
 ///
 /// # Parameters
 /// - `config_json`: a NUL-terminated UTF-8 JSON object. Required keys: `command` (non-empty
@@ -113,8 +131,12 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   received by the process are sent to the server instead of reaching the host's handlers;
 ///   the session then ends through its normal path (its stop record shows the server's
 ///   observed end, e.g. `termination` `signaled`, `signal` 15). The library installs its
-///   handler when the first such session starts and restores the previous dispositions when the
-///   last one ends. When false, no handler is installed and no disposition is changed. In a
+///   handler when the first such session starts and, when the last one ends, restores the
+///   previous disposition of each signal that still has the library's handler (a handler the
+///   host installed meanwhile stays). At most 1024 sessions of one process forward signals at
+///   the same time; the next one is refused with `ASSAY_ERR_CONFIG` (option `forward_signals`)
+///   before anything is created. When false, no handler is installed and no disposition is
+///   changed. In a
 ///   process forked from the host while such a session runs, the handler puts back the previous
 ///   dispositions and re-raises the signal (the fork behaves as if it were never installed).
 ///   Every thread the call started has ended when it returns; none touches `stdin` or `stdout`
@@ -135,7 +157,8 @@ pub extern "C" fn assay_version() -> *const c_char {
 /// - `ASSAY_ERR_INVALID_ARGUMENT`: `config_json` is NULL, not UTF-8, not JSON, has an unknown,
 ///   duplicate or mistyped key, or `stdin` / `stdout` is negative or not an open descriptor.
 /// - `ASSAY_ERR_CONFIG`: the configuration was rejected (missing or invalid policy, invalid
-///   `event_source`, an output path that exists, ...); nothing was spawned or created.
+///   `event_source`, an output path that exists, a NUL byte in a `command` argument, a 1025th
+///   concurrent `forward_signals` session, ...); nothing was spawned or created.
 /// - `ASSAY_ERR_IO`: the session could not start (command not found or not executable, an I/O
 ///   failure).
 /// - `ASSAY_ERR_PANIC`: an internal panic was caught.

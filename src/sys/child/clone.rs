@@ -76,7 +76,10 @@ impl Drop for AllBlocked {
 fn owned(fd: libc::c_int) -> Option<OwnedFd> {
     // SAFETY: a non-negative `fd` was just created by the kernel for this spawn and nothing else
     // owns it.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })?;
+    // Numbered 3 or above (SPEC §3.1b). Should that fail (EMFILE), the handle is the PID, which
+    // nothing can reap before the session does.
+    crate::sys::fd::above_stdio(fd).ok()
 }
 
 /// Bytes of stack the shared-memory child gets (it needs a few KiB: the `getdents64` buffer of
@@ -182,7 +185,12 @@ pub(super) fn fork(args: &ChildArgs) -> io::Result<Created> {
 /// anything; the parent opens the pidfd (or, before Linux 5.3, keeps the PID), then closes its
 /// end of the pipe.
 fn fork_then_open(args: &ChildArgs) -> io::Result<Created> {
+    // Tracked: a fork of the host keeping the write end would hold the server forever.
     let (go_read, go_write) = cloexec_pipe()?;
+    let (go_read, go_write) = (
+        crate::sys::fork_close::Tracked::new(go_read),
+        crate::sys::fork_close::Tracked::new(go_write),
+    );
     let with_go = ChildArgs {
         go: [
             std::os::fd::AsRawFd::as_raw_fd(&go_read),
@@ -240,13 +248,7 @@ fn raw_fork(args: &ChildArgs, extra: libc::c_int) -> io::Result<Created> {
     })
 }
 
-/// A close-on-exec pipe: (read end, write end).
+/// A close-on-exec pipe, both ends numbered 3 or above: (read end, write end).
 pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into the array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    crate::sys::fd::pipe()
 }

@@ -188,9 +188,10 @@ fn install(source: c_int, target: c_int) -> Result<(), ()> {
 
 /// Every signal with a handler gets its default disposition back: a handler of the parent must
 /// never run in the child (in the shared-memory spawn it would run on the parent's memory), and
-/// the program could not use it anyway. Ignored signals stay ignored, except `SIGPIPE`, which gets
-/// its default as the standard library does (Rust and Python hosts ignore it; a server expects to
-/// die on a broken pipe). glibc's internal signals (32 and 33) cannot be changed through
+/// the program could not use it anyway. Ignored signals stay ignored (a host run under `nohup`
+/// passes its ignored `SIGHUP` on, as a shell would), except `SIGPIPE` and `SIGXFSZ`, which get
+/// their defaults as Python's `subprocess` does (SPEC §3.1b: Rust and Python hosts ignore them for
+/// themselves; a server expects to die on a broken pipe or past its file-size limit). glibc's internal signals (32 and 33) cannot be changed through
 /// `sigaction`; they are only ever sent to the parent's own threads.
 fn reset_signal_handlers(sigrtmax: c_int) {
     for sig in 1..=sigrtmax {
@@ -202,7 +203,7 @@ fn reset_signal_handlers(sigrtmax: c_int) {
         // (the child's own: no CLONE_SIGHAND).
         unsafe {
             let mut old: libc::sigaction = core::mem::zeroed();
-            if sig != libc::SIGPIPE {
+            if sig != libc::SIGPIPE && sig != libc::SIGXFSZ {
                 if libc::sigaction(sig, core::ptr::null(), &mut old) != 0 {
                     continue;
                 }

@@ -225,7 +225,7 @@ mod tests {
 
     fn sh(script: &str) -> Spawned {
         spawn(
-            &["/bin/sh".into(), "-c".into(), script.into()],
+            &["/bin/sh", "-c", script],
             None,
             &nix::sys::signal::SigSet::empty(),
         )
@@ -263,9 +263,7 @@ mod tests {
     #[test]
     fn missing_and_non_executable_commands() {
         let none = nix::sys::signal::SigSet::empty();
-        let e = spawn(&["/nonexistent/assay-x".into()], None, &none)
-            .err()
-            .unwrap();
+        let e = spawn(&["/nonexistent/assay-x"], None, &none).err().unwrap();
         assert_eq!(e.kind(), ErrorKind::CommandNotFound);
         assert_eq!(e.exit_status(), 127);
         let dir = tempfile::tempdir().unwrap();

@@ -70,14 +70,14 @@ impl ExecPlan {
     /// # Errors
     /// `InvalidInput` for a NUL byte in an argument; `NotFound` (`ENOENT`) for an empty program
     /// name.
-    pub(super) fn new(argv: &[String]) -> io::Result<Self> {
-        let program = argv.first().map_or("", String::as_str);
+    pub(super) fn new<A: AsRef<OsStr>>(argv: &[A]) -> io::Result<Self> {
+        let program = argv.first().map_or(OsStr::new(""), AsRef::as_ref);
         if program.is_empty() {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
         }
         let args = argv
             .iter()
-            .map(|a| c_string(a.as_bytes()))
+            .map(|a| c_string(a.as_ref().as_bytes()))
             .collect::<io::Result<Vec<_>>>()?;
         let mut path: Option<OsString> = None;
         let mut env = Vec::new();

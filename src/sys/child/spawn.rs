@@ -8,8 +8,8 @@
 //! server that ran.
 
 use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
 use super::clone::{self, Created, Method, cloexec_pipe};
@@ -17,6 +17,7 @@ use super::in_child::ChildArgs;
 use super::process::ServerProcess;
 use super::program::ExecPlan;
 use crate::error::{Error, ErrorKind, Result};
+use crate::sys::fork_close::Tracked;
 
 /// A spawned child with the parent's ends of its pipes.
 pub(crate) struct Spawned {
@@ -34,8 +35,8 @@ pub(crate) struct Spawned {
 /// Spawns `argv` with piped stdin/stdout; its stderr is `stderr`, or the wrapper's own
 /// descriptor 2 when `None`. The child starts with the signal mask `mask` (the host thread's
 /// own, before the session blocked anything).
-pub(crate) fn spawn(
-    argv: &[String],
+pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
 ) -> Result<Spawned> {
@@ -79,8 +80,8 @@ fn glibc_caches_pid() -> bool {
 }
 
 /// Spawns with `first` as the preferred method (the fork fallback follows a refusal).
-pub(super) fn spawn_with(
-    argv: &[String],
+pub(super) fn spawn_with<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
     first: Method,
@@ -91,23 +92,30 @@ pub(super) fn spawn_with(
             "no server command given",
         )
     })?;
-    start(argv, stderr, mask, first).map_err(|e| spawn_error(program, &e))
+    let program = program.as_ref().to_string_lossy();
+    start(argv, stderr, mask, first).map_err(|e| spawn_error(&program, &e))
 }
 
-fn start(
-    argv: &[String],
+fn start<A: AsRef<std::ffi::OsStr>>(
+    argv: &[A],
     stderr: Option<File>,
     mask: &nix::sys::signal::SigSet,
     first: Method,
 ) -> io::Result<Spawned> {
     let plan = ExecPlan::new(argv)?;
-    let (stdin_child, stdin_parent) = cloexec_pipe()?;
-    let (stdout_parent, stdout_child) = cloexec_pipe()?;
+    // Every pipe end is tracked until it is closed or handed on: a fork of the host during the
+    // spawn does not keep it (SPEC §3.1b) — a kept copy of the error pipe's write end would hold
+    // this spawn forever, one of the server's stdout would hide its end of output.
+    let (stdin_child, stdin_parent) = tracked(cloexec_pipe()?);
+    let (stdout_parent, stdout_child) = tracked(cloexec_pipe()?);
     // An explicit descriptor among 0..=2 could be overwritten by the child's own dup2 onto
     // 0 or 1 before it is installed as 2 (a host that closed its standard descriptors): move it
     // up first, as the standard library does.
-    let stderr = stderr.map(|f| above_stdio(OwnedFd::from(f))).transpose()?;
-    let (report_read, report_write) = cloexec_pipe()?;
+    let stderr = stderr
+        .map(|f| crate::sys::fd::above_stdio(OwnedFd::from(f)))
+        .transpose()?
+        .map(Tracked::new);
+    let (report_read, report_write) = tracked(cloexec_pipe()?);
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let args = ChildArgs {
@@ -141,8 +149,8 @@ fn start(
     Ok(Spawned {
         pid: child.id(),
         child,
-        stdin: File::from(stdin_parent),
-        stdout: File::from(stdout_parent),
+        stdin: File::from(stdin_parent.into_inner()),
+        stdout: File::from(stdout_parent.into_inner()),
         method,
     })
 }
@@ -162,12 +170,11 @@ fn create(args: &ChildArgs, first: Method) -> io::Result<(Created, Method)> {
 /// Reads the error pipe to its end: `None` when the child exec'd (end of file with nothing
 /// written), else the `errno` it reported. A child that died before it could report (killed by
 /// a signal) also gives end of file; its status then tells what happened.
-fn exec_error(pipe: OwnedFd) -> io::Result<Option<i32>> {
-    let mut file = File::from(pipe);
+fn exec_error(pipe: Tracked<OwnedFd>) -> io::Result<Option<i32>> {
     let mut buf = [0u8; 4];
     let mut got = 0;
     while got < buf.len() {
-        match file.read(&mut buf[got..]) {
+        match crate::sys::fd::read(pipe.as_fd(), &mut buf[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -184,18 +191,9 @@ fn exec_error(pipe: OwnedFd) -> io::Result<Option<i32>> {
     })
 }
 
-/// `fd` itself if it is 3 or more, else a close-on-exec duplicate numbered 3 or more.
-fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
-    if fd.as_raw_fd() > 2 {
-        return Ok(fd);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor (owned below) or fails.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `new` was just created and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+/// Both ends of a pipe, tracked.
+fn tracked((a, b): (OwnedFd, OwnedFd)) -> (Tracked<OwnedFd>, Tracked<OwnedFd>) {
+    (Tracked::new(a), Tracked::new(b))
 }
 
 fn spawn_error(program: &str, e: &io::Error) -> Error {

@@ -277,20 +277,23 @@ fn inner_dispositions() {
             assert_eq!(libc::sigaction(sig, &action, std::ptr::null_mut()), 0);
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
     }
     let own = std::fs::read_to_string("/proc/self/status").unwrap();
     let host_ignored = status_bits(&own, "SigIgn:");
     assert_ne!(host_ignored & bit(libc::SIGPIPE), 0);
+    assert_ne!(host_ignored & bit(libc::SIGXFSZ), 0);
     assert_ne!(status_bits(&own, "SigCgt:") & bit(libc::SIGUSR1), 0);
     for memory in MODES {
         // cat installs no handler of its own (grep does: SIGSEGV).
         let out = output_of(&["cat", "/proc/self/status"], memory);
-        // No handler survives; ignored signals stay ignored, except SIGPIPE.
+        // No handler survives; ignored signals stay ignored (SIGHUP: nohup), except SIGPIPE and
+        // SIGXFSZ, as Python's subprocess does (SPEC §3.1b).
         assert_eq!(status_bits(&out, "SigCgt:"), 0, "{memory:?}: {out}");
         assert_eq!(
             status_bits(&out, "SigIgn:"),
-            host_ignored & !bit(libc::SIGPIPE),
+            host_ignored & !bit(libc::SIGPIPE) & !bit(libc::SIGXFSZ),
             "{memory:?}: {out}"
         );
         // A server that writes to a pipe nobody reads dies of SIGPIPE, as it would started by

@@ -4,8 +4,12 @@
 //!
 //! - **Installed only when asked**, when the first forwarding session of the process starts, with
 //!   `SA_ONSTACK` (Go hosts via cgo require it) and `SA_RESTART`; the dispositions in place before
-//!   are restored when the last one ends. While installed the three signals go to the servers,
-//!   not to the host's handlers.
+//!   are restored when the last one ends — each only if it still is this handler (SPEC §3.1b): a
+//!   handler the host installed while sessions ran stays. While installed the three signals go
+//!   to the servers, not to the host's handlers.
+//! - **At most [`SLOTS`] sessions at once** (1024) per process; one more is refused with
+//!   [`InstallError::Full`] (a configuration error of `forward_signals`), before its server
+//!   starts.
 //! - **One handle per server.** Each session has a slot naming its server's pidfd (or, on kernels
 //!   before 5.3, its PID). A pidfd can never reach a process that reused the server's PID. The
 //!   PID is cleared before the server is reaped (child/process.rs), and a pidfd number is cleared
@@ -28,8 +32,9 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
 
-/// How many sessions of one process can forward signals at the same time.
-const SLOTS: usize = 64;
+/// How many sessions of one process can forward signals at the same time (documented in the C
+/// header and the Python docs: the session after them is a configuration error).
+pub(crate) const SLOTS: usize = 1024;
 
 /// The forwarded signals.
 const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
@@ -226,6 +231,19 @@ impl ForwardTarget {
     }
 }
 
+/// Why forwarding could not be installed for a session.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstallError {
+    /// Every slot is taken by a running session.
+    #[error(
+        "at most {SLOTS} sessions of one process can forward signals at the same time; wait for one to end, or start this one without forward_signals"
+    )]
+    Full,
+    /// A `sigaction` call failed.
+    #[error("{0}")]
+    Os(io::Error),
+}
+
 /// One session's forwarding; dropping it uninstalls the handler when it was the last session
 /// using it (the slot itself is released once the server's handle is gone too).
 pub(crate) struct Forwarding {
@@ -236,7 +254,7 @@ impl Forwarding {
     /// Claims a slot and installs the handler if no other session of this process has. Called
     /// before spawn, so a signal that arrives while the server starts is forwarded once the
     /// server exists ([`ForwardTarget::aim`]).
-    pub(crate) fn install() -> io::Result<Self> {
+    pub(crate) fn install() -> Result<Self, InstallError> {
         let _locked = lock();
         let me = getpid();
         if OWNER.load(SeqCst) != me {
@@ -257,15 +275,11 @@ impl Forwarding {
                     .compare_exchange(false, true, SeqCst, SeqCst)
                     .is_ok()
             })
-            .ok_or_else(|| {
-                io::Error::other(format!(
-                    "forward_signals: at most {SLOTS} sessions of one process can forward signals"
-                ))
-            })?;
+            .ok_or(InstallError::Full)?;
         RECEIVED[slot].store(0, SeqCst);
         let claim = Arc::new(Claim { slot });
         if SESSIONS.load(SeqCst) == 0 {
-            install_handler()?;
+            install_handler().map_err(InstallError::Os)?;
         }
         SESSIONS.fetch_add(1, SeqCst);
         Ok(Self { claim })
@@ -340,12 +354,22 @@ fn our_action() -> libc::sigaction {
     }
 }
 
-/// Restores the recorded dispositions of the first `count` forwarded signals.
+/// Restores the recorded dispositions of the first `count` forwarded signals, each only if it
+/// still is [`on_signal`] (compare before restore, SPEC §3.1b): a disposition the host set while
+/// the handler was installed is the host's now and stays.
 fn restore(count: usize) {
     let previous = PREVIOUS.0.get().cast::<libc::sigaction>();
+    let ours = our_action().sa_sigaction;
     for (i, &sig) in FORWARDED.iter().enumerate().take(count) {
-        // SAFETY: restores exactly the action recorded for this signal.
+        // SAFETY: sigaction with a NULL new action only reads the current one into `current`;
+        // the restore writes exactly the action recorded for this signal.
         unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut current) != 0
+                || current.sa_sigaction != ours
+            {
+                continue;
+            }
             libc::sigaction(sig, previous.add(i), std::ptr::null_mut());
         }
     }

@@ -96,3 +96,60 @@ fn inner_storm() {
     drop(forwarding);
     mark_passed(&marker);
 }
+
+extern "C" fn host_handler(_: libc::c_int) {}
+
+/// The disposition of `sig` (its handler address, `SIG_DFL` or `SIG_IGN`).
+fn disposition(sig: libc::c_int) -> libc::sighandler_t {
+    // SAFETY: reads the current disposition only.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(libc::sigaction(sig, std::ptr::null(), &mut old), 0);
+        old.sa_sigaction
+    }
+}
+
+#[test]
+fn a_handler_the_host_installs_during_a_session_stays_and_the_slots_have_a_documented_limit() {
+    run_isolated_test(
+        "sys::signals::forward_tests::inner_host_handler_and_limit",
+        &[],
+    );
+}
+
+#[test]
+#[ignore = "runs in a process of its own, started by the test above it"]
+fn inner_host_handler_and_limit() {
+    let Some(marker) = inner_marker() else { return };
+    report_panics_to(&marker);
+    let host = host_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SIGTERM: the host installs its handler mid-session; SIGINT: left alone; SIGHUP: ignored by
+    // the host before the session.
+    // SAFETY: SIG_IGN installs no handler.
+    unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    let forwarding = Forwarding::install().unwrap();
+    assert_ne!(disposition(libc::SIGTERM), libc::SIG_DFL);
+    // SAFETY: a handler that does nothing.
+    unsafe { libc::signal(libc::SIGTERM, host) };
+    drop(forwarding);
+    assert_eq!(disposition(libc::SIGTERM), host, "the host's handler stays");
+    assert_eq!(disposition(libc::SIGINT), libc::SIG_DFL);
+    assert_eq!(disposition(libc::SIGHUP), libc::SIG_IGN);
+
+    // Every slot taken: one more session is refused as `Full` (a configuration error), and a
+    // slot freed is usable again.
+    let mut all: Vec<Forwarding> = (0..super::forward::SLOTS)
+        .map(|_| Forwarding::install().unwrap())
+        .collect();
+    assert!(matches!(
+        Forwarding::install(),
+        Err(super::InstallError::Full)
+    ));
+    all.pop();
+    let again = Forwarding::install().unwrap();
+    drop(again);
+    drop(all);
+    // The host's handler, installed before these sessions, is back.
+    assert_eq!(disposition(libc::SIGTERM), host);
+    mark_passed(&marker);
+}
