@@ -178,24 +178,25 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
     );
 }
 
-/// SPEC §3 item 6 and §5: rewriting or replacing a maximal answer to `tools/list` (hiding on)
-/// stays within 4× `max_line_bytes` — tools removed, tools kept, a list of non-tools, a batch
-/// whose every element is replaced by a (longer) error.
+/// SPEC §3 item 6 and §5: replacing a maximal answer to `tools/list` (hiding on) stays within
+/// 4× `max_line_bytes` — a list of non-tools, more tools than a listing event records (removed or
+/// kept), a batch of answers of which only the first was asked for.
 #[test]
 fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
     let dir = tempdir();
     let policy = dir.path().join("hide.yaml");
     std::fs::write(
         &policy,
-        "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n",
+        "version: \"1\"\nallow: [\"*\"]\ndeny: [\"exec*\"]\nhide_refused_tools: true\n",
     )
     .unwrap();
     let server = root().join("tests/fixtures/big_list_server.py");
     let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
     for (mode, check) in [
         ("zeros", "error"),
-        ("refused", "empty"),
-        ("kept", "kept"),
+        // More tools than a listing event records: refused whole (MAX_LISTED_TOOLS).
+        ("refused", "error"),
+        ("kept", "error"),
         ("batch", "errors"),
     ] {
         let args = wrap_args(
@@ -222,25 +223,15 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
                 );
                 assert!(out < 300, "{out}");
             }
-            "empty" => assert_eq!(
-                head,
-                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n"
-            ),
-            "kept" => {
-                assert!(
-                    head.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},"#),
-                    "{head}"
-                );
-                assert!(tail.ends_with("{\"name\":\"a\"}]}}\n"), "{tail}");
-                assert!(out > MAX_LINE - 100, "{out}");
-            }
             _ => {
                 assert!(
                     head.starts_with(r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32603"#),
                     "{head}"
                 );
                 assert!(tail.ends_with("}}]\n"), "{tail}");
-                assert!(out > 3 * MAX_LINE, "every element answered: {out} bytes");
+                // The first element answered the request; the others answered nobody and
+                // were dropped (SPEC §5, "Answers nobody asked for").
+                assert!(out < 300, "one element answered: {out} bytes");
             }
         }
         assert!(

@@ -470,7 +470,11 @@ fn unlisted_unpinned_and_dry_run() {
             &script(&strs(&later)),
         );
         r.expect_status(0);
-        let decisions = decision_lines(&cap.join("decisions.ndjson"));
+        // The tools/call decisions (the listing events of SPEC §4.1a are left out here).
+        let decisions: Vec<serde_json::Value> = decision_lines(&cap.join("decisions.ndjson"))
+            .into_iter()
+            .filter(|d| d["type"] == "assay.tool.decision")
+            .collect();
         let got: Vec<(String, String, bool)> = decisions
             .iter()
             .map(|d| {

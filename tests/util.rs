@@ -475,10 +475,12 @@ pub fn package(cap: &Path, out: &Path, hash_files: &[&Path]) -> Run {
     run(&args, b"")
 }
 
-/// The `(tool, reason_code)` of each line of a decision log, in order.
+/// The `(tool, reason_code)` of each `tools/call` decision of a decision log, in order (other
+/// event types, SPEC §4.1a, are left out).
 pub fn tools_and_reasons(log: &Path) -> Vec<(String, String)> {
     decision_lines(log)
         .iter()
+        .filter(|d| d["type"] == "assay.tool.decision")
         .map(|d| {
             (
                 d["data"]["tool"].as_str().unwrap().to_string(),

@@ -14,7 +14,7 @@
 //! A line is read in one of three ways:
 //! - **at a glance** (most lines): a line without backslashes is a sequence of strings between
 //!   consecutive quotes; its object keys are the strings followed by `:`. A line none of whose
-//!   keys is an id, a `result` or an `error` (by lenient class, at any depth) holds no response.
+//!   keys is a `result` or an `error` (by lenient class, at any depth) holds no response.
 //!   A line spelled `{"jsonrpc":"2.0","id":ID,"result":…` (or `"error"`) with exactly one id key
 //!   and one answer key is a single response with that id.
 //! - **walked** with the client-line rules (`tools_list::walk`) otherwise: each message of the
@@ -24,65 +24,11 @@
 //!   (`tools_list::unreadable`). It is forwarded only when every response in it answers a pending
 //!   request; otherwise the requests it answers get a `-32603` error and nothing of it passes.
 
-use super::pending::{Answer, PendingRequests, RequestKind};
+pub(crate) use super::pending::LineAnswers;
+use super::pending::PendingRequests;
 use super::rpc_id::number_token_len;
 use super::tools_list::unreadable;
 use super::tools_list::walk::{self, Hooks, MessageInfo};
-
-/// The responses of one line and the requests they answered.
-#[derive(Debug, Default)]
-pub(crate) struct LineAnswers {
-    /// Each answered request, with the id text the server wrote.
-    list: Vec<(Box<str>, Answer)>,
-    /// Whether the line was read with the strict rules: `Some(true)` it was, `Some(false)` they
-    /// refused it, `None` it was not walked.
-    pub strict: Option<bool>,
-}
-
-impl LineAnswers {
-    /// Whether some response of the line answers a `tools/list` request.
-    pub(crate) fn lists_tools(&self) -> bool {
-        self.list
-            .iter()
-            .any(|(_, a)| a.kind == RequestKind::ToolsList)
-    }
-
-    /// The client's spelling of the `initialize` or `server/discover` request the line
-    /// answered, if it answered one.
-    pub(crate) fn initialize(&self) -> Option<&str> {
-        self.list
-            .iter()
-            .find(|(_, a)| a.kind == RequestKind::Initialize)
-            .map(|(_, a)| &*a.spelling)
-    }
-
-    /// The `tools/list` request a message with the server id text `id` answered: its index
-    /// among the line's answers and the client's spelling of its id.
-    pub(crate) fn tools_list(&self, id: &str) -> Option<(usize, &str)> {
-        let id = id.trim_matches([' ', '\t', '\n', '\r']);
-        self.list
-            .iter()
-            .enumerate()
-            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::ToolsList)
-            .map(|(i, (_, a))| (i, &*a.spelling))
-    }
-
-    /// The client's spelling of the request a message with the server id text `id` answered.
-    pub(crate) fn spelling(&self, id: &str) -> Option<&str> {
-        let id = id.trim_matches([' ', '\t', '\n', '\r']);
-        self.list
-            .iter()
-            .find(|(server, _)| &**server == id)
-            .map(|(_, a)| &*a.spelling)
-    }
-
-    fn push(&mut self, server_id: &str, answer: Answer) {
-        self.list.push((
-            server_id.trim_matches([' ', '\t', '\n', '\r']).into(),
-            answer,
-        ));
-    }
-}
 
 /// What reaches the client of one server line.
 #[derive(Debug)]
@@ -200,10 +146,7 @@ fn messages(text: &str) -> Option<(Vec<Message>, bool)> {
 /// The walked reading of a line; `None` when the strict rules refuse it.
 fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> {
     let (list, batch) = messages(text)?;
-    let mut answers = LineAnswers {
-        strict: Some(true),
-        ..LineAnswers::default()
-    };
+    let mut answers = LineAnswers::read(Some(true));
     let mut keep = Vec::with_capacity(list.len());
     let mut unsolicited = 0;
     for m in &list {
@@ -263,10 +206,7 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
         .iter()
         .all(|id| id.is_some_and(|id| pending.would_answer(id)));
     if all_answer {
-        let mut answers = LineAnswers {
-            strict: Some(false),
-            ..LineAnswers::default()
-        };
+        let mut answers = LineAnswers::read(Some(false));
         for id in responses.into_iter().flatten() {
             if let Some(a) = pending.answer(id) {
                 answers.push(id, a);
@@ -314,7 +254,7 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
 /// What a glance at a line tells.
 #[derive(Debug, PartialEq, Eq)]
 enum Glance {
-    /// No key is an id, a `result` or an `error`: no message of the line is a response.
+    /// No key is a `result` or an `error`: no message of the line is a response.
     NoResponse,
     /// Exactly one id key and one answer key: a single response if its spelling is the common
     /// one.
@@ -366,8 +306,9 @@ fn glance(line: &[u8]) -> Glance {
             answers += 1;
         }
     }
+    // A response has a `result` or an `error` member: without one anywhere, nothing is.
     match (ids, answers) {
-        (0, 0) => Glance::NoResponse,
+        (_, 0) => Glance::NoResponse,
         (1, 1) => Glance::Single,
         _ => Glance::Unsure,
     }

@@ -91,6 +91,69 @@ pub(crate) struct Answer {
     pub spelling: Box<str>,
 }
 
+/// The responses of one line and the requests they answered.
+#[derive(Debug, Default)]
+pub(crate) struct LineAnswers {
+    /// Each answered request, with the id text the server wrote.
+    list: Vec<(Box<str>, Answer)>,
+    /// Whether the line was read with the strict rules: `Some(true)` it was, `Some(false)` they
+    /// refused it, `None` it was not walked.
+    pub strict: Option<bool>,
+}
+
+impl LineAnswers {
+    /// No answers yet, of a line read as `strict` says.
+    pub(crate) fn read(strict: Option<bool>) -> Self {
+        LineAnswers {
+            list: Vec::new(),
+            strict,
+        }
+    }
+
+    /// Whether some response of the line answers a `tools/list` request.
+    pub(crate) fn lists_tools(&self) -> bool {
+        self.list
+            .iter()
+            .any(|(_, a)| a.kind == RequestKind::ToolsList)
+    }
+
+    /// The client's spelling of the `initialize` or `server/discover` request the line
+    /// answered, if it answered one.
+    pub(crate) fn initialize(&self) -> Option<&str> {
+        self.list
+            .iter()
+            .find(|(_, a)| a.kind == RequestKind::Initialize)
+            .map(|(_, a)| &*a.spelling)
+    }
+
+    /// The `tools/list` request a message with the server id text `id` answered: its index
+    /// among the line's answers and the client's spelling of its id.
+    pub(crate) fn tools_list(&self, id: &str) -> Option<(usize, &str)> {
+        let id = id.trim_matches([' ', '\t', '\n', '\r']);
+        self.list
+            .iter()
+            .enumerate()
+            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::ToolsList)
+            .map(|(i, (_, a))| (i, &*a.spelling))
+    }
+
+    /// The client's spelling of the request a message with the server id text `id` answered.
+    pub(crate) fn spelling(&self, id: &str) -> Option<&str> {
+        let id = id.trim_matches([' ', '\t', '\n', '\r']);
+        self.list
+            .iter()
+            .find(|(server, _)| &**server == id)
+            .map(|(_, a)| &*a.spelling)
+    }
+
+    pub(crate) fn push(&mut self, server_id: &str, answer: Answer) {
+        self.list.push((
+            server_id.trim_matches([' ', '\t', '\n', '\r']).into(),
+            answer,
+        ));
+    }
+}
+
 struct Entry {
     raw: RawId,
     kind: RequestKind,

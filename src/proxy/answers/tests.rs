@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::proxy::pending::RequestKind;
 
 fn pending(ids: &[(&str, RequestKind)]) -> PendingRequests {
     let p = PendingRequests::new();

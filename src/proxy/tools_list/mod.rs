@@ -34,7 +34,7 @@ pub(crate) mod walk;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
-use super::answers::LineAnswers;
+use super::pending::LineAnswers;
 use crate::evidence::event::HexDigest;
 use crate::policy::{Policy, ReasonCode};
 use crate::strict_json::ScanError;
@@ -42,6 +42,11 @@ pub(crate) use candidates::withheld_error;
 use candidates::{Candidate, Candidates};
 pub(crate) use rewrite::Rewrite;
 use walk::{Hooks, Malformed, MessageInfo};
+
+/// Tools one listing may name (SPEC §4.1a: each listing event records every tool shown and
+/// removed, and a capture's log holds at most 8 MiB): an answer with more is replaced by the
+/// `-32603` error while the filter is in effect.
+pub(crate) const MAX_LISTED_TOOLS: usize = 2_000;
 
 /// Distinct tool names a session remembers from `tools/list` results.
 pub(crate) const MAX_REMEMBERED_TOOLS: usize = 10_000;
@@ -132,6 +137,8 @@ struct Finder<'s> {
     names: HashSet<u64>,
     /// The message named some tool twice.
     duplicate: bool,
+    /// How many tools that message has.
+    count: usize,
 }
 
 impl<'s> Finder<'s> {
@@ -143,6 +150,7 @@ impl<'s> Finder<'s> {
             names_of: None,
             names: HashSet::new(),
             duplicate: false,
+            count: 0,
         }
     }
 }
@@ -153,6 +161,12 @@ impl<'a> Hooks<'a> for Finder<'_> {
             self.names_of = Some(message);
             self.names.clear();
             self.duplicate = false;
+            self.count = 0;
+        }
+        self.count += 1;
+        if self.count > MAX_LISTED_TOOLS {
+            // Judged as too many already: the names are not kept.
+            return;
         }
         let raw = name.get(1..name.len().saturating_sub(1)).unwrap_or("");
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -161,7 +175,9 @@ impl<'a> Hooks<'a> for Finder<'_> {
     }
 
     fn message(&mut self, m: &MessageInfo<'a>) {
-        let duplicate = self.names_of == Some(m.start) && self.duplicate;
+        let mine = self.names_of == Some(m.start);
+        let duplicate = mine && self.duplicate;
+        let too_many = mine && self.count > MAX_LISTED_TOOLS;
         if !m.has_result {
             return;
         }
@@ -179,7 +195,10 @@ impl<'a> Hooks<'a> for Finder<'_> {
         self.out.list.push(Candidate {
             start: m.start,
             client,
-            problem: m.problem.or(duplicate.then_some(Malformed::DuplicateName)),
+            problem: m
+                .problem
+                .or(too_many.then_some(Malformed::TooManyTools))
+                .or(duplicate.then_some(Malformed::DuplicateName)),
             loses: false,
         });
     }

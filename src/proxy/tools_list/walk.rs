@@ -40,6 +40,8 @@ pub(crate) enum Malformed {
     /// Two tools have the same name (after lenient normalization): which definition the model
     /// saw cannot be told (SPEC §5).
     DuplicateName,
+    /// More tools than a listing event records ([`crate::proxy::tools_list::MAX_LISTED_TOOLS`]).
+    TooManyTools,
 }
 
 impl Malformed {
@@ -56,6 +58,9 @@ impl Malformed {
             Malformed::NameVariant => "a tool has a case or fold variant of `name`",
             Malformed::NameNotString => "a tool's `name` is not a string",
             Malformed::DuplicateName => "it names the same tool twice",
+            Malformed::TooManyTools => {
+                "it lists more tools than the wrapper records of one listing"
+            }
         }
     }
 }
