@@ -12,6 +12,7 @@ mod args;
 mod capture;
 mod completions;
 mod demo;
+pub mod exit;
 mod hosts;
 mod messages;
 mod pin;
@@ -64,7 +65,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         // Help and version go to stdout with status 0 (a reader that left early is no error).
         Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return Ok(ExitCode::SUCCESS);
+            return Ok(exit::code(exit::OK));
         }
         Err(e) => return Err(Failure::Usage(e)),
     };
