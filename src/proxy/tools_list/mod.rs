@@ -26,7 +26,7 @@
 //! candidates, judge their tools ([`rewrite`]), write the result straight to the client output.
 //! Memory beyond the line is a few words per candidate and one bit per judged tool.
 
-mod candidates;
+pub(crate) mod candidates;
 mod rewrite;
 pub(crate) mod unreadable;
 pub(crate) mod walk;
