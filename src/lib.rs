@@ -49,6 +49,7 @@ pub mod fuzzing;
 mod input_file;
 mod lenient;
 mod lenient_table;
+mod pins_file;
 mod proxy;
 mod reason_code;
 mod sha256;

@@ -191,13 +191,13 @@ impl Policy {
         &self,
         tool: &str,
         arguments: Option<&Value>,
-        listed: Option<&crate::evidence::event::HexDigest>,
+        listed: Option<&crate::sha256::HexDigest>,
     ) -> VerdictRef<'_> {
         self.rules.decide(tool, arguments, listed)
     }
 
     /// The pins the policy names (SPEC §5.1 `pins`), if any.
-    pub fn pins(&self) -> Option<&crate::pins::Pins> {
+    pub fn pins(&self) -> Option<&crate::pins_file::Pins> {
         self.rules.pins.as_ref()
     }
 
@@ -316,7 +316,7 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
             }
             let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
             Some(
-                crate::pins::Pins::load(&path).map_err(|e| PolicyError::Pins {
+                crate::pins_file::Pins::load(&path).map_err(|e| PolicyError::Pins {
                     path: ctx.file.to_path_buf(),
                     source: Box::new(e),
                 })?,

@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use super::answers::LineAnswers;
-use crate::evidence::event::HexDigest;
 use crate::policy::{Policy, ReasonCode};
+use crate::sha256::HexDigest;
 use crate::strict_json::ScanError;
 pub(crate) use candidates::withheld_error;
 use candidates::{Candidate, Candidates};
