@@ -25,10 +25,10 @@ use nix::fcntl::{AtFlags, OFlag, open, openat};
 use nix::sys::stat::{Mode, fstatat};
 use serde::Serialize;
 
-use super::checks;
 use super::judgement::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, Reason,
 };
+use super::reader;
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -297,7 +297,7 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 } else {
                     root.path.join(&entry.name)
                 };
-                let closure = checks::judge(&path);
+                let closure = reader::judge(&path);
                 server_id = super::show::label(&path, &closure);
                 closure
             }

@@ -21,7 +21,7 @@ mod program_path;
 mod show;
 mod text;
 mod wrap;
-mod wrap_config;
+mod wrap_config_cmd;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -71,7 +71,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
-        Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config::run(args),
+        Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config_cmd::run(args),
         Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
         Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
