@@ -19,6 +19,7 @@
 pub mod capture;
 pub mod capture_files;
 pub mod error;
+pub mod exit_status;
 pub mod host_config;
 pub mod outcome;
 pub mod pins;

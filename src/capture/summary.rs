@@ -31,6 +31,7 @@ use super::judgement::{
 use super::reader;
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exit_status;
 
 /// Whether `dir` is a capture root rather than a capture directory (SPEC §10, so `capture show
 /// ROOT` can point at `capture summary`): it holds no `protocol.json` of its own, and an
@@ -158,11 +159,11 @@ impl CaptureCounts {
     /// to vouch for), `1` when some are incomplete, `0` when every one is closed.
     pub fn exit_status(&self) -> i32 {
         if self.unknown > 0 || self.closed + self.incomplete == 0 {
-            3
+            exit_status::FAILURE
         } else if self.incomplete > 0 {
-            1
+            exit_status::INCOMPLETE
         } else {
-            0
+            exit_status::OK
         }
     }
 
