@@ -19,6 +19,7 @@
 pub mod capture;
 pub mod capture_files;
 pub mod error;
+pub mod exit_status;
 pub mod host_config;
 pub mod outcome;
 pub mod pins;
@@ -49,6 +50,7 @@ pub mod fuzzing;
 mod input_file;
 mod lenient;
 mod lenient_table;
+mod pins_file;
 mod proxy;
 mod reason_code;
 mod sha256;

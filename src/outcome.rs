@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::exit_status;
+
 /// How the session ended (SPEC §4.3 `session_end`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -209,12 +211,12 @@ impl WrapOutcome {
             || s.termination == Termination::Unknown
             || !self.evidence_errors.is_empty()
         {
-            return 3;
+            return exit_status::FAILURE;
         }
         match (s.termination, s.exit_code, s.signal) {
             (Termination::Exited, Some(code), _) => code,
-            (Termination::Signaled, _, Some(sig)) => 128 + sig,
-            _ => 3,
+            (Termination::Signaled, _, Some(sig)) => exit_status::signaled(sig),
+            _ => exit_status::FAILURE,
         }
     }
 

@@ -294,6 +294,42 @@ fn no_import_cycle_between_source_files() {
     );
 }
 
+/// Folders of the core that a lower one never imports: the digest type sits beside the one
+/// SHA-256 (`sha256.rs`), the pins file and its diff below the policy (`pins_file/`), and only
+/// the live listing (`pins/`) above the proxy. Each rule: a folder, and the folders above it.
+const NOT_IMPORTED_FROM_BELOW: &[(&str, &[&str])] = &[
+    (
+        "canonical/",
+        &["evidence/", "pins/", "pins_file/", "policy/", "proxy/"],
+    ),
+    ("pins_file/", &["evidence/", "pins/", "policy/", "proxy/"]),
+    ("policy/", &["capture/", "evidence/", "pins/", "proxy/"]),
+    ("evidence/", &["capture/", "pins/", "proxy/"]),
+    ("proxy/", &["pins/"]),
+];
+
+#[test]
+fn lower_folders_import_nothing_above_them() {
+    let graph = check_no_cycle(&root().join("src"), 40);
+    let mut wrong = Vec::new();
+    for (folder, above) in NOT_IMPORTED_FROM_BELOW {
+        for (file, uses) in graph.iter().filter(|(f, _)| f.starts_with(folder)) {
+            for used in uses {
+                if above.iter().any(|a| used.starts_with(a)) {
+                    wrong.push(format!("{file} -> {used}"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports that run back up: {wrong:?}");
+    // The rules name folders that exist, or they check nothing.
+    for (folder, above) in NOT_IMPORTED_FROM_BELOW {
+        for f in std::iter::once(folder).chain(above.iter()) {
+            assert!(graph.keys().any(|k| k.starts_with(f)), "no file under {f}");
+        }
+    }
+}
+
 #[test]
 fn no_import_cycle_in_the_surface_crates() {
     let cli = check_no_cycle(&root().join("crates/assay-cli/src"), 10);

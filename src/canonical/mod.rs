@@ -11,7 +11,7 @@
 mod full;
 mod simple;
 
-use crate::evidence::event::HexDigest;
+use crate::sha256::HexDigest;
 
 /// How much longer than its text a canonical form may be.
 pub(crate) const SLACK: usize = 64 * 1024;

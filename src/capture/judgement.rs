@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::exit_status;
+
 /// The `schema` of a [`Closure`].
 pub const CLOSURE_SCHEMA: &str = "assay.capture.closure.v1";
 
@@ -46,9 +48,9 @@ impl ClosureKind {
     /// `Closure.exit_status`) and the demo.
     pub fn exit_status(self) -> i32 {
         match self {
-            ClosureKind::Closed => 0,
-            ClosureKind::Incomplete => 1,
-            ClosureKind::Unknown => 3,
+            ClosureKind::Closed => exit_status::OK,
+            ClosureKind::Incomplete => exit_status::INCOMPLETE,
+            ClosureKind::Unknown => exit_status::FAILURE,
         }
     }
 }

@@ -15,7 +15,6 @@
 
 mod agreement;
 mod bounds;
-mod checks;
 mod companions;
 mod decision_line;
 mod fast_line_parser;
@@ -25,6 +24,7 @@ mod log;
 mod log_digest;
 mod no_session;
 mod package;
+mod reader;
 mod show;
 mod summary;
 
@@ -52,7 +52,7 @@ pub use judgement::{
 /// capture yields `closure: unknown` with reasons. Reads only the four required files, each at
 /// most its bound plus one byte.
 pub fn read_capture(dir: &Path) -> Closure {
-    checks::judge(dir)
+    reader::judge(dir)
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use nix::sys::stat::Mode;
 use serde::Serialize;
 
 use super::bounds::{MAX_COMPANION_BYTES, MAX_LOG_BYTES};
-use super::checks::judge;
 use super::judgement::Closure;
+use super::reader::judge;
 use crate::capture_files::{CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input_file::{self as bounded, BoundedError, FinalLink};

@@ -17,7 +17,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
-use super::checks::judge;
 use super::companions::{check_context, check_protocol, check_stop, expectations};
 use super::decision_line::{
     Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_TOOL_DECISION,
@@ -25,6 +24,7 @@ use super::decision_line::{
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
+use super::reader::judge;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
 use crate::input_file::{self as bounded, FinalLink};
 use crate::outcome::StopData;

@@ -25,12 +25,13 @@ use nix::fcntl::{AtFlags, OFlag, open, openat};
 use nix::sys::stat::{Mode, fstatat};
 use serde::Serialize;
 
-use super::checks;
 use super::judgement::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, Reason,
 };
+use super::reader;
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exit_status;
 
 /// Whether `dir` is a capture root rather than a capture directory (SPEC §10, so `capture show
 /// ROOT` can point at `capture summary`): it holds no `protocol.json` of its own, and an
@@ -158,11 +159,11 @@ impl CaptureCounts {
     /// to vouch for), `1` when some are incomplete, `0` when every one is closed.
     pub fn exit_status(&self) -> i32 {
         if self.unknown > 0 || self.closed + self.incomplete == 0 {
-            3
+            exit_status::FAILURE
         } else if self.incomplete > 0 {
-            1
+            exit_status::INCOMPLETE
         } else {
-            0
+            exit_status::OK
         }
     }
 
@@ -297,7 +298,7 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                 } else {
                     root.path.join(&entry.name)
                 };
-                let closure = checks::judge(&path);
+                let closure = reader::judge(&path);
                 server_id = super::show::label(&path, &closure);
                 closure
             }

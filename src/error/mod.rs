@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 pub use config::{ConfigError, ConfigOption, ConfigProblem, OptionSpelling};
 
+use crate::exit_status;
 use crate::outcome::WrapOutcome;
 
 /// What went wrong, without the message text. Surfaces choose their status from this, never from
@@ -197,10 +198,10 @@ impl Error {
     /// The `assay mcp wrap` exit status for this error (SPEC §10).
     pub fn exit_status(&self) -> i32 {
         match self.kind {
-            ErrorKind::Config | ErrorKind::InvalidArgument => 2,
-            ErrorKind::CommandNotFound => 127,
-            ErrorKind::CommandNotExecutable => 126,
-            ErrorKind::Io | ErrorKind::StopWrite | ErrorKind::Internal => 3,
+            ErrorKind::Config | ErrorKind::InvalidArgument => exit_status::USAGE,
+            ErrorKind::CommandNotFound => exit_status::NOT_FOUND,
+            ErrorKind::CommandNotExecutable => exit_status::NOT_EXECUTABLE,
+            ErrorKind::Io | ErrorKind::StopWrite | ErrorKind::Internal => exit_status::FAILURE,
         }
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::evidence::event::HexDigest;
+use crate::pins_file::{ListedTool, ToolListing};
 use crate::proxy::envelope::Envelope;
 use crate::proxy::rpc_id::IdKeys;
 use crate::proxy::tools_list::walk::{self, Hooks, MessageInfo};
@@ -75,50 +75,6 @@ impl ClientCapabilities {
             _ => r#""error":{"code":-32601,"message":"method not found"}"#,
         }
     }
-}
-
-/// One listed tool.
-#[derive(Debug, Clone)]
-pub struct ListedTool {
-    /// The tool's name.
-    pub name: String,
-    /// Its definition digest (SPEC §5.1): SHA-256 of the RFC 8785 form of the tool object.
-    pub(crate) sha256: HexDigest,
-    /// The tool object exactly as the server listed it.
-    pub definition: String,
-}
-
-impl ListedTool {
-    /// The definition digest, 64 lowercase hex digits.
-    pub fn sha256(&self) -> &str {
-        self.sha256.as_str()
-    }
-
-    /// The first line of the tool's `description` (empty when it has none).
-    pub fn summary(&self) -> String {
-        #[derive(Deserialize)]
-        struct D {
-            description: Option<String>,
-        }
-        serde_json::from_str::<D>(&self.definition)
-            .ok()
-            .and_then(|d| d.description)
-            .and_then(|d| d.lines().next().map(str::to_string))
-            .unwrap_or_default()
-    }
-}
-
-/// What a server listed.
-#[derive(Debug, Clone)]
-pub struct ToolListing {
-    /// The protocol revision the server answered `initialize` with.
-    pub protocol_version: String,
-    /// The server's `serverInfo`, when it gave one (JSON text).
-    pub server_info: Option<String>,
-    /// The server's `instructions` text, when it gave one (SPEC §5.1).
-    pub instructions: Option<String>,
-    /// Every tool of every page, in the server's order.
-    pub tools: Vec<ListedTool>,
 }
 
 /// Why a server could not be listed (`assay mcp pin` exit 3).

@@ -1,6 +1,6 @@
 //! Tool pinning (SPEC §5.1): the definition the model saw is the definition that was reviewed.
 //!
-//! A pins file ([`file`]) holds, per tool, the SHA-256 of the RFC 8785 canonical form of the tool
+//! A pins file (`crate::pins_file`, below the policy that names one) holds, per tool, the SHA-256 of the RFC 8785 canonical form of the tool
 //! object a server listed, and the object itself. A policy names one (`pins:`); in a session the
 //! `tools/list` filter removes unpinned and drifted tools and the policy refuses their calls
 //! (`P_TOOL_UNPINNED`, `P_TOOL_DRIFT`, `P_TOOL_UNLISTED`). [`list_server_tools`] lists a live
@@ -8,18 +8,17 @@
 //! [`write_pins`] writes a pins file.
 #![forbid(unsafe_code)]
 
-mod diff;
-mod file;
 mod listing;
 
 use std::io::Write;
 use std::path::Path;
 
-pub use diff::{ChangedTool, PinCheck, check};
-pub use file::{InstructionsPin, MAX_PINS_BYTES, PINS_SCHEMA, Pin, Pins, PinsError};
+pub use crate::pins_file::{
+    ChangedTool, InstructionsPin, ListedTool, MAX_PINS_BYTES, PINS_SCHEMA, Pin, PinCheck, Pins,
+    PinsError, ToolListing, check,
+};
 pub use listing::{
-    ClientCapabilities, ListError, ListedTool, PROTOCOL_REVISIONS, ToolListing, list_server_tools,
-    list_server_tools_as,
+    ClientCapabilities, ListError, PROTOCOL_REVISIONS, list_server_tools, list_server_tools_as,
 };
 
 /// How [`write_pins`] treats an existing file.
@@ -48,7 +47,7 @@ pub fn write_pins(listing: &ToolListing, path: &Path, mode: WriteMode) -> std::i
         .map(|t| (t.name.clone(), t.sha256, t.definition.clone()))
         .collect();
     let now = crate::evidence::event::now_rfc3339();
-    let bytes = file::render(
+    let bytes = crate::pins_file::file::render(
         &tools,
         server.as_ref(),
         listing.instructions.as_deref(),

@@ -20,8 +20,8 @@ use super::constraints::Constraints;
 use super::decision::{Decision, ReasonCode, Verdict, VerdictRef};
 use super::glob::GlobList;
 use super::schema::Schemas;
-use crate::evidence::event::HexDigest;
-use crate::pins::Pins;
+use crate::pins_file::Pins;
+use crate::sha256::HexDigest;
 
 /// An ordered pattern list plus, for each pattern, its precomputed rule label and reason, so a
 /// verdict borrows them.

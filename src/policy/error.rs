@@ -17,7 +17,7 @@ pub enum PolicyError {
         /// The policy file.
         path: PathBuf,
         /// What is wrong with the pins file.
-        source: Box<crate::pins::PinsError>,
+        source: Box<crate::pins_file::PinsError>,
     },
     /// The file could not be opened or read.
     #[error(

@@ -36,12 +36,12 @@ mod by_name;
 mod constraints;
 mod decide;
 mod decision;
+mod document;
 mod error;
+mod file;
 mod glob;
 mod json;
-mod load;
 mod prescan;
-mod read;
 mod scalar;
 mod schema;
 pub mod summary;
@@ -56,13 +56,13 @@ use serde_json::Value;
 
 use self::constraints::Constraints;
 use self::decide::{RuleList, Rules};
-use self::read::Format;
+use self::document::Format;
 use self::schema::Schemas;
 
 pub(crate) use self::decision::VerdictRef;
 pub use self::decision::{Decision, ReasonCode, Verdict};
 pub use self::error::{PolicyError, Refusal};
-pub use self::load::MAX_POLICY_BYTES;
+pub use self::file::MAX_POLICY_BYTES;
 
 use self::error::Ctx;
 
@@ -112,7 +112,7 @@ impl Policy {
     /// [`PolicyError::Read`] when the file cannot be read or is not a regular file,
     /// [`PolicyError::TooLarge`], or any error of [`Policy::from_bytes`].
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let bytes = load::read_bounded(path)?;
+        let bytes = file::read_bounded(path)?;
         Policy::from_bytes(&bytes, path)
     }
 
@@ -124,7 +124,7 @@ impl Policy {
     /// file and the offending key, or the line and column of what was refused.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
         if bytes.len() as u64 > MAX_POLICY_BYTES {
-            return Err(load::too_large(path));
+            return Err(file::too_large(path));
         }
         let ctx = Ctx::new(path);
         let empty = || PolicyError::Empty {
@@ -133,7 +133,7 @@ impl Policy {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(empty());
         }
-        let root = read::parse(&ctx, bytes, Format::for_path(path))?;
+        let root = document::parse(&ctx, bytes, Format::for_path(path))?;
         // A YAML file of comments only holds no document (read as null).
         if root.is_null() {
             return Err(empty());
@@ -191,13 +191,13 @@ impl Policy {
         &self,
         tool: &str,
         arguments: Option<&Value>,
-        listed: Option<&crate::evidence::event::HexDigest>,
+        listed: Option<&crate::sha256::HexDigest>,
     ) -> VerdictRef<'_> {
         self.rules.decide(tool, arguments, listed)
     }
 
     /// The pins the policy names (SPEC §5.1 `pins`), if any.
-    pub fn pins(&self) -> Option<&crate::pins::Pins> {
+    pub fn pins(&self) -> Option<&crate::pins_file::Pins> {
         self.rules.pins.as_ref()
     }
 
@@ -216,7 +216,7 @@ impl Policy {
 /// The document tree of a policy file's bytes (for `crate::fuzzing`): what `build` compiles.
 pub(crate) fn read_document(bytes: &[u8], json: bool) -> Result<Value, PolicyError> {
     let path = Path::new(if json { "policy.json" } else { "policy.yaml" });
-    read::parse(
+    document::parse(
         &Ctx::new(path),
         bytes,
         if json { Format::Json } else { Format::Yaml },
@@ -316,7 +316,7 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
             }
             let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
             Some(
-                crate::pins::Pins::load(&path).map_err(|e| PolicyError::Pins {
+                crate::pins_file::Pins::load(&path).map_err(|e| PolicyError::Pins {
                     path: ctx.file.to_path_buf(),
                     source: Box::new(e),
                 })?,

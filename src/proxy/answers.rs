@@ -222,7 +222,7 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
     let mut unsolicited = 0;
     for id in &responses {
         match id.and_then(|id| pending.answer(id)) {
-            Some(a) => errors.push(super::tools_list::withheld_error(
+            Some(a) => errors.push(super::tools_list::candidates::withheld_error(
                 Some(&a.spelling),
                 "server line withheld: it cannot be read strictly and holds a response to no pending request",
             )),

@@ -21,8 +21,8 @@ use super::respond;
 use super::shared::{Shared, line_after_server_eof};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::DecisionEntry;
-use crate::evidence::event::HexDigest;
 use crate::policy::{Decision, ReasonCode, VerdictRef};
+use crate::sha256::HexDigest;
 use crate::strict_json::ScanErrorKind;
 
 /// One evaluated `tools/call`: `'a` borrows the line, `'p` the policy.

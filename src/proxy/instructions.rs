@@ -5,7 +5,7 @@
 //! of the key (`Instructions`, which a Go client reads) or a value that is not a string — reaches
 //! the client without that member; everything else of the line stays byte-exact.
 
-use crate::pins::InstructionsPin;
+use crate::pins_file::InstructionsPin;
 use crate::proxy::tools_list::walk::member;
 use crate::strict_json::{self, ScanError, Visitor};
 
@@ -155,7 +155,7 @@ fn strip(text: &str, key_quote: usize, end: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::event::HexDigest;
+    use crate::sha256::HexDigest;
 
     fn pinned(text: &str) -> InstructionsPin {
         InstructionsPin::Text {

@@ -226,7 +226,7 @@ fn write_context(
         session_stop_requested: plan.stop_out.is_some(),
         dry_run: plan.dry_run,
         hide_refused_tools,
-        pins_sha256: policy.pins().map(crate::pins::Pins::sha256),
+        pins_sha256: policy.pins().map(crate::pins_file::Pins::sha256),
         command_sha256: &crate::evidence::event::command_sha256(&plan.command),
         producer: crate::evidence::event::PRODUCER,
         assertion_basis: "producer_observation",

@@ -14,8 +14,8 @@ use super::line::LineReader;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
-use crate::evidence::event::HexDigest;
 use crate::policy::ReasonCode;
+use crate::sha256::HexDigest;
 
 pub(crate) struct ServerWorker {
     pub reader: LineReader<Endpoint>,

@@ -1,5 +1,5 @@
 //! The three exceptions of `assay_stop` and the one mapping from [`assay::ErrorKind`] to them
-//! (SPEC §9; the table itself lives in `src/error.rs` of the library). The class is chosen from
+//! (SPEC §9; the table itself lives in `src/error/mod.rs` of the library). The class is chosen from
 //! the kind only, never from the message text.
 
 use pyo3::create_exception;

@@ -1,6 +1,7 @@
 //! The C ABI of SPEC §8: seven `extern "C"` functions, JSON in and JSON out, two `#[repr(u32)]`
 //! enums. No other Rust type crosses the boundary. `include/assay.h` is generated from this
-//! module by cbindgen (see `cbindgen.toml`), so these doc comments are the C documentation.
+//! crate's `src/` by cbindgen (see `cbindgen.toml`), so these doc comments are the C
+//! documentation.
 //!
 //! Rules every entry point follows:
 //! - its body runs inside the panic boundary (`boundary.rs`): a panic never unwinds into C;

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use assay::{package_capture, read_capture, read_captures};
 
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 
 /// The verdict JSON on stdout; a verdict that cannot be delivered is status 3 (SPEC §10). A DIR
 /// that does not exist or is not a directory is a usage error (status 2) that says so, as
@@ -16,7 +17,7 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
     let missing = |why: String| Failure::Io {
         what: "capture read",
         error: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-        status: 2,
+        status: exit::USAGE,
     };
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -39,8 +40,8 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
     let text = serde_json::to_string_pretty(&closure).unwrap_or_else(|_| closure.to_json());
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
-        .map_err(Failure::output(3))?;
-    Ok(exit(closure.closure.exit_status()))
+        .map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(closure.closure.exit_status()))
 }
 
 /// One line per capture as it is judged (stdout is line-buffered, so lines stream out in
@@ -59,12 +60,12 @@ pub(crate) fn summary(root: &Path) -> Result<ExitCode, Failure> {
     })
     .map_err(Failure::library)?;
     if let Some(e) = write_error {
-        return Err(Failure::output(3)(e));
+        return Err(Failure::output(exit::FAILURE)(e));
     }
     writeln!(out, "{}", counts.summary_line())
         .and_then(|()| out.flush())
-        .map_err(Failure::output(3))?;
-    Ok(exit(counts.exit_status()))
+        .map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(counts.exit_status()))
 }
 
 /// Writes the package, then prints its manifest. The package is complete before anything is
@@ -75,6 +76,6 @@ pub(crate) fn package(dir: &Path, out: &Path, extra: &[PathBuf]) -> Result<ExitC
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{text}")
         .and_then(|()| stdout.flush())
-        .map_err(Failure::output(0))?;
-    Ok(exit(0))
+        .map_err(Failure::output(exit::OK))?;
+    Ok(exit::code(exit::OK))
 }

@@ -7,7 +7,8 @@ use clap::CommandFactory;
 use clap_complete::Shell as Generator;
 
 use super::args::{Cli, Shell};
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 
 /// Prints the completion script for `shell`; a reader that went away is status 3 (the script
 /// was not delivered), quietly on a broken pipe.
@@ -22,6 +23,6 @@ pub(crate) fn print(shell: Shell) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout().lock();
     std::io::Write::write_all(&mut out, &script)
         .and_then(|()| std::io::Write::flush(&mut out))
-        .map_err(Failure::output(3))?;
-    Ok(exit(0))
+        .map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(exit::OK))
 }

@@ -10,13 +10,14 @@ use std::process::{Command, ExitCode, Stdio};
 use assay::{ClosureKind, read_capture, text};
 
 use super::args::DemoArgs;
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 
 /// A line on stdout; a reader that went away ends the demo (quietly on a broken pipe) with
 /// status 3, the demo's status for a run it could not finish.
 macro_rules! say {
-    ($out:expr) => { writeln!($out).map_err(Failure::output(3))? };
-    ($out:expr, $($arg:tt)*) => { writeln!($out, $($arg)*).map_err(Failure::output(3))? };
+    ($out:expr) => { writeln!($out).map_err(Failure::output(exit::FAILURE))? };
+    ($out:expr, $($arg:tt)*) => { writeln!($out, $($arg)*).map_err(Failure::output(exit::FAILURE))? };
 }
 
 /// The demo's own I/O failing (its files, the wrapped session): status 3.
@@ -24,7 +25,7 @@ fn failed(error: std::io::Error) -> Failure {
     Failure::Io {
         what: "demo failed",
         error,
-        status: 3,
+        status: exit::FAILURE,
     }
 }
 
@@ -229,6 +230,6 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         "decisions: {}",
         capture.join(assay::capture_files::DECISIONS).display()
     );
-    out.flush().map_err(Failure::output(3))?;
-    Ok(exit(verdict.closure.exit_status()))
+    out.flush().map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(verdict.closure.exit_status()))
 }

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use assay::host_config::{EntryChange, EntryReport, Host, entry_label, inspect_file};
 use assay::text;
 
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 use super::text::Table;
 
 /// The status column and the detail of one entry.
@@ -50,7 +51,7 @@ fn describe(e: &EntryReport) -> (String, String) {
 pub(crate) fn run() -> Result<ExitCode, Failure> {
     let mut out = Vec::new();
     let mut missing = Vec::new();
-    let mut status = 0;
+    let mut status = exit::OK;
     for host in Host::ALL {
         let path = host.config_path().map_err(Failure::library)?;
         let shown = text::render(&path.display().to_string());
@@ -70,7 +71,7 @@ pub(crate) fn run() -> Result<ExitCode, Failure> {
                 out.extend(table.lines("  "));
             }
             Err(e) => {
-                status = 2;
+                status = exit::USAGE;
                 out.push(format!(
                     "  cannot be read: {}",
                     text::render(&e.to_string())
@@ -88,5 +89,5 @@ pub(crate) fn run() -> Result<ExitCode, Failure> {
     writeln!(stdout, "{}", out.join("\n"))
         .and_then(|()| stdout.flush())
         .map_err(Failure::output(status))?;
-    Ok(exit(status))
+    Ok(exit::code(status))
 }

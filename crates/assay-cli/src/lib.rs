@@ -12,6 +12,7 @@ mod args;
 mod capture;
 mod completions;
 mod demo;
+pub mod exit;
 mod hosts;
 mod messages;
 mod pin;
@@ -20,7 +21,7 @@ mod program_path;
 mod show;
 mod text;
 mod wrap;
-mod wrap_config;
+mod wrap_config_cmd;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -64,13 +65,13 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         // Help and version go to stdout with status 0 (a reader that left early is no error).
         Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return Ok(ExitCode::SUCCESS);
+            return Ok(exit::code(exit::OK));
         }
         Err(e) => return Err(Failure::Usage(e)),
     };
     match cli.command {
         Command::Mcp(McpCommand::Wrap(args)) => wrap::run(args.into()),
-        Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config::run(args),
+        Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config_cmd::run(args),
         Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
         Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),

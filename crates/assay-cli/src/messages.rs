@@ -5,17 +5,13 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use super::exit;
+
 /// Writes `assay: <msg>` on stderr as one line: `msg` goes through the one renderer of text for
 /// people ([`assay::text::render`], SPEC §10), so a name or path in it cannot break the line or
 /// reach the terminal raw.
 pub(crate) fn eprint_assay(msg: &str) {
     let _ = writeln!(io::stderr().lock(), "assay: {}", assay::text::render(msg));
-}
-
-/// An exit status as an `ExitCode` (statuses outside 0..=255 cannot occur: the library's rule
-/// produces 0..=255).
-pub(crate) fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(3))
 }
 
 /// Why a command ended early. `main` turns it into one diagnostic and the exit status.
@@ -70,28 +66,28 @@ impl Failure {
         match self {
             Self::Usage(e) => {
                 let _ = e.print();
-                ExitCode::from(2)
+                exit::code(exit::USAGE)
             }
             Self::Invalid(message) => {
                 eprint_assay(&message);
-                ExitCode::from(2)
+                exit::code(exit::USAGE)
             }
             Self::Library { context, error } => {
                 eprint_assay(&format!("{context}{error}"));
-                exit(error.exit_status())
+                exit::code(error.exit_status())
             }
             // Rust ignores SIGPIPE, so a vanished reader shows up as this error rather than as
             // the signal a C program would die of; it is no reason for a diagnostic.
             Self::Output { error, status } if error.kind() == io::ErrorKind::BrokenPipe => {
-                exit(status)
+                exit::code(status)
             }
             Self::Output { error, status } => {
                 eprint_assay(&format!("cannot write to stdout: {error}"));
-                exit(status)
+                exit::code(status)
             }
             Self::Message { text, status } => {
                 eprint_assay(&text);
-                exit(status)
+                exit::code(status)
             }
             Self::Io {
                 what,
@@ -99,7 +95,7 @@ impl Failure {
                 status,
             } => {
                 eprint_assay(&format!("{what}: {error}"));
-                exit(status)
+                exit::code(status)
             }
         }
     }

@@ -15,26 +15,29 @@ use assay::pins::{self, Pins, ToolListing, WriteMode};
 use assay::text;
 
 use super::args::PinArgs;
+use super::exit;
 use super::messages::{Failure, eprint_assay};
 
 pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Failure::message(
             "--timeout must be a positive number of seconds",
-            2,
+            exit::USAGE,
         ));
     }
     let timeout = Duration::from_secs_f64(args.timeout);
     // Everything that can be refused is refused before the server starts.
     let pins = match &args.check {
-        Some(path) => Some(Pins::load(path).map_err(|e| Failure::message(e.to_string(), 2))?),
+        Some(path) => {
+            Some(Pins::load(path).map_err(|e| Failure::message(e.to_string(), exit::USAGE))?)
+        }
         None => None,
     };
     if let Some(out) = &args.out {
         if !args.update && std::fs::symlink_metadata(out).is_ok() {
             return Err(Failure::message(
                 format!("{} exists; give --update to replace it", out.display()),
-                2,
+                exit::USAGE,
             ));
         }
     }
@@ -42,12 +45,20 @@ pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
         super::args::ClientCapabilities::Host => pins::ClientCapabilities::Host,
         super::args::ClientCapabilities::None => pins::ClientCapabilities::None,
     };
-    let listing = pins::list_server_tools_as(&args.command, timeout, None, capabilities)
-        .map_err(|e| Failure::message(format!("cannot list the server's tools: {e}"), 3))?;
+    let listing =
+        pins::list_server_tools_as(&args.command, timeout, None, capabilities).map_err(|e| {
+            Failure::message(
+                format!("cannot list the server's tools: {e}"),
+                exit::FAILURE,
+            )
+        })?;
     match (&args.out, pins) {
         (Some(out), _) => write(&args, out, &listing),
         (None, Some(pins)) => check(&listing, &pins),
-        (None, None) => Err(Failure::message("give --out PINS or --check PINS", 2)),
+        (None, None) => Err(Failure::message(
+            "give --out PINS or --check PINS",
+            exit::USAGE,
+        )),
     }
 }
 
@@ -59,9 +70,9 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
     };
     pins::write_pins(listing, out, mode).map_err(|e| {
         let status = if e.kind() == std::io::ErrorKind::AlreadyExists {
-            2
+            exit::USAGE
         } else {
-            3
+            exit::FAILURE
         };
         Failure::message(format!("cannot write {}: {e}", out.display()), status)
     })?;
@@ -89,15 +100,15 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
         stdout
             .write_all(policy.as_bytes())
             .and_then(|()| stdout.flush())
-            .map_err(Failure::output(3))?;
+            .map_err(Failure::output(exit::FAILURE))?;
     } else {
         let mut stdout = std::io::stdout().lock();
         stdout
             .write_all(table.as_bytes())
             .and_then(|()| stdout.flush())
-            .map_err(Failure::output(3))?;
+            .map_err(Failure::output(exit::FAILURE))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit::code(exit::OK))
 }
 
 fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
@@ -148,12 +159,12 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
     stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-        .map_err(Failure::output(3))?;
+        .map_err(Failure::output(exit::FAILURE))?;
     if c.clean() {
-        Ok(ExitCode::SUCCESS)
+        Ok(exit::code(exit::OK))
     } else {
         eprint_assay("the server's tools differ from the pins");
-        Ok(ExitCode::from(1))
+        Ok(exit::code(exit::INCOMPLETE))
     }
 }
 

@@ -12,7 +12,8 @@ use assay::policy::summary::PolicySummary;
 use assay::text;
 
 use super::args::PolicyFormat;
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 
 /// Checks `file`; prints the summary on stdout. The status says whether the policy is valid,
 /// so a summary that cannot be printed (stdout gone) still ends with 0.
@@ -29,8 +30,8 @@ pub(crate) fn check(file: &Path, format: PolicyFormat) -> Result<ExitCode, Failu
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(Failure::output(0))?;
-    Ok(exit(0))
+        .map_err(Failure::output(exit::OK))?;
+    Ok(exit::code(exit::OK))
 }
 
 /// Patterns as a comma-separated list, each rendered for people ([`assay::text::render`],

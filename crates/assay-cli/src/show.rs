@@ -16,7 +16,8 @@ use assay::{
     read_captures, show_capture, text,
 };
 
-use super::messages::{Failure, exit};
+use super::exit;
+use super::messages::Failure;
 use super::text::{Table, or_dash};
 
 /// SIGKILL's number (the evidence records signal numbers).
@@ -54,8 +55,8 @@ pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
-        .map_err(Failure::output(3))?;
-    Ok(exit(report.closure.closure.exit_status()))
+        .map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(report.closure.closure.exit_status()))
 }
 
 /// The verdict in one line of words.
@@ -460,6 +461,6 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(Failure::output(3))?;
-    Ok(exit(counts.exit_status()))
+        .map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(counts.exit_status()))
 }

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use assay::{ClientIo, ErrorKind, WrapConfig, wrap_session};
 
-use super::messages::{Failure, eprint_assay, exit};
+use super::exit;
+use super::messages::{Failure, eprint_assay};
 
 /// Runs the session; the status is the outcome's (SPEC §10). The outcome's diagnostics are
 /// printed here; a session that could not run is a [`Failure`].
@@ -12,7 +13,7 @@ pub(crate) fn run(config: WrapConfig) -> Result<ExitCode, Failure> {
     let io = ClientIo::take_stdio().map_err(|error| Failure::Io {
         what: "cannot use stdin/stdout",
         error,
-        status: 3,
+        status: exit::FAILURE,
     })?;
     match wrap_session(&config, io) {
         Ok(outcome) => {
@@ -29,7 +30,7 @@ pub(crate) fn run(config: WrapConfig) -> Result<ExitCode, Failure> {
                     outcome.stop.describe_status()
                 ));
             }
-            Ok(exit(outcome.exit_code))
+            Ok(exit::code(outcome.exit_code))
         }
         Err(error) => Err(Failure::Library {
             context: match error.kind() {

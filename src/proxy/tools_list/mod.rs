@@ -26,7 +26,7 @@
 //! candidates, judge their tools ([`rewrite`]), write the result straight to the client output.
 //! Memory beyond the line is a few words per candidate and one bit per judged tool.
 
-mod candidates;
+pub(crate) mod candidates;
 mod rewrite;
 pub(crate) mod unreadable;
 pub(crate) mod walk;
@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use super::pending::LineAnswers;
-use crate::evidence::event::HexDigest;
 use crate::policy::{Policy, ReasonCode};
+use crate::sha256::HexDigest;
 use crate::strict_json::ScanError;
 pub(crate) use candidates::withheld_error;
 use candidates::{Candidate, Candidates};

@@ -1,4 +1,4 @@
-//! The capture reader's verdict (SPEC §7): reads every file, runs the checks of the sibling
+//! The capture reader's driver (SPEC §7): reads every file, runs the checks of the sibling
 //! modules and turns their reasons into a [`Closure`].
 //!
 //! Order of work: read each required file through the bounded opener; run the strict pre-scan;

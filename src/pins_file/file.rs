@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::evidence::event::HexDigest;
+use crate::sha256::HexDigest;
 
 /// Largest pins file accepted (SPEC §5.1).
 pub const MAX_PINS_BYTES: u64 = 16 * 1024 * 1024;

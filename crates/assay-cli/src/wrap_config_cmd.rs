@@ -13,13 +13,14 @@ use assay::host_config::{RewriteAction, WrapWith, entry_label, rewrite_file, war
 use assay::text;
 
 use super::args::WrapConfigArgs;
-use super::messages::{Failure, eprint_assay, exit};
+use super::exit;
+use super::messages::{Failure, eprint_assay};
 
 fn absolute(p: &std::path::Path) -> Result<std::path::PathBuf, Failure> {
     std::path::absolute(p).map_err(|error| Failure::Io {
         what: "cannot make a path absolute",
         error,
-        status: 2,
+        status: exit::USAGE,
     })
 }
 
@@ -30,7 +31,7 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
                 assay: super::program_path::get().map_err(|error| Failure::Io {
                     what: "cannot find the path of this assay program",
                     error,
-                    status: 3,
+                    status: exit::FAILURE,
                 })?,
                 policy: absolute(policy)?,
                 capture_root: args.capture_root.as_deref().map(absolute).transpose()?,
@@ -48,7 +49,7 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
             // SPEC §10: the file --host stands for is printed before anything is written.
             writeln!(out, "{host}: {}", text::render(&path.display().to_string()))
                 .and_then(|()| out.flush())
-                .map_err(Failure::output(0))?;
+                .map_err(Failure::output(exit::OK))?;
             if !path.exists() {
                 return Err(Failure::Invalid(format!(
                     "{} does not exist (no {host} configuration here); give the file's path instead \
@@ -96,6 +97,6 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
     });
     writeln!(out, "{}", lines.join("\n"))
         .and_then(|()| out.flush())
-        .map_err(Failure::output(0))?;
-    Ok(exit(0))
+        .map_err(Failure::output(exit::OK))?;
+    Ok(exit::code(exit::OK))
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::file::{InstructionsPin, Pins};
-use super::listing::ToolListing;
+use super::listed::ToolListing;
 
 /// The result of checking a listing against pins.
 #[derive(Debug, Clone, Default)]
