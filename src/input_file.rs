@@ -88,6 +88,8 @@ pub(crate) fn open_regular(
         .custom_flags(nofollow | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| classify(e.raw_os_error(), e))?;
+    // Never numbered 0, 1 or 2, even briefly, in a host that closed them (SPEC §3.1b).
+    let file = crate::sys::fd::file_above_stdio(file).map_err(BoundedError::Io)?;
     checked(file, bound)
 }
 
@@ -105,6 +107,7 @@ pub(crate) fn open_regular_at(
         Mode::empty(),
     )
     .map_err(|e| classify(Some(e as i32), io::Error::from(e)))?;
+    let fd = crate::sys::fd::above_stdio(fd).map_err(BoundedError::Io)?;
     checked(File::from(fd), bound)
 }
 

@@ -171,5 +171,12 @@ def test_hidden_tools_are_not_listed_and_still_refused(
     _assert_refusal(out["exec"], "complete")  # a call to a hidden tool is still refused
     context = json.loads((cap / "session-context.json").read_text())
     assert context["data"]["hide_refused_tools"] is True
-    _assert_closed(cap, 2)
+    # Two tools/call decisions and the listing event of the one judged tools/list answer
+    # (SPEC §4.1a), which names the hidden tool.
+    _assert_closed(cap, 3)
+    lines = [json.loads(line) for line in (cap / "decisions.ndjson").read_text().splitlines()]
+    listings = [line["data"] for line in lines if line["type"] == "assay.tool.listing"]
+    assert len(listings) == 1, lines
+    assert [r["name"] for r in listings[0]["removed"]] == ["exec"], listings
+    assert sorted(t["name"] for t in listings[0]["shown"]) == out["tools"], listings
     assert [(d["tool"], d["decision"]) for d in _decisions(cap)] == [("exec", "deny"), ("echo", "allow")]

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 
 mod convert;
 mod errors;
+mod finalizing;
 mod listing;
 
 use convert::{Closure, PackageManifest, Reason, WrapOutcome};
@@ -76,7 +77,7 @@ fn wrap_session(
     let io = assay::ClientIo::from_borrowed(stdin, stdout).map_err(|e| to_pyerr(py, e))?;
     // The session blocks until the client closes its input: release the GIL for all of it so
     // other Python threads run. Ctrl-C is only seen once this returns (documented in the .pyi).
-    let result = py.detach(move || assay::wrap_session(&config, io));
+    let result = crate::finalizing::detach(py, move || assay::wrap_session(&config, io));
     match result {
         Ok(outcome) => Ok(WrapOutcome::from(outcome)),
         Err(e) => Err(to_pyerr(py, e)),
@@ -86,13 +87,15 @@ fn wrap_session(
 /// Judges a capture directory. Never raises for a bad capture.
 #[pyfunction]
 fn read_capture(py: Python<'_>, path: PathBuf) -> Closure {
-    Closure::from(py.detach(move || assay::read_capture(&path)))
+    Closure::from(crate::finalizing::detach(py, move || {
+        assay::read_capture(&path)
+    }))
 }
 
 /// Judges every capture under a capture root, in name order. Raises only for a bad root.
 #[pyfunction]
 fn read_captures(py: Python<'_>, root: PathBuf) -> PyResult<Vec<Closure>> {
-    let result = py.detach(move || {
+    let result = crate::finalizing::detach(py, move || {
         let mut verdicts = Vec::new();
         assay::read_captures(&root, |v| {
             verdicts.push(v);
@@ -115,7 +118,7 @@ fn package_capture(
     dst: PathBuf,
     extra_files: Vec<PathBuf>,
 ) -> PyResult<PackageManifest> {
-    match py.detach(move || assay::package_capture(&src, &dst, &extra_files)) {
+    match crate::finalizing::detach(py, move || assay::package_capture(&src, &dst, &extra_files)) {
         Ok(manifest) => Ok(PackageManifest::from(manifest)),
         Err(e) => Err(to_pyerr(py, e)),
     }
@@ -126,7 +129,7 @@ fn package_capture(
 /// into host configurations). The GIL is released for the whole run.
 #[pyfunction]
 fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>, exe: PathBuf) -> u8 {
-    py.detach(move || assay_cli::run(argv, &exe))
+    crate::finalizing::detach(py, move || assay_cli::run(argv, &exe))
 }
 
 #[pymodule(gil_used = false)]

@@ -78,7 +78,7 @@ pub(crate) fn list_tools(
             "timeout must be a positive number of seconds",
         ));
     }
-    let listed = py.detach(move || {
+    let listed = crate::finalizing::detach(py, move || {
         assay::pins::list_server_tools(&command, Duration::from_secs_f64(timeout), None)
     });
     let listing =
