@@ -35,7 +35,9 @@ def _direct(server: Path) -> StdioServerParameters:
 
 
 def _decisions(cap: Path) -> list[dict[str, Any]]:
-    return [json.loads(x)["data"] for x in (cap / "decisions.ndjson").read_text().splitlines()]
+    """The `tools/call` decisions of the capture (listing events, SPEC §4.1a, left out)."""
+    lines = [json.loads(x) for x in (cap / "decisions.ndjson").read_text().splitlines()]
+    return [x["data"] for x in lines if x["type"] == "assay.tool.decision"]
 
 
 def _assert_refusal(denied: Any, result_type: str | None) -> None:
