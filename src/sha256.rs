@@ -74,9 +74,10 @@ static HEX_PAIRS: [[u8; 2]; 256] = {
     t
 };
 
-/// A lowercase hex SHA-256 held inline (no allocation on the per-line path).
+/// A lowercase hex SHA-256 held inline (no allocation on the per-line path). Nominally `pub`
+/// (it appears in [`crate::policy::CallBudget::admit`]); only the crate can build one.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct HexDigest([u8; 64]);
+pub struct HexDigest([u8; 64]);
 
 impl std::fmt::Debug for HexDigest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -33,6 +33,18 @@ pub(crate) fn digest(text: &str, scratch: &mut Vec<u8>) -> Option<HexDigest> {
     digest
 }
 
+/// The canonical form of `text` (one JSON value) as a string: `None` when `text` is not strict
+/// JSON or its canonical form would be longer than `text.len() + SLACK`.
+pub(crate) fn canonical_text(text: &str) -> Option<String> {
+    let mut out = Vec::new();
+    let done = simple::canonicalize_simple(text.as_bytes(), &mut out)
+        || full::canonicalize(text, &mut out, text.len().saturating_add(SLACK));
+    if !done {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
 /// [`digest`] with a buffer the calling thread keeps.
 pub(crate) fn digest_of(text: &str) -> Option<HexDigest> {
     thread_local! {

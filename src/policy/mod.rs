@@ -14,7 +14,16 @@
 //! hide_refused_tools: false    # optional boolean; true: tools/list results omit tools refused
 //!                              # by name (see `Policy::refuses_by_name`)
 //! pins: assay.pins.json        # optional; a pins file (SPEC §5.1), relative to this file
+//! resources: { allow: ["file:///workspace/**"], deny: ["file:///workspace/.env"] }
+//! prompts: { allow: ["*"], deny: ["debug_*"] }
+//! client_features: { sampling: deny, elicitation: allow, roots: allow }
+//! limits: { tool_calls: 500, per_tool: { write_file: 20 }, repeated_call: 5 }
+//! record_arguments: false      # optional boolean; true: decisions carry redacted arguments
+//! redact: ["*token*", "authorization"]
 //! ```
+//!
+//! The last six keys are the SPEC §5.2 sections (`sections`): each optional, each `None`
+//! ("not governed") when absent.
 //!
 //! Loading is strict and fails closed: unknown keys anywhere, duplicate keys (YAML and JSON),
 //! wrong value types, empty patterns, bad regexes, schemas that do not compile and a missing or
@@ -29,10 +38,13 @@
 //! Files: `glob` (tool-name patterns), `constraints` (argument rules), `within` (the lexical
 //! path containment check), `schema` (argument JSON Schemas), `decide` (verdict types and the
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
-//! refuses every call, for `hide_refused_tools`).
+//! refuses every call, for `hide_refused_tools`); and for SPEC §5.2: `uri_glob` (resource-URI
+//! patterns), `resources`, `prompts`, `client_features`, `limits`, `redact` (recorded
+//! arguments), `sections` (the §5.2 questions on [`Policy`]).
 #![forbid(unsafe_code)]
 
 mod by_name;
+mod client_features;
 mod constraints;
 mod decide;
 mod decision;
@@ -41,10 +53,16 @@ mod error;
 mod file;
 mod glob;
 mod json;
+mod limits;
 mod prescan;
+mod prompts;
+mod redact;
+mod resources;
 mod scalar;
 mod schema;
+mod sections;
 pub mod summary;
+mod uri_glob;
 mod vocabulary;
 mod within;
 mod yaml;
@@ -59,10 +77,13 @@ use self::decide::{RuleList, Rules};
 use self::document::Format;
 use self::schema::Schemas;
 
+pub use self::client_features::ClientFeature;
 pub(crate) use self::decision::VerdictRef;
 pub use self::decision::{Decision, ReasonCode, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
+pub use self::limits::{CallBudget, Limits};
+pub use self::redact::MAX_RECORDED_BYTES;
 
 use self::error::Ctx;
 
@@ -79,6 +100,12 @@ const TOP_KEYS: &[&str] = &[
     "schemas",
     "hide_refused_tools",
     "pins",
+    "resources",
+    "prompts",
+    "client_features",
+    "limits",
+    "record_arguments",
+    "redact",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 
@@ -91,6 +118,7 @@ pub struct Policy {
     sha256: String,
     rules: Rules,
     hide_refused_tools: bool,
+    sections: self::sections::Sections,
 }
 
 impl fmt::Debug for Policy {
@@ -332,11 +360,14 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         pins,
     };
 
+    let sections = self::sections::Sections::parse(ctx, top)?;
+
     Ok(Policy {
         name,
         sha256,
         rules,
         hide_refused_tools,
+        sections,
     })
 }
 

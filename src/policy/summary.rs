@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Policy;
 use super::decide::RuleList;
+use super::{ClientFeature, Policy};
 
 /// The `schema` of a serialized [`PolicySummary`].
 pub const POLICY_SUMMARY_SCHEMA: &str = "assay.policy.summary.v1";
@@ -42,6 +42,45 @@ pub struct PolicySummary {
     pub pins: Option<PinsSummary>,
     /// Literal tool names the policy names anywhere (coverage's `declared_tools`).
     pub declared_tools: Vec<String>,
+    /// The SPEC §5.2 sections present, in order (`resources`, `prompts`, `client_features`,
+    /// `limits`): the session context's `governed`.
+    pub governed: Vec<&'static str>,
+    /// `resources` (URI patterns for `resources/read` and `resources/subscribe`), or `None`:
+    /// not governed.
+    pub resources: Option<PatternsSummary>,
+    /// `prompts` (name patterns for `prompts/get`), or `None`: not governed.
+    pub prompts: Option<PatternsSummary>,
+    /// `client_features`: each feature the section names, with `allow` or `deny`; `None`
+    /// without the section. A feature it does not name is not governed.
+    pub client_features: Option<BTreeMap<String, String>>,
+    /// `limits`, or `None`.
+    pub limits: Option<LimitsSummary>,
+    /// Whether `tools/call` decisions carry the redacted, bounded arguments.
+    pub record_arguments: bool,
+    /// The `redact` key globs, in policy order (no effect without `record_arguments`).
+    pub redact: Vec<String>,
+}
+
+/// The `allow` and `deny` patterns of `resources` or `prompts`, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PatternsSummary {
+    /// The patterns a target must match, or `None` without an allow list.
+    pub allow: Option<Vec<String>>,
+    /// The patterns that refuse a target.
+    pub deny: Vec<String>,
+}
+
+/// The per-session limits of `limits`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LimitsSummary {
+    /// Allowed tool calls per session, if limited.
+    pub tool_calls: Option<u64>,
+    /// Allowed calls per session of each named tool.
+    pub per_tool: BTreeMap<String, u64>,
+    /// How many times a session may make the same call, if limited.
+    pub repeated_call: Option<u64>,
 }
 
 /// The pins a policy names: the step after `allow` (`P_TOOL_UNPINNED`, `P_TOOL_DRIFT`,
@@ -127,6 +166,34 @@ impl Policy {
                     .collect(),
             }),
             declared_tools: self.declared_tools(),
+            governed: self.governed(),
+            resources: self.sections.resources.as_ref().map(|r| {
+                let (allow, deny) = r.patterns();
+                PatternsSummary { allow, deny }
+            }),
+            prompts: self.sections.prompts.as_ref().map(|p| {
+                let (allow, deny) = p.patterns();
+                PatternsSummary { allow, deny }
+            }),
+            client_features: self.sections.client_features.as_ref().map(|_| {
+                ClientFeature::ALL
+                    .iter()
+                    .filter_map(|&f| {
+                        let rule = self.client_feature_rule(f)?;
+                        Some((
+                            f.as_str().to_owned(),
+                            if rule { "allow" } else { "deny" }.to_owned(),
+                        ))
+                    })
+                    .collect()
+            }),
+            limits: self.limits().map(|l| LimitsSummary {
+                tool_calls: l.tool_calls(),
+                per_tool: l.per_tool().clone(),
+                repeated_call: l.repeated_call(),
+            }),
+            record_arguments: self.record_arguments(),
+            redact: self.redact_patterns().to_vec(),
         }
     }
 }
@@ -175,7 +242,14 @@ hide_refused_tools: true
                 "schemas": {"write_file": {"type": "object", "required": ["path"]}},
                 "pins": null,
                 "hide_refused_tools": true,
-                "declared_tools": ["exec", "read_file", "write_file"]
+                "declared_tools": ["exec", "read_file", "write_file"],
+                "governed": [],
+                "resources": null,
+                "prompts": null,
+                "client_features": null,
+                "limits": null,
+                "record_arguments": false,
+                "redact": []
             })
         );
         let empty = Policy::from_bytes(b"version: '1'\n", Path::new("e.yaml"))

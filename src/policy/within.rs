@@ -30,7 +30,28 @@ pub(crate) fn root_problem(root: &str) -> Option<&'static str> {
 
 /// Whether `s` holds a control character (U+0000–U+001F or U+007F).
 fn has_control(s: &str) -> bool {
-    s.bytes().any(|b| b < 0x20 || b == 0x7f)
+    s.bytes().any(is_control)
+}
+
+fn is_control(b: u8) -> bool {
+    b < 0x20 || b == 0x7f
+}
+
+/// Why `s` is refused for a control character (U+0000–U+001F, U+007F), raw or as a `%XX`
+/// escape, or `None`: the one control-character rule of `within` and of resource URIs
+/// (SPEC §5, §5.2). A `%` not followed by two hex digits is not an escape here.
+pub(crate) fn control_problem(s: &str) -> Option<&'static str> {
+    if has_control(s) {
+        return Some("contains a control character");
+    }
+    let b = s.as_bytes();
+    let encoded = memchr::memchr_iter(b'%', b).any(|i| {
+        b.get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .is_some_and(is_control)
+    });
+    encoded.then_some("contains a control character (percent-encoded)")
 }
 
 /// Lexical normalization of an absolute path; `None` when a `..` climbs above the root.
@@ -77,16 +98,32 @@ fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
     String::from_utf8(out).ok().map(Cow::Owned)
 }
 
+/// What [`resolve_as`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// A value to judge: a `?` in a `file://` URI starts a query, which is refused.
+    Value,
+    /// A resource pattern (SPEC §5.2): `?` is a wildcard, kept in the path.
+    Pattern,
+}
+
 /// The normalized absolute path an argument names, or why it names none.
 pub(crate) fn resolve(value: &str) -> Result<String, &'static str> {
-    if has_control(value) {
-        return Err("contains a control character");
+    resolve_as(value, Form::Value)
+}
+
+/// [`resolve`], also for resource patterns: the one normalization of `within` values, resource
+/// URIs and resource patterns (SPEC §5, §5.2).
+pub(crate) fn resolve_as(value: &str, form: Form) -> Result<String, &'static str> {
+    if let Some(problem) = control_problem(value) {
+        return Err(problem);
     }
     let path: Cow<'_, str> = if let Some(rest) = value.strip_prefix("file://") {
         if !rest.starts_with('/') {
             return Err("is a file URI without an empty authority (use file:///…)");
         }
-        if rest.contains(['?', '#']) {
+        let query = form == Form::Value && rest.contains('?');
+        if query || rest.contains('#') {
             return Err("is a file URI with a query or fragment");
         }
         percent_decode(rest).ok_or("is a file URI with a malformed percent escape")?
@@ -95,9 +132,6 @@ pub(crate) fn resolve(value: &str) -> Result<String, &'static str> {
     };
     if path.is_empty() {
         return Err("is empty");
-    }
-    if has_control(&path) {
-        return Err("contains a control character (percent-encoded)");
     }
     if path.contains('\\') {
         return Err("contains a backslash");

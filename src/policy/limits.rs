@@ -1,0 +1,209 @@
+//! The `limits` section (SPEC §5.2): per-session budgets of allowed tool calls.
+//!
+//! ```yaml
+//! limits:
+//!   tool_calls: 500            # allowed tools/call decisions in the session
+//!   per_tool: { write_file: 20 }
+//!   repeated_call: 5           # the same tool with the same arguments_sha256
+//! ```
+//!
+//! Every limit is a positive integer N and admits N calls: the N+1-th is refused (for
+//! `repeated_call`, a call made "more than N times"). Only calls every other rule allowed are
+//! judged here and counted; a refused call is not counted. `per_tool` keys are literal tool
+//! names (no globs). The section must name at least one limit; `per_tool`, when present, at
+//! least one tool.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::decision::{Decision, ReasonCode, Verdict};
+use super::error::{Ctx, PolicyError};
+use crate::sha256::HexDigest;
+
+const KEYS: &[&str] = &["tool_calls", "per_tool", "repeated_call"];
+
+/// A policy's `limits` (SPEC §5.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    tool_calls: Option<u64>,
+    per_tool: BTreeMap<String, u64>,
+    repeated_call: Option<u64>,
+}
+
+/// A positive integer, or a load error naming `key`.
+fn positive(ctx: &Ctx<'_>, v: &Value, key: &str) -> Result<u64, PolicyError> {
+    match v.as_u64() {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(ctx.invalid(
+            key,
+            "must be a positive integer (a count of calls); to refuse a tool, deny it",
+        )),
+    }
+}
+
+impl Limits {
+    /// Compiles the section (`v` is the value of `limits`).
+    pub(crate) fn parse(ctx: &Ctx<'_>, v: &Value) -> Result<Limits, PolicyError> {
+        let obj = ctx.object(
+            v,
+            "limits",
+            "a mapping with keys tool_calls, per_tool and repeated_call",
+        )?;
+        ctx.check_keys(obj, "limits", KEYS)?;
+        if obj.is_empty() {
+            return Err(ctx.invalid(
+                "limits",
+                "is empty; set tool_calls, per_tool or repeated_call, or remove the key",
+            ));
+        }
+        let tool_calls = match obj.get("tool_calls") {
+            Some(v) => Some(positive(ctx, v, "limits.tool_calls")?),
+            None => None,
+        };
+        let repeated_call = match obj.get("repeated_call") {
+            Some(v) => Some(positive(ctx, v, "limits.repeated_call")?),
+            None => None,
+        };
+        let mut per_tool = BTreeMap::new();
+        if let Some(v) = obj.get("per_tool") {
+            let tools = ctx.object(
+                v,
+                "limits.per_tool",
+                "a mapping of tool names to positive integers",
+            )?;
+            if tools.is_empty() {
+                return Err(ctx.invalid(
+                    "limits.per_tool",
+                    "is empty; name a tool and its limit, or remove the key",
+                ));
+            }
+            for (tool, n) in tools {
+                let key = format!("limits.per_tool.{tool}");
+                if tool.is_empty() {
+                    return Err(ctx.invalid(&key, "names no tool; use the tool's name"));
+                }
+                per_tool.insert(tool.clone(), positive(ctx, n, &key)?);
+            }
+        }
+        Ok(Limits {
+            tool_calls,
+            per_tool,
+            repeated_call,
+        })
+    }
+
+    /// `tool_calls`: allowed calls in a session, if limited.
+    pub fn tool_calls(&self) -> Option<u64> {
+        self.tool_calls
+    }
+
+    /// `per_tool`: allowed calls of each named tool in a session, by tool name.
+    pub fn per_tool(&self) -> &BTreeMap<String, u64> {
+        &self.per_tool
+    }
+
+    /// `repeated_call`: how many times a session may make the same call (same tool, same
+    /// `arguments_sha256`), if limited.
+    pub fn repeated_call(&self) -> Option<u64> {
+        self.repeated_call
+    }
+
+    /// Fresh counters for one session (one wrapper run), all at zero.
+    pub fn budget(&self) -> CallBudget {
+        CallBudget {
+            limits: self.clone(),
+            tool_calls: 0,
+            per_tool: HashMap::new(),
+            repeats: HashMap::new(),
+        }
+    }
+}
+
+/// The key of the repeat counter: the tool and its `arguments_sha256` (`None` is a key of its
+/// own: calls without readable arguments).
+type RepeatKey = (Box<str>, Option<[u8; 64]>);
+
+/// One session's counters against a policy's [`Limits`]. Pure, with no locking: the proxy's
+/// client worker owns it.
+///
+/// Memory grows with the distinct calls a session makes: one entry (the tool name and 64
+/// bytes) per distinct (tool, arguments) pair while `repeated_call` is set, one per limited
+/// tool for `per_tool`.
+#[derive(Debug, Clone)]
+pub struct CallBudget {
+    limits: Limits,
+    tool_calls: u64,
+    per_tool: HashMap<String, u64>,
+    repeats: HashMap<RepeatKey, u64>,
+}
+
+fn over(code: ReasonCode, reason: String, rule: String) -> Option<Verdict> {
+    Some(Verdict {
+        decision: Decision::Deny,
+        reason_code: code,
+        reason,
+        matched_rule: Some(rule),
+    })
+}
+
+impl CallBudget {
+    /// Judges a `tools/call` of `tool` whose policy verdict (every other rule, pins included)
+    /// is allow. `None` when the call is within every limit — it is then counted (`tool_calls`,
+    /// `per_tool`, and the repeat count of (`tool`, `arguments_sha256`)); otherwise the refusing
+    /// [`Verdict`] (deny), checking `tool_calls` ([`ReasonCode::P_LIMIT_TOOL_CALLS`]), then
+    /// `per_tool` ([`ReasonCode::P_LIMIT_PER_TOOL`]), then `repeated_call`
+    /// ([`ReasonCode::P_REPEATED_CALL`]), and counting nothing.
+    pub fn admit(&mut self, tool: &str, arguments_sha256: Option<&HexDigest>) -> Option<Verdict> {
+        if let Some(max) = self.limits.tool_calls {
+            if self.tool_calls >= max {
+                return over(
+                    ReasonCode::P_LIMIT_TOOL_CALLS,
+                    format!(
+                        "the session has made its {max} allowed tool calls (limits.tool_calls)"
+                    ),
+                    "limits.tool_calls".to_owned(),
+                );
+            }
+        }
+        let per_tool_max = self.limits.per_tool.get(tool).copied();
+        if let Some(max) = per_tool_max {
+            if self.per_tool.get(tool).copied().unwrap_or(0) >= max {
+                return over(
+                    ReasonCode::P_LIMIT_PER_TOOL,
+                    format!(
+                        "the session has made its {max} allowed calls of this tool (limits.per_tool)"
+                    ),
+                    format!("limits.per_tool.{tool}"),
+                );
+            }
+        }
+        let key = self.limits.repeated_call.map(|max| {
+            (
+                (Box::from(tool), arguments_sha256.map(|d| *d.as_bytes())),
+                max,
+            )
+        });
+        if let Some((key, max)) = &key {
+            if self.repeats.get(key).copied().unwrap_or(0) >= *max {
+                return over(
+                    ReasonCode::P_REPEATED_CALL,
+                    format!(
+                        "the session has made this call (same tool, same arguments) {max} times (limits.repeated_call)"
+                    ),
+                    "limits.repeated_call".to_owned(),
+                );
+            }
+        }
+        self.tool_calls = self.tool_calls.saturating_add(1);
+        if per_tool_max.is_some() {
+            let n = self.per_tool.entry(tool.to_owned()).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+        if let Some((key, _)) = key {
+            let n = self.repeats.entry(key).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+        None
+    }
+}
