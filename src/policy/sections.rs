@@ -156,3 +156,6 @@ impl Policy {
         self.sections.arguments.recorded(arguments)
     }
 }
+
+#[cfg(test)]
+mod tests;
