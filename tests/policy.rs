@@ -406,6 +406,11 @@ hide_refused_tools: true
             "schemas: write_file",
             "hide_refused_tools: true",
             "pins: none",
+            "resources: not governed",
+            "prompts: not governed",
+            "client_features: not governed",
+            "limits: none",
+            "record_arguments: off",
         ],
         "{text}"
     );
@@ -433,6 +438,65 @@ hide_refused_tools: true
     let out = String::from_utf8_lossy(&check(&p, &[]).stdout).into_owned();
     assert!(
         out.contains("allow: no tool (the allow list is empty)"),
+        "{out}"
+    );
+    // The SPEC §5.2 sections, in words.
+    let p = write(
+        d.path(),
+        "sections.yaml",
+        br#"version: "1"
+resources:
+  allow: ["file:///workspace/**", "test://static/resource/*"]
+  deny: ["file:///workspace/.env"]
+prompts: { deny: ["debug_*"] }
+client_features: { sampling: deny, elicitation: allow }
+limits: { tool_calls: 500, per_tool: { write_file: 20 }, repeated_call: 5 }
+record_arguments: true
+redact: ["*token*", authorization]
+"#,
+    );
+    let r = check(&p, &[]);
+    r.expect_status(0);
+    let text = String::from_utf8_lossy(&r.stdout).into_owned();
+    let tail: Vec<&str> = text.lines().rev().take(5).collect();
+    assert_eq!(
+        tail,
+        [
+            "record_arguments: on, redact *token*, authorization",
+            "limits: tool_calls 500, per_tool write_file 20, repeated_call 5",
+            "client_features: sampling deny, elicitation allow, roots not governed",
+            "prompts: allow every prompt not denied (no allow list); deny 1 pattern (debug_*)",
+            "resources: allow 2 patterns (file:///workspace/**, test://static/resource/*); deny 1 pattern (file:///workspace/.env)",
+        ],
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&check(&p, &["--format", "json"]).stdout).unwrap();
+    assert_eq!(
+        v["governed"],
+        serde_json::json!(["resources", "prompts", "client_features", "limits"])
+    );
+    assert_eq!(
+        v["client_features"],
+        serde_json::json!({"sampling": "deny", "elicitation": "allow"})
+    );
+    assert_eq!(v["limits"]["per_tool"]["write_file"], 20);
+    let p = write(
+        d.path(),
+        "closed-sections.yaml",
+        b"version: \"1\"\nresources: {allow: []}\nprompts: {allow: [a], deny: []}\nredact: [\"*key*\"]\n",
+    );
+    let out = String::from_utf8_lossy(&check(&p, &[]).stdout).into_owned();
+    assert!(
+        out.contains("resources: allow no URI (the allow list is empty); deny none\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("prompts: allow 1 pattern (a); deny none\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("record_arguments: off (redact *key* take effect when it is on)\n"),
         "{out}"
     );
     // Control characters in names cannot forge lines.

@@ -139,6 +139,10 @@ fn rules_of(tree: &Value, stem: &str) -> Value {
                 .collect()
         })
         .unwrap_or_default();
+    let governed: Vec<&str> = ["resources", "prompts", "client_features", "limits"]
+        .into_iter()
+        .filter(|k| tree.get(*k).is_some())
+        .collect();
     serde_json::json!({
         "name": tree.get("name").cloned().unwrap_or_else(|| Value::from(stem)),
         "deny": lists.get("deny").cloned().unwrap_or_else(|| serde_json::json!([])),
@@ -146,6 +150,28 @@ fn rules_of(tree: &Value, stem: &str) -> Value {
         "constraints": constraints,
         "schemas": tree.get("schemas").cloned().unwrap_or_else(|| serde_json::json!({})),
         "hide_refused_tools": tree.get("hide_refused_tools").cloned().unwrap_or(Value::Bool(false)),
+        // SPEC §5.2: each section as PyYAML reads it, `null` when absent.
+        "governed": governed,
+        "resources": patterns_of(tree.get("resources")),
+        "prompts": patterns_of(tree.get("prompts")),
+        "client_features": tree.get("client_features").cloned().unwrap_or(Value::Null),
+        "limits": tree.get("limits").map_or(Value::Null, |l| serde_json::json!({
+            "tool_calls": l.get("tool_calls").cloned().unwrap_or(Value::Null),
+            "per_tool": l.get("per_tool").cloned().unwrap_or_else(|| serde_json::json!({})),
+            "repeated_call": l.get("repeated_call").cloned().unwrap_or(Value::Null),
+        })),
+        "record_arguments": tree.get("record_arguments").cloned().unwrap_or(Value::Bool(false)),
+        "redact": tree.get("redact").cloned().unwrap_or_else(|| serde_json::json!([])),
+    })
+}
+
+/// The `allow`/`deny` of a `resources` or `prompts` section as PyYAML reads it.
+fn patterns_of(section: Option<&Value>) -> Value {
+    section.map_or(Value::Null, |s| {
+        serde_json::json!({
+            "allow": s.get("allow").cloned().unwrap_or(Value::Null),
+            "deny": s.get("deny").cloned().unwrap_or_else(|| serde_json::json!([])),
+        })
     })
 }
 
@@ -162,6 +188,7 @@ fn the_rules_policy_check_prints_are_the_rules_pyyaml_reads() {
     let dir = tempdir();
     let lines = pyyaml(&["corpus", &dir.path().display().to_string(), "0", "1"]);
     let mut compared = 0;
+    let mut governing = 0;
     for line in &lines {
         let name = line["file"].as_str().expect("file");
         let path = dir.path().join(name);
@@ -193,9 +220,16 @@ fn the_rules_policy_check_prints_are_the_rules_pyyaml_reads() {
         assert_eq!(got, rules_of(tree, stem), "{name}");
         assert_eq!(ours["sha256"], sha256_file(&path).as_str());
         compared += 1;
+        if ours["governed"].as_array().is_some_and(|g| !g.is_empty()) {
+            governing += 1;
+        }
     }
     assert!(
         compared >= 5,
         "only {compared} hand-written policies were valid"
+    );
+    assert!(
+        governing >= 4,
+        "only {governing} valid hand-written policies have SPEC §5.2 sections"
     );
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use assay::config::load_policy;
-use assay::policy::summary::PolicySummary;
+use assay::policy::summary::{PatternsSummary, PolicySummary};
 use assay::text;
 
 use super::args::PolicyFormat;
@@ -127,5 +127,77 @@ fn render(file: &Path, s: &PolicySummary) -> String {
             }
         }
     }
+    sections(&mut t, s);
     t
+}
+
+/// `N pattern(s) (a, b)`.
+fn counted(items: &[String]) -> String {
+    let noun = if items.len() == 1 {
+        "pattern"
+    } else {
+        "patterns"
+    };
+    format!("{} {noun} ({})", items.len(), list(items))
+}
+
+/// One line for `resources` or `prompts` (SPEC §5.2): what is governed, in words.
+fn patterns_line(t: &mut String, section: &str, what: &str, p: Option<&PatternsSummary>) {
+    let Some(p) = p else {
+        let _ = writeln!(t, "{section}: not governed");
+        return;
+    };
+    let allow = match &p.allow {
+        None => format!("every {what} not denied (no allow list)"),
+        Some(a) if a.is_empty() => format!("no {what} (the allow list is empty)"),
+        Some(a) => counted(a),
+    };
+    let deny = if p.deny.is_empty() {
+        "none".to_owned()
+    } else {
+        counted(&p.deny)
+    };
+    let _ = writeln!(t, "{section}: allow {allow}; deny {deny}");
+}
+
+/// The SPEC §5.2 sections, one line each; an absent section is said to be not governed.
+fn sections(t: &mut String, s: &PolicySummary) {
+    patterns_line(t, "resources", "URI", s.resources.as_ref());
+    patterns_line(t, "prompts", "prompt", s.prompts.as_ref());
+    let features = match &s.client_features {
+        None => "not governed".to_owned(),
+        Some(named) => ["sampling", "elicitation", "roots"]
+            .iter()
+            .map(|f| match named.get(*f) {
+                Some(rule) => format!("{f} {}", text::render(rule)),
+                None => format!("{f} not governed"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let _ = writeln!(t, "client_features: {features}");
+    let limits = match &s.limits {
+        None => "none".to_owned(),
+        Some(l) => {
+            let mut parts = Vec::new();
+            if let Some(n) = l.tool_calls {
+                parts.push(format!("tool_calls {n}"));
+            }
+            for (tool, n) in &l.per_tool {
+                parts.push(format!("per_tool {} {n}", text::render(tool)));
+            }
+            if let Some(n) = l.repeated_call {
+                parts.push(format!("repeated_call {n}"));
+            }
+            parts.join(", ")
+        }
+    };
+    let _ = writeln!(t, "limits: {limits}");
+    let record = match (s.record_arguments, s.redact.is_empty()) {
+        (false, true) => "off".to_owned(),
+        (false, false) => format!("off (redact {} take effect when it is on)", list(&s.redact)),
+        (true, true) => "on, nothing redacted".to_owned(),
+        (true, false) => format!("on, redact {}", list(&s.redact)),
+    };
+    let _ = writeln!(t, "record_arguments: {record}");
 }
