@@ -666,3 +666,122 @@ fn pin_declares_a_desktop_hosts_capabilities_and_answers_as_one() {
 fn s_path(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// `--policy-template` lists the server's resources, resource templates and prompts (SPEC §5.2)
+/// when it declares them, and the starter policy allows exactly those: it loads, its
+/// resources and prompts are the listed ones (entries no pattern can hold left out and counted),
+/// and a server without the capabilities gets sections that allow nothing.
+#[test]
+fn the_policy_template_holds_the_servers_resources_and_prompts() {
+    let dir = tempdir();
+    let server = |extra: &[&str]| {
+        let mut v = vec![
+            "python3".to_string(),
+            s_path(&root().join("tests/fixtures/catalog_server.py")),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let pins = dir.path().join("catalog.pins.json");
+    let r = pin(
+        &["--out", pins.to_str().unwrap(), "--policy-template"],
+        &server(&[]),
+    );
+    r.expect_status(0);
+    let text = String::from_utf8_lossy(&r.stdout).into_owned();
+    let policy = dir.path().join("catalog.yaml");
+    std::fs::write(&policy, &r.stdout).unwrap();
+    let check = run(
+        &[
+            "policy".into(),
+            "check".into(),
+            "--format".into(),
+            "json".into(),
+            policy.display().to_string(),
+        ],
+        b"",
+    );
+    check.expect_status(0);
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(
+        v["resources"],
+        serde_json::json!({"allow": [
+            "file:///workspace/notes/a.txt",
+            "test://static/resource/1",
+            "test://with?star",
+            "test://static/resource/*",
+            "file:///workspace/**",
+        ], "deny": []}),
+        "{text}"
+    );
+    assert!(
+        text.contains("# 3 listed entries left out: not usable as a pattern"),
+        "{text}"
+    );
+    assert_eq!(
+        v["prompts"],
+        serde_json::json!({"allow": ["simple_prompt", "complex?prompt", "debug_dump"], "deny": []})
+    );
+    assert_eq!(
+        v["client_features"],
+        serde_json::json!({"sampling": "deny", "elicitation": "allow", "roots": "allow"})
+    );
+    assert_eq!(v["limits"], serde_json::Value::Null);
+    assert_eq!(v["record_arguments"], false);
+    assert_eq!(
+        v["governed"],
+        serde_json::json!(["resources", "prompts", "client_features"])
+    );
+    // What the starter policy decides.
+    let p = assay::Policy::load(&policy).unwrap();
+    let code = |uri: &str| p.evaluate_resource(Some(uri)).map(|v| v.reason_code);
+    assert_eq!(
+        code("file:///workspace/notes/a.txt"),
+        Some(assay::ReasonCode::P_POLICY_ALLOW)
+    );
+    assert_eq!(
+        code("test://static/resource/7"),
+        Some(assay::ReasonCode::P_POLICY_ALLOW)
+    );
+    assert_eq!(
+        code("file:///workspace/../etc/passwd"),
+        Some(assay::ReasonCode::P_RESOURCE_NOT_ALLOWED)
+    );
+    assert_eq!(
+        code("test://other"),
+        Some(assay::ReasonCode::P_RESOURCE_NOT_ALLOWED)
+    );
+    assert_eq!(
+        p.evaluate_prompt(Some("other")).map(|v| v.reason_code),
+        Some(assay::ReasonCode::P_PROMPT_NOT_ALLOWED)
+    );
+
+    // A server that declares neither capability: nothing is asked of it, nothing is allowed.
+    let pins = dir.path().join("tools-only.pins.json");
+    let r = pin(
+        &["--out", pins.to_str().unwrap(), "--policy-template"],
+        &server(&["--tools-only"]),
+    );
+    r.expect_status(0);
+    let policy = dir.path().join("tools-only.yaml");
+    std::fs::write(&policy, &r.stdout).unwrap();
+    let p = assay::Policy::load(&policy).unwrap();
+    let s = p.summary();
+    assert_eq!(
+        s.resources.as_ref().map(|r| r.allow.clone()),
+        Some(Some(vec![]))
+    );
+    assert_eq!(
+        s.prompts.as_ref().map(|r| r.allow.clone()),
+        Some(Some(vec![]))
+    );
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(text.contains("the server declared no resources"), "{text}");
+    // Without --policy-template only tools are listed (the server answers nothing else).
+    let out = dir.path().join("plain.pins.json");
+    pin(
+        &["--out", out.to_str().unwrap()],
+        &server(&["--tools-only"]),
+    )
+    .expect_status(0);
+}

@@ -2,7 +2,9 @@
 //! server, `initialize` (proposing the newest revision assay knows, accepting any known revision
 //! the server answers with, declaring the client capabilities a desktop host declares unless
 //! told otherwise), `notifications/initialized`, `tools/list` following `nextCursor`, then end
-//! the server with the bounded cleanup of SPEC §3.1.
+//! the server with the bounded cleanup of SPEC §3.1. For a starter policy
+//! ([`list_server_catalog_as`]) it also lists the server's resources, resource templates and
+//! prompts (SPEC §5.2), each only when the server declared the capability.
 //!
 //! Servers may offer tools only to clients with some capability (server-everything offers
 //! `get-roots-list` only to clients with `roots`), so a listing without them would pin less than
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::pins_file::{ListedTool, ToolListing};
+use crate::pins_file::{ListedTool, ServerCatalog, ToolListing};
 use crate::proxy::envelope::Envelope;
 use crate::proxy::rpc_id::IdKeys;
 use crate::proxy::tools_list::walk::{self, Hooks, MessageInfo};
@@ -131,6 +133,32 @@ pub fn list_server_tools_as(
     stderr: Option<File>,
     capabilities: ClientCapabilities,
 ) -> Result<ToolListing, ListError> {
+    list_server(command, timeout, stderr, capabilities, false)
+}
+
+/// [`list_server_tools_as`], and the server's resources, resource templates and prompts
+/// ([`ToolListing::catalog`]): `resources/list` and `resources/templates/list` when its
+/// `initialize` result declares `resources`, `prompts/list` when it declares `prompts`, each
+/// following `nextCursor`, read as strictly as `tools/list`.
+///
+/// # Errors
+/// As [`list_server_tools`]; also when a declared list answers an error or is unreadable.
+pub fn list_server_catalog_as(
+    command: &[String],
+    timeout: Duration,
+    stderr: Option<File>,
+    capabilities: ClientCapabilities,
+) -> Result<ToolListing, ListError> {
+    list_server(command, timeout, stderr, capabilities, true)
+}
+
+fn list_server(
+    command: &[String],
+    timeout: Duration,
+    stderr: Option<File>,
+    capabilities: ClientCapabilities,
+    catalog: bool,
+) -> Result<ToolListing, ListError> {
     let mask = nix::sys::signal::SigSet::empty();
     let spawned = crate::sys::child::spawn(command, stderr, &mask).map_err(ListError::Spawn)?;
     let mut guard = crate::sys::child::ChildGuard(Some(spawned.child));
@@ -145,6 +173,7 @@ pub fn list_server_tools_as(
         timeout,
         next_id: 1,
         capabilities,
+        catalog,
     };
     let listed = client.list();
     // Close the server's input first, as MCP clients do, then the bounded cleanup (SPEC §3.1).
@@ -188,6 +217,8 @@ struct Client {
     timeout: Duration,
     next_id: u64,
     capabilities: ClientCapabilities,
+    /// Also list resources, resource templates and prompts.
+    catalog: bool,
 }
 
 #[derive(Deserialize)]
@@ -198,6 +229,8 @@ struct InitializeResult<'a> {
     server_info: Option<&'a RawValue>,
     #[serde(default)]
     instructions: Option<String>,
+    #[serde(default, borrow)]
+    capabilities: Option<&'a RawValue>,
 }
 
 /// The tools of a response line, and its messages.
@@ -330,7 +363,7 @@ impl Client {
             env!("CARGO_PKG_VERSION")
         );
         let (line, _) = self.request("initialize", "initialize", &params)?;
-        let (protocol_version, server_info, instructions) = {
+        let (protocol_version, server_info, instructions, declared) = {
             let text = String::from_utf8_lossy(&line);
             let env: Envelope<'_> =
                 serde_json::from_str(&text).map_err(|e| ListError::Unreadable(e.to_string()))?;
@@ -341,10 +374,20 @@ impl Client {
                     serde_json::from_str(r.get())
                         .map_err(|e| ListError::Unreadable(format!("initialize result: {e}")))
                 })?;
+            // The capability names the server declared (an object's keys; anything else: none).
+            let declared: Vec<String> = init
+                .capabilities
+                .and_then(|c| {
+                    serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(c.get())
+                        .ok()
+                })
+                .map(|m| m.into_keys().collect())
+                .unwrap_or_default();
             (
                 init.protocol_version,
                 init.server_info.map(|s| s.get().to_string()),
                 init.instructions,
+                declared,
             )
         };
         if !PROTOCOL_REVISIONS.contains(&protocol_version.as_str()) {
@@ -382,7 +425,7 @@ impl Client {
                     definition,
                 });
             }
-            cursor = next_cursor(&line)?;
+            cursor = next_cursor(&line, "tools/list")?;
             match &cursor {
                 None => break,
                 Some(c) if !seen_cursors.insert(c.clone()) => {
@@ -407,33 +450,147 @@ impl Client {
                 )));
             }
         }
+        let catalog = if self.catalog {
+            let has = |c: &str| declared.iter().any(|d| d == c);
+            let resources = has("resources");
+            Some(ServerCatalog {
+                resources: if resources {
+                    Some(self.list_names("resources/list", "resources", "uri")?)
+                } else {
+                    None
+                },
+                resource_templates: if resources {
+                    Some(self.list_names(
+                        "resources/templates/list",
+                        "resourceTemplates",
+                        "uriTemplate",
+                    )?)
+                } else {
+                    None
+                },
+                prompts: if has("prompts") {
+                    Some(self.list_names("prompts/list", "prompts", "name")?)
+                } else {
+                    None
+                },
+            })
+        } else {
+            None
+        };
         Ok(ToolListing {
             protocol_version,
             server_info,
             instructions,
             tools,
+            catalog,
         })
+    }
+
+    /// Every page of the list `method` answers: the string `key` of each entry of the result's
+    /// `member` array, in order.
+    fn list_names(
+        &mut self,
+        method: &'static str,
+        member: &str,
+        key: &str,
+    ) -> Result<Vec<String>, ListError> {
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = std::collections::HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => serde_json::json!({ "cursor": c }).to_string(),
+                None => "{}".to_string(),
+            };
+            let (line, _) = self.request(method, method, &params)?;
+            names.extend(entries(&line, method, member, key)?);
+            cursor = next_cursor(&line, method)?;
+            match &cursor {
+                None => return Ok(names),
+                Some(c) if !seen_cursors.insert(c.clone()) => {
+                    return Err(ListError::Unreadable(format!(
+                        "{method} returned the cursor {c:?} twice (pagination would not end)"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Err(ListError::Unreadable(format!(
+            "{method} did not end within {MAX_PAGES} pages"
+        )))
     }
 }
 
-/// The `nextCursor` of a `tools/list` response line (already read strictly): a string, or
-/// absent/null. A lenient variant of the key (`NextCursor`) is refused: readers disagree on it.
-fn next_cursor(line: &[u8]) -> Result<Option<String>, ListError> {
-    let text = String::from_utf8_lossy(line);
+/// The members of a response line's `result` (already read strictly), refusing lenient
+/// variants of `expected` names (readers disagree on them).
+fn result_members<'a>(
+    text: &'a str,
+    method: &str,
+    expected: &[&str],
+) -> Result<Option<std::collections::BTreeMap<String, &'a RawValue>>, ListError> {
     let env: Envelope<'_> =
-        serde_json::from_str(&text).map_err(|e| ListError::Unreadable(e.to_string()))?;
+        serde_json::from_str(text).map_err(|e| ListError::Unreadable(e.to_string()))?;
     let Some(result) = env.result else {
         return Ok(None);
     };
     let members: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(result.get())
-        .map_err(|_| ListError::Unreadable("tools/list result is not an object".into()))?;
+        .map_err(|_| ListError::Unreadable(format!("{method} result is not an object")))?;
     for key in members.keys() {
-        if key != "nextCursor" && crate::lenient::same(key, "nextCursor") {
+        if let Some(name) = expected
+            .iter()
+            .find(|name| key != **name && crate::lenient::same(key, name))
+        {
             return Err(ListError::Unreadable(format!(
-                "tools/list result has {key:?}, a variant of `nextCursor`"
+                "{method} result has {key:?}, a variant of `{name}`"
             )));
         }
     }
+    Ok(Some(members))
+}
+
+/// The string `key` of each object of the result's `member` array (absent: none).
+fn entries(line: &[u8], method: &str, member: &str, key: &str) -> Result<Vec<String>, ListError> {
+    let text = String::from_utf8_lossy(line);
+    let Some(members) = result_members(&text, method, &[member])? else {
+        return Ok(Vec::new());
+    };
+    let Some(list) = members.get(member) else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<std::collections::BTreeMap<String, &RawValue>> =
+        serde_json::from_str(list.get()).map_err(|_| {
+            ListError::Unreadable(format!(
+                "{method} result: `{member}` is not a list of objects"
+            ))
+        })?;
+    items
+        .iter()
+        .map(|item| {
+            for k in item.keys() {
+                if k != key && crate::lenient::same(k, key) {
+                    return Err(ListError::Unreadable(format!(
+                        "{method} result: an entry has {k:?}, a variant of `{key}`"
+                    )));
+                }
+            }
+            item.get(key)
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+                .ok_or_else(|| {
+                    ListError::Unreadable(format!(
+                        "{method} result: an entry without a string `{key}`"
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The `nextCursor` of a list response line (already read strictly): a string, or
+/// absent/null. A lenient variant of the key (`NextCursor`) is refused: readers disagree on it.
+fn next_cursor(line: &[u8], method: &str) -> Result<Option<String>, ListError> {
+    let text = String::from_utf8_lossy(line);
+    let Some(members) = result_members(&text, method, &["nextCursor"])? else {
+        return Ok(None);
+    };
     match members.get("nextCursor").map(|v| v.get()) {
         None | Some("null") => Ok(None),
         Some(raw) => serde_json::from_str::<String>(raw)

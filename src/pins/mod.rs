@@ -15,10 +15,11 @@ use std::path::Path;
 
 pub use crate::pins_file::{
     ChangedTool, InstructionsPin, ListedTool, MAX_PINS_BYTES, PINS_SCHEMA, Pin, PinCheck, Pins,
-    PinsError, ToolListing, check,
+    PinsError, ServerCatalog, ToolListing, check,
 };
 pub use listing::{
-    ClientCapabilities, ListError, PROTOCOL_REVISIONS, list_server_tools, list_server_tools_as,
+    ClientCapabilities, ListError, PROTOCOL_REVISIONS, list_server_catalog_as, list_server_tools,
+    list_server_tools_as,
 };
 
 /// How [`write_pins`] treats an existing file.
@@ -119,7 +120,124 @@ pub fn policy_template(listing: &ToolListing, pins_path: &str) -> String {
         out.push_str(&format!("  - {}\n", json_quoted(&pattern)));
     }
     out.push_str(&format!("pins: {}\n", json_quoted(pins_path)));
+    out.push_str(&sections_template(listing.catalog.as_ref()));
     out
+}
+
+/// The SPEC §5.2 sections of the starter policy: the server's resources and prompts allowed
+/// exactly (a section for a capability the server did not declare allows nothing), sampling
+/// denied, elicitation and roots allowed, limits as a comment, arguments not recorded.
+fn sections_template(catalog: Option<&crate::pins_file::ServerCatalog>) -> String {
+    let mut out = String::from(
+        "# Beyond tools (docs/policy.md): an absent section is not governed (forwarded, no event).\n",
+    );
+    let resources = catalog.and_then(|c| {
+        let uris = c.resources.as_ref()?;
+        let templates = c.resource_templates.as_deref().unwrap_or_default();
+        let patterns = uris
+            .iter()
+            .map(|u| Some(literal_pattern(u)))
+            .chain(templates.iter().map(|t| template_pattern(t)));
+        Some(patterns.collect::<Vec<_>>())
+    });
+    match (catalog, resources) {
+        (None, _) => out.push_str("# resources: { allow: [] }   # the server's resources were not listed\n"),
+        (Some(_), None) => out.push_str(
+            "resources:                   # the server declared no resources: every read is refused\n  allow: []\n",
+        ),
+        (Some(_), Some(patterns)) => {
+            out.push_str("resources:                   # resources/read and resources/subscribe, by URI\n");
+            push_patterns(&mut out, patterns, |p| {
+                crate::policy::resource_pattern_problem(p).is_none()
+            });
+        }
+    }
+    let prompts = catalog.map(|c| c.prompts.as_ref());
+    match prompts {
+        None => out.push_str("# prompts: { allow: [] }     # the server's prompts were not listed\n"),
+        Some(None) => out.push_str(
+            "prompts:                     # the server declared no prompts: every prompts/get is refused\n  allow: []\n",
+        ),
+        Some(Some(names)) => {
+            out.push_str("prompts:                     # prompts/get, by name\n");
+            push_patterns(
+                &mut out,
+                names.iter().map(|n| Some(literal_pattern(n))).collect(),
+                |p| !p.is_empty(),
+            );
+        }
+    }
+    out.push_str(
+        "client_features:             # what the server may ask of the client\n\
+         \x20 sampling: deny             # sampling/createMessage: the host's model writes text for the server\n\
+         \x20 elicitation: allow         # elicitation/create: the user sees the question\n\
+         \x20 roots: allow               # roots/list: the host's roots\n\
+         # limits: { tool_calls: 500, repeated_call: 5 }   # per session; see docs/policy.md\n\
+         record_arguments: false      # true: decisions carry the arguments, redacted and cut to 4 KiB\n\
+         redact: [\"*token*\", \"*secret*\", \"*password*\", \"*key*\", \"authorization\", \"cookie\"]\n",
+    );
+    out
+}
+
+/// Globs have no escape: a `*` or `?` in a listed name or URI is written as `?` (one
+/// character).
+fn literal_pattern(s: &str) -> String {
+    s.chars()
+        .map(|c| if c == '*' || c == '?' { '?' } else { c })
+        .collect()
+}
+
+/// A resource pattern for an RFC 6570 template: each `{…}` expression becomes `**` when its
+/// expansion may hold `/` (operators `+`, `#`, `/`), else `*`. `None` when a `{` is not closed.
+fn template_pattern(template: &str) -> Option<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&literal_pattern(rest.get(..open)?));
+        let after = rest.get(open + 1..)?;
+        let close = after.find('}')?;
+        let expr = after.get(..close)?;
+        out.push_str(if expr.starts_with(['+', '#', '/']) {
+            "**"
+        } else {
+            "*"
+        });
+        rest = after.get(close + 1..)?;
+    }
+    out.push_str(&literal_pattern(rest));
+    Some(out)
+}
+
+/// `  allow:` and one line per distinct usable pattern (in order), or `allow: []`; a comment
+/// counts the entries left out (`None`, or refused by `usable`).
+fn push_patterns(out: &mut String, patterns: Vec<Option<String>>, usable: impl Fn(&str) -> bool) {
+    let mut kept: Vec<String> = Vec::new();
+    let mut left_out = 0usize;
+    for p in patterns {
+        match p {
+            Some(p) if usable(&p) => {
+                if !kept.contains(&p) {
+                    kept.push(p);
+                }
+            }
+            _ => left_out += 1,
+        }
+    }
+    if kept.is_empty() {
+        out.push_str("  allow: []\n");
+    } else {
+        out.push_str("  allow:\n");
+        for p in &kept {
+            out.push_str(&format!("    - {}\n", json_quoted(p)));
+        }
+    }
+    if left_out > 0 {
+        out.push_str(&format!(
+            "  # {left_out} listed entr{} left out: not usable as a pattern (a control character, an unreadable file URI, an unclosed template)\n",
+            if left_out == 1 { "y" } else { "ies" }
+        ));
+    }
+    out.push_str("  deny: []\n");
 }
 
 /// A YAML double-quoted scalar (JSON string syntax is valid YAML).

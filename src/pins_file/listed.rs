@@ -48,4 +48,20 @@ pub struct ToolListing {
     pub instructions: Option<String>,
     /// Every tool of every page, in the server's order.
     pub tools: Vec<ListedTool>,
+    /// The server's resources and prompts, when they were asked for
+    /// (`assay mcp pin --policy-template`); `None` otherwise.
+    pub catalog: Option<ServerCatalog>,
+}
+
+/// What a server offers besides tools (SPEC §5.2), as a client listing it sees it: each list is
+/// `None` when the server did not declare the capability (`resources`, `prompts`) in its
+/// `initialize` result, else every entry of every page, in the server's order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerCatalog {
+    /// The `uri` of every `resources/list` entry.
+    pub resources: Option<Vec<String>>,
+    /// The `uriTemplate` of every `resources/templates/list` entry.
+    pub resource_templates: Option<Vec<String>>,
+    /// The `name` of every `prompts/list` entry.
+    pub prompts: Option<Vec<String>>,
 }

@@ -10,4 +10,4 @@ pub(crate) mod listed;
 
 pub use diff::{ChangedTool, PinCheck, check};
 pub use file::{InstructionsPin, MAX_PINS_BYTES, PINS_SCHEMA, Pin, Pins, PinsError};
-pub use listed::{ListedTool, ToolListing};
+pub use listed::{ListedTool, ServerCatalog, ToolListing};

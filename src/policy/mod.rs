@@ -84,6 +84,7 @@ pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits};
 pub use self::redact::MAX_RECORDED_BYTES;
+pub(crate) use self::resources::pattern_problem as resource_pattern_problem;
 
 use self::error::Ctx;
 

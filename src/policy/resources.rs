@@ -86,6 +86,17 @@ pub(crate) fn normalize_uri(uri: &str) -> Result<Cow<'_, str>, &'static str> {
     normalize(uri, Form::Value)
 }
 
+/// Why `pattern` cannot be a `resources` pattern (the load rule), or `None`.
+pub(crate) fn pattern_problem(pattern: &str) -> Option<&'static str> {
+    if pattern.is_empty() {
+        return Some("is empty");
+    }
+    match scheme(pattern) {
+        Some(_) => normalize(pattern, Form::Pattern).err(),
+        None => within::control_problem(pattern),
+    }
+}
+
 fn verdict(
     decision: Decision,
     reason_code: ReasonCode,

@@ -45,13 +45,18 @@ pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
         super::args::ClientCapabilities::Host => pins::ClientCapabilities::Host,
         super::args::ClientCapabilities::None => pins::ClientCapabilities::None,
     };
-    let listing =
-        pins::list_server_tools_as(&args.command, timeout, None, capabilities).map_err(|e| {
-            Failure::message(
-                format!("cannot list the server's tools: {e}"),
-                exit::FAILURE,
-            )
-        })?;
+    // A starter policy also holds the server's resources and prompts (SPEC §5.2).
+    let list = if args.policy_template {
+        pins::list_server_catalog_as
+    } else {
+        pins::list_server_tools_as
+    };
+    let listing = list(&args.command, timeout, None, capabilities).map_err(|e| {
+        Failure::message(
+            format!("cannot list the server's tools: {e}"),
+            exit::FAILURE,
+        )
+    })?;
     match (&args.out, pins) {
         (Some(out), _) => write(&args, out, &listing),
         (None, Some(pins)) => check(&listing, &pins),
