@@ -417,7 +417,7 @@ fn show_lists_the_listings_and_other_governed_methods() {
         format!("evt_decision_{sid}_{}", n + 1),
         serde_json::json!({
             "session_id": sid, "seq": n + 1, "method": "resources/read",
-            "direction": "client_to_server", "target": "file:///workspace/.env",
+            "direction": "client_to_server", "target": "file:///workspace/.e\u{1b}nv\u{202e}",
             "request_id": "8", "decision": "deny", "reason_code": "P_RESOURCE_DENIED",
             "reason": "denied", "matched_rule": "resources.deny:file:///workspace/.env",
             "enforced": true, "policy_sha256": first["data"]["policy_sha256"],
@@ -456,11 +456,19 @@ fn show_lists_the_listings_and_other_governed_methods() {
         .lines()
         .find(|l| l.contains("resources/read"))
         .unwrap_or_else(|| panic!("no method row: {out}"));
-    for cell in ["file:///workspace/.env", "deny", "P_RESOURCE_DENIED"] {
+    // The target is peer text: rendered, never raw.
+    for cell in [
+        "file:///workspace/.e\\u{1b}nv\\u{202e}",
+        "deny",
+        "P_RESOURCE_DENIED",
+    ] {
         assert!(mcp_row.contains(cell), "{mcp_row}");
     }
     assert!(
-        out.contains("counts: 2 allow, 4 deny, 0 error, 1 listings (2 tools removed)"),
+        out.contains(
+            "counts: 2 allow, 3 deny, 0 error, 1 listings (2 tools removed); \
+             other governed methods: 0 allow, 1 deny, 0 error"
+        ),
         "{out}"
     );
 }

@@ -197,12 +197,15 @@ pub struct McpDecisionRow {
 /// How many decisions of each kind the shown lines hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DecisionCounts {
-    /// `allow` decisions.
+    /// `allow` decisions on `tools/call`.
     pub allow: u64,
-    /// `deny` decisions.
+    /// `deny` decisions on `tools/call`.
     pub deny: u64,
-    /// `error` decisions.
+    /// `error` decisions on `tools/call`.
     pub error: u64,
+    /// Decisions on the other governed methods (SPEC §4.1a `assay.mcp.decision`), counted
+    /// apart: a `tools/call` count means calls, as it did before the other methods were judged.
+    pub mcp_decisions: McpDecisionCounts,
     /// Lines the reader's checks refused.
     pub refused_lines: u64,
     /// Listing events (SPEC §4.1a), not counted as decisions.
@@ -211,28 +214,53 @@ pub struct DecisionCounts {
     pub removed_tools: u64,
 }
 
+/// How many decisions on governed methods other than `tools/call` (SPEC §4.1a, §5.2) the shown
+/// lines hold, by decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpDecisionCounts {
+    /// `allow` decisions.
+    pub allow: u64,
+    /// `deny` decisions.
+    pub deny: u64,
+    /// `error` decisions.
+    pub error: u64,
+}
+
+impl McpDecisionCounts {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.allow + self.deny + self.error
+    }
+}
+
+/// Counts one decision in its `[allow, deny, error]` counter (the reader's checks accepted the
+/// row, so its decision is one of the three).
+fn tally(decision: &str, [allow, deny, error]: [&mut u64; 3]) {
+    match decision {
+        "allow" => *allow += 1,
+        "deny" => *deny += 1,
+        _ => *error += 1,
+    }
+}
+
 impl DecisionLines {
     /// The counts of the lines shown.
     pub fn counts(&self) -> DecisionCounts {
         let mut c = DecisionCounts::default();
         for line in &self.lines {
-            let decision = match line {
-                LogLine::Decision(d) => d.decision.as_str(),
-                LogLine::McpDecision(d) => d.decision.as_str(),
+            match line {
+                LogLine::Decision(d) => {
+                    tally(&d.decision, [&mut c.allow, &mut c.deny, &mut c.error])
+                }
+                LogLine::McpDecision(d) => {
+                    let m = &mut c.mcp_decisions;
+                    tally(&d.decision, [&mut m.allow, &mut m.deny, &mut m.error]);
+                }
                 LogLine::Listing(l) => {
                     c.listings += 1;
                     c.removed_tools += l.removed.len() as u64;
-                    continue;
                 }
-                LogLine::Refused { .. } => {
-                    c.refused_lines += 1;
-                    continue;
-                }
-            };
-            match decision {
-                "allow" => c.allow += 1,
-                "deny" => c.deny += 1,
-                _ => c.error += 1,
+                LogLine::Refused { .. } => c.refused_lines += 1,
             }
         }
         c
@@ -686,7 +714,17 @@ mod tests {
         assert!(matches!(r.decisions.lines[3], LogLine::Decision(_)));
         let c = r.decisions.counts();
         assert_eq!((c.listings, c.removed_tools, c.refused_lines), (1, 2, 0));
-        assert_eq!(c.allow + c.deny + c.error, 3);
+        // Tool decisions and the other governed methods are counted apart.
+        assert_eq!(c.allow + c.deny + c.error, 2);
+        assert_eq!(
+            c.mcp_decisions,
+            McpDecisionCounts {
+                allow: 0,
+                deny: 1,
+                error: 0
+            }
+        );
+        assert_eq!(c.mcp_decisions.total(), 1);
     }
 
     #[test]

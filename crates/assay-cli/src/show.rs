@@ -283,6 +283,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         ));
     }
     let n = d.counts();
+    // tools/call decisions first (the line an older capture shows), then the other methods.
     let mut counts = format!(
         "counts: {} allow, {} deny, {} error",
         n.allow, n.deny, n.error
@@ -294,6 +295,14 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         counts.push_str(&format!(
             ", {} listings ({} tools removed)",
             n.listings, n.removed_tools
+        ));
+    }
+    // Decisions on the other governed methods, counted apart (they are not calls).
+    let m = n.mcp_decisions;
+    if m.total() > 0 {
+        counts.push_str(&format!(
+            "; other governed methods: {} allow, {} deny, {} error",
+            m.allow, m.deny, m.error
         ));
     }
     lines.push(counts);
