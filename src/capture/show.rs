@@ -126,6 +126,12 @@ pub struct DecisionRow {
     pub matched_rule: Option<String>,
     /// `false` in dry run (the refusal was logged, not enforced).
     pub enforced: bool,
+    /// The recorded arguments (SPEC §4.1a `record_arguments`): the canonical JSON text of
+    /// `params.arguments` with redacted values, as the client's text unrendered (a view renders
+    /// it, [`crate::text::render`]); `None` when the policy did not record arguments.
+    pub arguments: Option<String>,
+    /// The recorded arguments were cut to the 4 KiB bound.
+    pub arguments_truncated: bool,
 }
 
 /// One listing (SPEC §4.1a), as recorded. Names are the server's text, unrendered: a view
@@ -486,6 +492,8 @@ fn row(line: &str) -> Option<LogLine> {
                 reason: ev.data.reason,
                 matched_rule: ev.data.matched_rule,
                 enforced: ev.data.enforced,
+                arguments: ev.data.arguments,
+                arguments_truncated: ev.data.arguments_truncated == Some(true),
             }))
         }
     }
@@ -501,6 +509,11 @@ struct RowData {
     reason: String,
     matched_rule: Option<String>,
     enforced: bool,
+    /// SPEC §4.1a: absent unless arguments were recorded.
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    arguments_truncated: Option<bool>,
 }
 
 /// Line `i` (0-based): the reader's line checks first; only a line they accept becomes a row.
@@ -725,6 +738,40 @@ mod tests {
             }
         );
         assert_eq!(c.mcp_decisions.total(), 1);
+    }
+
+    /// SPEC §4.1a `record_arguments`: a decision's recorded arguments are part of its row, as
+    /// the client's text (the views render it).
+    #[test]
+    fn recorded_arguments_are_part_of_the_row() {
+        let mut b = Builder::new(3);
+        let text = format!("{{\"path\":\"/etc/{}\u{202e}\"}}", char::from(1));
+        let recorded = text.clone();
+        b.edit_line.push(Box::new(move |i, v| {
+            if i > 0 {
+                set(v, "data/arguments", json!(recorded));
+                set(v, "data/arguments_truncated", json!(i == 2));
+            }
+        }));
+        let r = show_capture(b.build().path());
+        assert_eq!(r.closure.closure, ClosureKind::Closed, "{:#?}", r.closure);
+        let rows: Vec<(Option<&str>, bool)> = r
+            .decisions
+            .lines
+            .iter()
+            .map(|l| match l {
+                LogLine::Decision(d) => (d.arguments.as_deref(), d.arguments_truncated),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (None, false),
+                (Some(text.as_str()), false),
+                (Some(text.as_str()), true)
+            ]
+        );
     }
 
     #[test]

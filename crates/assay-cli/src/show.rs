@@ -274,6 +274,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         }
         lines.extend(t.lines("  "));
     }
+    recorded_arguments(lines, d);
     other_methods(lines, d);
     listings(lines, d);
     if d.partial_tail_bytes > 0 {
@@ -314,6 +315,34 @@ fn decision_cell(decision: &str, enforced: bool) -> String {
         text::render(decision)
     } else {
         format!("{} (not enforced)", text::render(decision))
+    }
+}
+
+/// The arguments recorded with `tools/call` decisions (SPEC §4.1a `record_arguments`), when the
+/// log holds any: one line per decision, the client's text rendered for people.
+fn recorded_arguments(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<(u64, &str, bool)> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::Decision(row) => row
+                .arguments
+                .as_deref()
+                .map(|a| (row.seq, a, row.arguments_truncated)),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("recorded arguments (canonical JSON, redacted by the policy)".to_string());
+    for (seq, arguments, truncated) in rows {
+        let cut = if truncated {
+            " (cut at the 4 KiB bound)"
+        } else {
+            ""
+        };
+        lines.push(format!("  - seq {seq}: {}{cut}", text::render(arguments)));
     }
 }
 
