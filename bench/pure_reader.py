@@ -282,6 +282,11 @@ def check_context(m, reasons):
     if "pins_sha256" in data:
         f.check("pins_sha256", lambda v: v is None or (isinstance(v, str) and HEX64.fullmatch(v)),
                 "is not 64 hex or null")
+    if "governed" in data:
+        f.check("governed", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                "is not an array of strings")
+    if "record_arguments" in data:
+        f.check("record_arguments", lambda v: isinstance(v, bool), "is not a boolean")
     f.sha256("command_sha256")
     f.producer("producer")
     f.equals("assertion_basis", "producer_observation")
@@ -423,7 +428,7 @@ def decision_line_problems(i, line, expect):
         and isinstance(d["enforced"], bool)
         and isinstance(d["policy_sha256"], str)
         and (d.get("tool_definition_sha256") is None or isinstance(d["tool_definition_sha256"], str))
-        and ("arguments" not in d or isinstance(d["arguments"], (dict, str)))
+        and ("arguments" not in d or isinstance(d["arguments"], str))
         and ("arguments_truncated" not in d or isinstance(d["arguments_truncated"], bool))
     )
     if not typed:
@@ -446,6 +451,8 @@ def decision_line_problems(i, line, expect):
     tds = d.get("tool_definition_sha256")
     if tds is not None and not HEX64.fullmatch(tds):
         out.append(("schema_mismatch", "data.tool_definition_sha256 is not 64 hex or null"))
+    if ("arguments" in d) != ("arguments_truncated" in d):
+        out.append(("schema_mismatch", "data.arguments and data.arguments_truncated go together"))
     if (d["decision"] == "allow") != (d["reason_code"] == "P_POLICY_ALLOW"):
         out.append(("schema_mismatch", "decision allow goes with P_POLICY_ALLOW only"))
     if d["seq"] != i:

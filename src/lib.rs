@@ -43,6 +43,7 @@ mod capture_root;
 pub mod config;
 mod deep_stack;
 mod diag;
+mod direction;
 mod event_source;
 mod evidence;
 #[doc(hidden)]

@@ -70,6 +70,9 @@ fn capture_files_have_the_documented_shapes_and_mode_0600() {
     assert_eq!(d["decision_log"], "new");
     assert_eq!(d["session_stop_requested"], true);
     assert_eq!(d["policy_name"], "demo");
+    // SPEC §4.2, §5.2: the demo policy governs `tools/call` only and records no arguments.
+    assert_eq!(d["governed"], serde_json::json!([]));
+    assert_eq!(d["record_arguments"], false);
     assert_eq!(d["policy_sha256"], sha256_file(&demo_policy()).as_str());
     assert_eq!(d["producer"]["name"], "assay");
     // The raw argv is not recorded, only its digest.

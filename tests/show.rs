@@ -417,7 +417,7 @@ fn show_lists_the_listings_and_other_governed_methods() {
         format!("evt_decision_{sid}_{}", n + 1),
         serde_json::json!({
             "session_id": sid, "seq": n + 1, "method": "resources/read",
-            "direction": "client_to_server", "target": "file:///workspace/.env",
+            "direction": "client_to_server", "target": "file:///workspace/.e\u{1b}nv\u{202e}",
             "request_id": "8", "decision": "deny", "reason_code": "P_RESOURCE_DENIED",
             "reason": "denied", "matched_rule": "resources.deny:file:///workspace/.env",
             "enforced": true, "policy_sha256": first["data"]["policy_sha256"],
@@ -456,11 +456,66 @@ fn show_lists_the_listings_and_other_governed_methods() {
         .lines()
         .find(|l| l.contains("resources/read"))
         .unwrap_or_else(|| panic!("no method row: {out}"));
-    for cell in ["file:///workspace/.env", "deny", "P_RESOURCE_DENIED"] {
+    // The target is peer text: rendered, never raw.
+    for cell in [
+        "file:///workspace/.e\\u{1b}nv\\u{202e}",
+        "deny",
+        "P_RESOURCE_DENIED",
+    ] {
         assert!(mcp_row.contains(cell), "{mcp_row}");
     }
     assert!(
-        out.contains("counts: 2 allow, 4 deny, 0 error, 1 listings (2 tools removed)"),
+        out.contains(
+            "counts: 2 allow, 3 deny, 0 error, 1 listings (2 tools removed); \
+             other governed methods: 0 allow, 1 deny, 0 error"
+        ),
+        "{out}"
+    );
+}
+
+/// SPEC §4.1a `record_arguments`: `capture show` prints each decision's recorded arguments, the
+/// client's text rendered for people (never raw), and says when they were cut.
+#[test]
+fn show_prints_recorded_arguments_rendered() {
+    let dir = tempdir();
+    let cap = demo_capture(dir.path());
+    let lines = decision_lines(&cap.join("decisions.ndjson"));
+    let sid = lines[0]["data"]["session_id"].as_str().unwrap().to_string();
+    let n = lines.len();
+    let recorded = |seq: usize, text: &str, cut: bool| {
+        let mut l = lines[0].clone();
+        l["id"] = serde_json::json!(format!("evt_decision_{sid}_{seq}"));
+        l["data"]["seq"] = serde_json::json!(seq);
+        l["data"]["arguments"] = serde_json::json!(text);
+        l["data"]["arguments_truncated"] = serde_json::json!(cut);
+        l
+    };
+    append_events(
+        &cap,
+        &[
+            recorded(n, "{\"path\":\"/workspace/a\u{1b}[2J\u{202e}\"}", false),
+            recorded(n + 1, "{\"token\":\"[redacted]\",\"x\":\"aaa", true),
+        ],
+    );
+    let r = assay(&["capture", "show", &s(&cap)]);
+    r.expect_status(0);
+    let out = stdout(&r);
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(out.contains("recorded arguments"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "  - seq {n}: {{\"path\":\"/workspace/a\\u{{1b}}[2J\\u{{202e}}\"}}\n"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  - seq {}: {{\"token\":\"[redacted]\",\"x\":\"aaa (cut at the 4 KiB bound)",
+            n + 1
+        )),
         "{out}"
     );
 }

@@ -53,7 +53,8 @@ def decision(seq: int, pad: int) -> bytes:
 
 
 def other_event(seq: int, pad: int) -> bytes:
-    """A listing (seq % 4 == 1) or MCP decision (seq % 4 == 2) line of SPEC §4.1a, else a tool decision."""
+    """A listing (seq % 4 == 1) or MCP decision (seq % 4 == 2) line of SPEC §4.1a, a tool decision
+    with recorded arguments (seq % 4 == 3, `record_arguments`), else a tool decision."""
     digest = hashlib.sha256(str(seq).encode()).hexdigest()
     if seq % 4 == 1:
         ev = event(f"evt_listing_{SID}_{seq}", "assay.tool.listing", {
@@ -70,13 +71,19 @@ def other_event(seq: int, pad: int) -> bytes:
             "reason_code": "P_RESOURCE_DENIED", "reason": "denied", "matched_rule": "resources.deny:x",
             "enforced": True, "policy_sha256": POLICY_SHA, "params_sha256": digest,
         })
+    elif seq % 4 == 3:
+        ev = json.loads(decision(seq, pad))
+        ev["data"]["tool_definition_sha256"] = None
+        ev["data"]["arguments"] = json.dumps({"path": "/w/\"a\"", "token": "[redacted]"}, separators=(",", ":"))
+        ev["data"]["arguments_truncated"] = False
     else:
         return decision(seq, pad)
     return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
 
 
 def write_capture(d: Path, decisions: int = 10_000, pad: int = 255,
-                  line: Callable[[int, int], bytes] = decision) -> None:
+                  line: Callable[[int, int], bytes] = decision,
+                  context_extra: Dict[str, Any] = {}) -> None:
     """A valid maximal capture (10,000 decisions, log just under 8 MiB), as the wrapper writes it."""
     d.mkdir()
     log = b"".join(line(i, pad) for i in range(decisions))
@@ -93,6 +100,7 @@ def write_capture(d: Path, decisions: int = 10_000, pad: int = 255,
         "policy_sha256": POLICY_SHA, "policy_name": "example", "decision_log": "new",
         "session_stop_requested": True, "dry_run": False, "command_sha256": "b" * 64,
         "producer": producer, "assertion_basis": "producer_observation", "non_claims": NON_CLAIMS,
+        **context_extra,
     })
     stop = event(f"evt_stop_{SID}", "assay.mcp.session.stop.v1", {
         "session_id": SID, "server_id": "srv", "server_pid": 4242,
@@ -215,6 +223,16 @@ OTHER_EVENT_CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
     "mcp_direction": edit("decisions.ndjson", b'"client_to_server"', b'"upward"'),
     "mcp_allow_with_denial": edit("decisions.ndjson", b'"decision":"deny","reason_code":"P_RESOURCE_DENIED"',
                                   b'"decision":"allow","reason_code":"P_RESOURCE_DENIED"'),
+    "mcp_duplicate_escaped_key": edit("decisions.ndjson", b'"direction":"client_to_server"',
+                                      b'"direction":"client_to_server","\\u0064irection":"x"'),
+    "mcp_direction_number": edit("decisions.ndjson", b'"direction":"client_to_server"', b'"direction":1'),
+    "arguments_object": edit("decisions.ndjson", b'"arguments":"', b'"arguments":{"a":1},"x":"'),
+    "arguments_alone": edit("decisions.ndjson", b',"arguments_truncated":false', b''),
+    "arguments_truncated_null": edit("decisions.ndjson", b'"arguments_truncated":false', b'"arguments_truncated":null'),
+    "context_governed_string": edit("session-context.json", b'"governed": [', b'"governed": "x", "was": ['),
+    "context_governed_number": edit("session-context.json", b'"resources"', b'7'),
+    "context_record_arguments_string": edit("session-context.json", b'"record_arguments": true',
+                                            b'"record_arguments": "true"'),
     "mcp_not_enforced": edit("decisions.ndjson", b'"enforced":true,"policy_sha256":"' + POLICY_SHA.encode() + b'","params',
                              b'"enforced":false,"policy_sha256":"' + POLICY_SHA.encode() + b'","params'),
 }
@@ -222,10 +240,12 @@ OTHER_EVENT_CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("name", [""] + sorted(OTHER_EVENT_CORRUPTIONS))
 def test_logs_with_other_events_agree(name: str, tmp_path: Path, assay_bin: Path, pure: Any) -> None:
-    """SPEC §4.1a: a log with listing and MCP-decision lines is closed by both readers, and each
-    corruption of one gets the same verdict and codes from both."""
+    """SPEC §4.1a, §4.2: a log with listing, MCP-decision and recorded-argument lines and a context
+    with `governed` and `record_arguments` is closed by both readers, and each corruption of one
+    gets the same verdict and codes from both."""
     d = tmp_path / "c"
-    write_capture(d, decisions=12, pad=0, line=other_event)
+    write_capture(d, decisions=12, pad=0, line=other_event,
+                  context_extra={"governed": ["resources", "prompts"], "record_arguments": True})
     if name:
         OTHER_EVENT_CORRUPTIONS[name](d)
     rust = rust_verdict(assay_bin, d)

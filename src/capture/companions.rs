@@ -125,6 +125,20 @@ pub(super) fn check_context<'a>(
     {
         f.bad("pins_sha256", "is not 64 lowercase hex characters or null");
     }
+    // SPEC §4.2, §5.2: when present, `governed` is an array of section names (strings) and
+    // `record_arguments` a boolean; contexts written before the keys existed lack them.
+    if data.get("governed").is_some_and(|v| {
+        !v.as_array()
+            .is_some_and(|items| items.iter().all(Value::is_string))
+    }) {
+        f.bad("governed", "is not an array of strings");
+    }
+    if data
+        .get("record_arguments")
+        .is_some_and(|v| !v.is_boolean())
+    {
+        f.bad("record_arguments", "is not a boolean");
+    }
     f.sha256("command_sha256");
     f.producer("producer");
     f.equals("assertion_basis", "producer_observation");

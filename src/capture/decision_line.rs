@@ -12,6 +12,7 @@ use serde::de::{Deserializer, Visitor};
 use super::fields::{MAX_LINE_REASONS, Reasons};
 use super::judgement::{ClosureReasonCode, Reason};
 use crate::capture_files::DECISIONS;
+use crate::direction::Direction;
 use crate::reason_code::ReasonCode;
 
 /// What every decision line must agree with, from the best available source.
@@ -173,10 +174,11 @@ pub(super) struct DecisionData<'a> {
     /// SPEC §5.1: present in lines written with pinning support, absent in older ones.
     #[serde(default, borrow)]
     pub(super) tool_definition_sha256: Option<JStr<'a>>,
-    /// SPEC §4.1a `record_arguments`: optional; when present an object or a string (never null).
+    /// SPEC §4.1a `record_arguments`: optional; when present a string (the recorded canonical
+    /// JSON text, possibly cut), never null.
     #[serde(default, deserialize_with = "present")]
-    pub(super) arguments: Option<Arguments>,
-    /// SPEC §4.1a: optional; when present a boolean.
+    pub(super) arguments: Option<IsStr>,
+    /// SPEC §4.1a: optional; when present a boolean, and present exactly when `arguments` is.
     #[serde(default, deserialize_with = "present")]
     pub(super) arguments_truncated: Option<bool>,
 }
@@ -185,36 +187,6 @@ pub(super) struct DecisionData<'a> {
 /// `#[serde(default)]`), present is read as `T`.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
-}
-
-/// The recorded `arguments` of a `tools/call` decision: the redacted canonical JSON object, or
-/// (cut to its bound) a string. Checked for its type only.
-pub(super) struct Arguments;
-
-impl<'de> Deserialize<'de> for Arguments {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Arguments;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object or a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Arguments, E> {
-                Ok(Arguments)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Arguments, A::Error> {
-                while map
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
-                Ok(Arguments)
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 /// The three event types of the decision log (SPEC §4.1, §4.1a).
@@ -316,14 +288,6 @@ pub(super) struct Removed<'a> {
     pub(super) reason_code: ReasonCode,
 }
 
-/// `direction` of an `assay.mcp.decision`.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum Direction {
-    ClientToServer,
-    ServerToClient,
-}
-
 /// `data` of an `assay.mcp.decision` line (SPEC §4.1a).
 #[derive(Deserialize)]
 pub(super) struct McpData<'a> {
@@ -396,6 +360,7 @@ impl<'a> Parsed<'a> {
             }
             Parsed::Mcp(ev) => {
                 let d = &ev.data.0;
+                // Fields read only for their presence and type (the direction: for its value).
                 let _ = (
                     &d.method,
                     d.direction,
@@ -486,6 +451,10 @@ pub(super) struct LineView<'a> {
     pub(super) arguments_sha256: Option<&'a str>,
     /// `None` when absent or null.
     pub(super) tool_definition_sha256: Option<&'a str>,
+    /// A tool decision's recorded `arguments` (SPEC §4.1a) is present.
+    pub(super) arguments: bool,
+    /// A tool decision's `arguments_truncated`, when present.
+    pub(super) arguments_truncated: Option<bool>,
 }
 
 impl Default for LineView<'_> {
@@ -505,6 +474,8 @@ impl Default for LineView<'_> {
             policy_sha256: "",
             arguments_sha256: None,
             tool_definition_sha256: None,
+            arguments: false,
+            arguments_truncated: None,
         }
     }
 }
@@ -526,14 +497,7 @@ impl<'a> LineView<'a> {
     pub(super) fn of(ev: &'a DecisionEvent<'a>) -> Self {
         let d = &ev.data.0;
         // Fields read only for their presence and type.
-        let _ = (
-            &d.tool,
-            &d.tool_call_id,
-            &d.reason,
-            &d.matched_rule,
-            &d.arguments,
-            &d.arguments_truncated,
-        );
+        let _ = (&d.tool, &d.tool_call_id, &d.reason, &d.matched_rule);
         LineView {
             specversion: &ev.specversion,
             id: &ev.id,
@@ -549,6 +513,8 @@ impl<'a> LineView<'a> {
             policy_sha256: &d.policy_sha256,
             arguments_sha256: d.arguments_sha256.as_deref(),
             tool_definition_sha256: d.tool_definition_sha256.as_deref(),
+            arguments: d.arguments.is_some(),
+            arguments_truncated: d.arguments_truncated,
         }
     }
 }

@@ -6,8 +6,8 @@
 //! subset, and returns `None` for anything outside it (whitespace, unknown or escaped keys, a
 //! duplicate or missing key, a value of another type, `\u` escapes, escapes in a field that is
 //! compared, a number other than a plain non-negative integer, nesting, a `type` other than
-//! `assay.tool.decision` — so the listing and MCP-decision lines of SPEC §4.1a always take the
-//! general path). The caller then takes
+//! `assay.tool.decision` and `assay.mcp.decision` — so the listing lines of SPEC §4.1a always
+//! take the general path — or a `data` key that is not one of that type's). The caller then takes
 //! the general path (`strict_json::scan_str` + `serde_json`), which produces the reasons.
 //!
 //! So the fast path never decides a refusal; it only accepts, and it accepts exactly when the
@@ -15,7 +15,8 @@
 //! JSON (UTF-8 checked by the caller, no control characters, only valid escapes, no duplicate
 //! keys, depth 2, no non-finite numbers) with every required key present once and of its type.
 
-use super::decision_line::{Decision, LineView, TYPE_TOOL_DECISION};
+use super::decision_line::{Decision, LineKind, LineView, TYPE_MCP_DECISION, TYPE_TOOL_DECISION};
+use crate::direction::Direction;
 use crate::reason_code::ReasonCode;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -216,15 +217,67 @@ fn decision(s: &str) -> Option<Decision> {
     })
 }
 
-/// Parses `line` (one decision line without its newline) when it has the common shape;
-/// `None` sends the caller to the general path.
-pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
+/// The keys of a line's `data`, one bit each: those of a tool decision and those of an MCP
+/// decision (a key of neither sends the line to the general path).
+mod key {
+    pub(super) const SESSION_ID: u32 = 1 << 0;
+    pub(super) const SEQ: u32 = 1 << 1;
+    pub(super) const TOOL: u32 = 1 << 2;
+    pub(super) const TOOL_CALL_ID: u32 = 1 << 3;
+    pub(super) const DECISION: u32 = 1 << 4;
+    pub(super) const REASON_CODE: u32 = 1 << 5;
+    pub(super) const REASON: u32 = 1 << 6;
+    pub(super) const MATCHED_RULE: u32 = 1 << 7;
+    pub(super) const ENFORCED: u32 = 1 << 8;
+    pub(super) const POLICY_SHA256: u32 = 1 << 9;
+    pub(super) const ARGUMENTS_SHA256: u32 = 1 << 10;
+    pub(super) const TOOL_DEFINITION_SHA256: u32 = 1 << 11;
+    pub(super) const ARGUMENTS: u32 = 1 << 12;
+    pub(super) const ARGUMENTS_TRUNCATED: u32 = 1 << 13;
+    pub(super) const METHOD: u32 = 1 << 14;
+    pub(super) const DIRECTION: u32 = 1 << 15;
+    pub(super) const TARGET: u32 = 1 << 16;
+    pub(super) const REQUEST_ID: u32 = 1 << 17;
+    pub(super) const PARAMS_SHA256: u32 = 1 << 18;
+
+    /// Every decision's keys.
+    const COMMON: u32 = SESSION_ID
+        | SEQ
+        | DECISION
+        | REASON_CODE
+        | REASON
+        | MATCHED_RULE
+        | ENFORCED
+        | POLICY_SHA256;
+    /// The keys an `assay.tool.decision` must hold (SPEC §4.1).
+    pub(super) const TOOL_REQUIRED: u32 = COMMON | TOOL | TOOL_CALL_ID | ARGUMENTS_SHA256;
+    /// And those it may hold (SPEC §5.1, §4.1a).
+    pub(super) const TOOL_ALLOWED: u32 =
+        TOOL_REQUIRED | TOOL_DEFINITION_SHA256 | ARGUMENTS | ARGUMENTS_TRUNCATED;
+    /// The keys of an `assay.mcp.decision`, every one required (SPEC §4.1a).
+    pub(super) const MCP: u32 = COMMON | METHOD | DIRECTION | TARGET | REQUEST_ID | PARAMS_SHA256;
+}
+
+/// What the one pass read of a line's `data` beyond [`LineView`]: which keys, and the digest
+/// of either kind (`arguments_sha256` or `params_sha256`).
+#[derive(Default)]
+struct DataKeys<'a> {
+    seen: u32,
+    arguments_sha256: Option<&'a str>,
+    params_sha256: Option<&'a str>,
+}
+
+/// Parses `line` (one decision line without its newline) when it has the common shape of a
+/// tool decision or an MCP decision; `None` sends the caller to the general path. The kind is
+/// the line's `type` (only those two are read here: a listing always takes the general path).
+pub(super) fn parse(line: &str) -> Option<(LineView<'_>, LineKind)> {
     let mut p = P {
         s: line,
         b: line.as_bytes(),
         pos: 0,
     };
     let mut v = LineView::default();
+    let mut keys = DataKeys::default();
     p.eat(b'{')?;
     let mut seen = 0u32;
     loop {
@@ -255,7 +308,7 @@ pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
             }
             b"data" => {
                 see(&mut seen, 6)?;
-                data(&mut p, &mut v)?;
+                data(&mut p, &mut v, &mut keys)?;
             }
             _ => return None,
         }
@@ -263,79 +316,94 @@ pub(super) fn parse(line: &str) -> Option<LineView<'_>> {
             break;
         }
     }
-    // Only a tool decision: the general path reads the other event types (SPEC §4.1a) with
-    // their own shapes, so a line of another `type` always goes there.
-    (seen == 0x7f && p.pos == p.b.len() && v.ty == TYPE_TOOL_DECISION).then_some(v)
+    if seen != 0x7f || p.pos != p.b.len() {
+        return None;
+    }
+    // The `data` keys must be exactly those of the line's type; anything else (another type,
+    // a key of the other kind, a missing key) is the general path's to read and name.
+    let kind = if v.ty == TYPE_TOOL_DECISION {
+        let ok = keys.seen & key::TOOL_REQUIRED == key::TOOL_REQUIRED
+            && keys.seen & !key::TOOL_ALLOWED == 0;
+        v.arguments_sha256 = keys.arguments_sha256;
+        ok.then_some(LineKind::Tool)?
+    } else if v.ty == TYPE_MCP_DECISION {
+        v.arguments_sha256 = keys.params_sha256;
+        (keys.seen == key::MCP).then_some(LineKind::Mcp)?
+    } else {
+        return None;
+    };
+    Some((v, kind))
 }
 
-fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>) -> Option<()> {
+fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>, keys: &mut DataKeys<'a>) -> Option<()> {
     p.eat(b'{')?;
-    let mut seen = 0u32;
     loop {
-        match p.key()? {
-            b"session_id" => {
-                see(&mut seen, 0)?;
-                v.session_id = p.plain_str()?;
-            }
-            b"seq" => {
-                see(&mut seen, 1)?;
-                v.seq = p.uint()?;
-            }
-            b"tool" => {
-                see(&mut seen, 2)?;
-                p.nullable_any_str()?;
-            }
-            b"tool_call_id" => {
-                see(&mut seen, 3)?;
-                p.nullable_any_str()?;
-            }
-            b"decision" => {
-                see(&mut seen, 4)?;
-                v.decision = decision(p.plain_str()?)?;
-            }
-            b"reason_code" => {
-                see(&mut seen, 5)?;
-                v.reason_code = ReasonCode::parse(p.plain_str()?)?;
-            }
-            b"reason" => {
-                see(&mut seen, 6)?;
-                p.any_str()?;
-            }
-            b"matched_rule" => {
-                see(&mut seen, 7)?;
-                p.nullable_any_str()?;
-            }
-            b"enforced" => {
-                see(&mut seen, 8)?;
-                v.enforced = p.bool()?;
-            }
-            b"policy_sha256" => {
-                see(&mut seen, 9)?;
-                v.policy_sha256 = p.plain_str()?;
-            }
-            b"arguments_sha256" => {
-                see(&mut seen, 10)?;
-                v.arguments_sha256 = p.nullable_plain_str()?;
-            }
+        let k = p.key()?;
+        let bit = match k {
+            b"session_id" => key::SESSION_ID,
+            b"seq" => key::SEQ,
+            b"tool" => key::TOOL,
+            b"tool_call_id" => key::TOOL_CALL_ID,
+            b"decision" => key::DECISION,
+            b"reason_code" => key::REASON_CODE,
+            b"reason" => key::REASON,
+            b"matched_rule" => key::MATCHED_RULE,
+            b"enforced" => key::ENFORCED,
+            b"policy_sha256" => key::POLICY_SHA256,
+            b"arguments_sha256" => key::ARGUMENTS_SHA256,
             // SPEC §5.1: optional (older lines lack it).
-            b"tool_definition_sha256" => {
-                see(&mut seen, 11)?;
-                v.tool_definition_sha256 = p.nullable_plain_str()?;
-            }
+            b"tool_definition_sha256" => key::TOOL_DEFINITION_SHA256,
+            // SPEC §4.1a `record_arguments`: optional, together.
+            b"arguments" => key::ARGUMENTS,
+            b"arguments_truncated" => key::ARGUMENTS_TRUNCATED,
+            // SPEC §4.1a `assay.mcp.decision`.
+            b"method" => key::METHOD,
+            b"direction" => key::DIRECTION,
+            b"target" => key::TARGET,
+            b"request_id" => key::REQUEST_ID,
+            b"params_sha256" => key::PARAMS_SHA256,
             _ => return None,
+        };
+        if keys.seen & bit != 0 {
+            return None;
+        }
+        keys.seen |= bit;
+        match bit {
+            key::SESSION_ID => v.session_id = p.plain_str()?,
+            key::SEQ => v.seq = p.uint()?,
+            key::DECISION => v.decision = decision(p.plain_str()?)?,
+            key::REASON_CODE => v.reason_code = ReasonCode::parse(p.plain_str()?)?,
+            key::ENFORCED => v.enforced = p.bool()?,
+            key::POLICY_SHA256 => v.policy_sha256 = p.plain_str()?,
+            key::ARGUMENTS_SHA256 => keys.arguments_sha256 = p.nullable_plain_str()?,
+            key::PARAMS_SHA256 => keys.params_sha256 = p.nullable_plain_str()?,
+            key::TOOL_DEFINITION_SHA256 => v.tool_definition_sha256 = p.nullable_plain_str()?,
+            key::ARGUMENTS => {
+                p.any_str()?;
+                v.arguments = true;
+            }
+            key::ARGUMENTS_TRUNCATED => v.arguments_truncated = Some(p.bool()?),
+            key::DIRECTION => {
+                Direction::parse(p.plain_str()?)?;
+            }
+            key::REASON | key::METHOD => p.any_str()?,
+            // tool, tool_call_id, matched_rule, target, request_id: a string or null.
+            _ => p.nullable_any_str()?,
         }
         if !p.next()? {
             break;
         }
     }
-    (seen & 0x7ff == 0x7ff).then_some(())
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::MAX_DEPTH;
-    use super::super::decision_line::{LineView, Parsed};
-    use super::super::testutil::Builder;
+    use serde_json::{Value, json};
+
+    use super::super::decision_line::{LineKind, Parsed};
+    use super::super::testutil::{Builder, set};
     use super::parse;
     use crate::strict_json;
 
@@ -346,25 +414,56 @@ mod tests {
         Parsed::from_line(line).ok()
     }
 
-    /// The fast path accepts only what the general path accepts, with the same fields.
+    /// The fast path accepts only what the general path accepts, as the same type and with the
+    /// same fields.
     fn agrees(line: &str) {
         if let Some(fast) = parse(line) {
-            let Some(Parsed::Tool(ev)) = general(line) else {
-                panic!(
-                    "fast path accepted a line the general path refuses or reads as another type: {line:?}"
-                );
+            let Some(parsed) = general(line) else {
+                panic!("fast path accepted a line the general path refuses: {line:?}");
             };
-            assert_eq!(fast, LineView::of(&ev), "{line:?}");
+            assert_eq!(fast, parsed.view(), "{line:?}");
         }
+    }
+
+    /// A tool decision carrying recorded arguments (SPEC §4.1a `record_arguments`): a JSON
+    /// string holding canonical JSON, escapes included.
+    fn with_arguments(b: &Builder, seq: usize, truncated: bool) -> Value {
+        let mut v = b.line(seq);
+        set(
+            &mut v,
+            "data/arguments",
+            json!("{\"path\":\"/etc/\\\"x\",\"token\":\"[redacted]\"}"),
+        );
+        set(&mut v, "data/arguments_truncated", json!(truncated));
+        v
     }
 
     #[test]
     fn accepts_the_wrapper_shape() {
-        let b = Builder::new(12);
+        let mut b = Builder::new(12);
+        b.other_events = true;
         for i in 0..12 {
             let line = serde_json::to_string(&b.line(i)).unwrap();
-            let v = parse(&line).unwrap_or_else(|| panic!("{line}"));
-            assert_eq!(v.seq, i as u64);
+            let kind = match i % 4 {
+                1 => {
+                    // A listing always takes the general path.
+                    assert!(parse(&line).is_none(), "{line}");
+                    continue;
+                }
+                2 => LineKind::Mcp,
+                _ => LineKind::Tool,
+            };
+            let (v, k) = parse(&line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!((v.seq, k), (i as u64, kind));
+            agrees(&line);
+        }
+        for truncated in [false, true] {
+            let line = serde_json::to_string(&with_arguments(&b, 0, truncated)).unwrap();
+            let (v, k) = parse(&line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(
+                (k, v.arguments, v.arguments_truncated),
+                (LineKind::Tool, true, Some(truncated))
+            );
             agrees(&line);
         }
     }
@@ -403,9 +502,11 @@ mod tests {
         // Tool decisions, and the listing and MCP-decision lines of SPEC §4.1a (which the fast
         // path declines, edited or not: it must never accept one the general path refuses or
         // reads as another type).
-        let lines = (0..4)
-            .map(|seq| b.line(seq))
-            .chain([b.listing_line(1), b.mcp_line(2)]);
+        let lines = (0..4).map(|seq| b.line(seq)).chain([
+            b.listing_line(1),
+            b.mcp_line(2),
+            with_arguments(&b, 0, true),
+        ]);
         for value in lines {
             let line = serde_json::to_string(&value).unwrap();
             for (at, _) in line.char_indices() {
@@ -434,6 +535,55 @@ mod tests {
             line.replacen("\"seq\":0,", "", 1),
         ] {
             assert!(parse(&bad).is_none(), "{bad}");
+        }
+    }
+
+    /// MCP decisions (SPEC §4.1a): what the fast path declines — the general path then reads
+    /// the line and names the problem (or accepts it: an escaped key, a key of no kind).
+    #[test]
+    fn refuses_what_it_does_not_know_in_mcp_decisions() {
+        let b = Builder::new(3);
+        let line = serde_json::to_string(&b.mcp_line(2)).unwrap();
+        assert!(parse(&line).is_some_and(|(_, k)| k == LineKind::Mcp));
+        let cases = [
+            // Duplicate key, escaped key, unknown direction, wrong types, a missing key.
+            line.replacen(
+                "\"direction\":",
+                "\"direction\":\"server_to_client\",\"direction\":",
+                1,
+            ),
+            line.replacen("\"direction\"", "\"\\u0064irection\"", 1),
+            line.replacen("client_to_server", "sideways", 1),
+            line.replacen("client_to_server", "client\\u005fto_server", 1),
+            line.replacen("\"method\":\"resources/read\"", "\"method\":null", 1),
+            line.replacen("\"target\":\"file:///workspace/.env\"", "\"target\":3", 1),
+            line.replacen("\"request_id\":\"2\"", "\"request_id\":2", 1),
+            line.replacen("\"method\":\"resources/read\",", "", 1),
+            line.replacen(",\"target\":\"file:///workspace/.env\"", "", 1),
+            // A tool decision's key on an MCP decision, and the other way round.
+            line.replacen("\"seq\":2,", "\"seq\":2,\"tool\":null,", 1),
+            line.replacen(
+                "\"seq\":2,",
+                "\"seq\":2,\"arguments\":\"{}\",\"arguments_truncated\":false,",
+                1,
+            ),
+            line.replacen("assay.mcp.decision", "assay.tool.decision", 1),
+        ];
+        for bad in &cases {
+            assert_ne!(bad, &line);
+            assert!(parse(bad).is_none(), "{bad}");
+            agrees(bad);
+        }
+        let tool = serde_json::to_string(&b.line(0)).unwrap();
+        for bad in [
+            tool.replacen("\"seq\":0,", "\"seq\":0,\"method\":\"x\",", 1),
+            tool.replacen("assay.tool.decision", "assay.mcp.decision", 1),
+            tool.replacen("\"seq\":0,", "\"seq\":0,\"arguments\":{},\"arguments_truncated\":false,", 1),
+            tool.replacen("\"seq\":0,", "\"seq\":0,\"arguments\":\"{}\",\"arguments\":\"{}\",\"arguments_truncated\":false,", 1),
+        ] {
+            assert_ne!(bad, tool);
+            assert!(parse(&bad).is_none(), "{bad}");
+            agrees(&bad);
         }
     }
 }

@@ -37,8 +37,8 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     };
     // The common shape in one pass; anything else through the strict scan and serde, which
     // also name the problem.
-    if let Some(v) = fast_line_parser::parse(line) {
-        check_fields(i, &v, exp, lr);
+    if let Some((v, kind)) = fast_line_parser::parse(line) {
+        check_kind_fields(i, &v, kind, exp, lr);
         return;
     }
     if let Err(e) = strict_json::scan_str(line, MAX_DEPTH) {
@@ -100,11 +100,6 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
     }
 }
 
-/// The checks on a parsed `assay.tool.decision` line (line `i`, 0-based).
-pub(super) fn check_fields(i: usize, d: &LineView<'_>, exp: &Expect<'_>, lr: &mut LineReasons) {
-    check_kind_fields(i, d, LineKind::Tool, exp, lr);
-}
-
 /// The checks every line of the log shares (the envelope, the session, `seq`, `id`, the policy
 /// digest), and those of its kind that [`LineView`] carries (line `i`, 0-based). For a tool
 /// decision the reasons and their order are those of the reader before the new types existed.
@@ -148,6 +143,10 @@ fn check_kind_fields(
     }
     if d.tool_definition_sha256.is_some_and(|s| !is_hex(s, 64)) {
         schema("data.tool_definition_sha256 is not 64 lowercase hex characters or null");
+    }
+    // SPEC §4.1a `record_arguments`: the recorded text and whether it was cut go together.
+    if d.arguments != d.arguments_truncated.is_some() {
+        schema("data.arguments and data.arguments_truncated are not both present or both absent");
     }
     if kind != LineKind::Listing
         && (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW)

@@ -35,7 +35,7 @@ pub use package::{
 };
 pub use show::{
     CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionRow, RemovedTool, SessionFacts, show_capture,
+    McpDecisionCounts, McpDecisionRow, RemovedTool, SessionFacts, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_root, read_captures,

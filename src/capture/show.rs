@@ -126,6 +126,12 @@ pub struct DecisionRow {
     pub matched_rule: Option<String>,
     /// `false` in dry run (the refusal was logged, not enforced).
     pub enforced: bool,
+    /// The recorded arguments (SPEC §4.1a `record_arguments`): the canonical JSON text of
+    /// `params.arguments` with redacted values, as the client's text unrendered (a view renders
+    /// it, [`crate::text::render`]); `None` when the policy did not record arguments.
+    pub arguments: Option<String>,
+    /// The recorded arguments were cut to the 4 KiB bound.
+    pub arguments_truncated: bool,
 }
 
 /// One listing (SPEC §4.1a), as recorded. Names are the server's text, unrendered: a view
@@ -197,12 +203,15 @@ pub struct McpDecisionRow {
 /// How many decisions of each kind the shown lines hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DecisionCounts {
-    /// `allow` decisions.
+    /// `allow` decisions on `tools/call`.
     pub allow: u64,
-    /// `deny` decisions.
+    /// `deny` decisions on `tools/call`.
     pub deny: u64,
-    /// `error` decisions.
+    /// `error` decisions on `tools/call`.
     pub error: u64,
+    /// Decisions on the other governed methods (SPEC §4.1a `assay.mcp.decision`), counted
+    /// apart: a `tools/call` count means calls, as it did before the other methods were judged.
+    pub mcp_decisions: McpDecisionCounts,
     /// Lines the reader's checks refused.
     pub refused_lines: u64,
     /// Listing events (SPEC §4.1a), not counted as decisions.
@@ -211,28 +220,53 @@ pub struct DecisionCounts {
     pub removed_tools: u64,
 }
 
+/// How many decisions on governed methods other than `tools/call` (SPEC §4.1a, §5.2) the shown
+/// lines hold, by decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpDecisionCounts {
+    /// `allow` decisions.
+    pub allow: u64,
+    /// `deny` decisions.
+    pub deny: u64,
+    /// `error` decisions.
+    pub error: u64,
+}
+
+impl McpDecisionCounts {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.allow + self.deny + self.error
+    }
+}
+
+/// Counts one decision in its `[allow, deny, error]` counter (the reader's checks accepted the
+/// row, so its decision is one of the three).
+fn tally(decision: &str, [allow, deny, error]: [&mut u64; 3]) {
+    match decision {
+        "allow" => *allow += 1,
+        "deny" => *deny += 1,
+        _ => *error += 1,
+    }
+}
+
 impl DecisionLines {
     /// The counts of the lines shown.
     pub fn counts(&self) -> DecisionCounts {
         let mut c = DecisionCounts::default();
         for line in &self.lines {
-            let decision = match line {
-                LogLine::Decision(d) => d.decision.as_str(),
-                LogLine::McpDecision(d) => d.decision.as_str(),
+            match line {
+                LogLine::Decision(d) => {
+                    tally(&d.decision, [&mut c.allow, &mut c.deny, &mut c.error])
+                }
+                LogLine::McpDecision(d) => {
+                    let m = &mut c.mcp_decisions;
+                    tally(&d.decision, [&mut m.allow, &mut m.deny, &mut m.error]);
+                }
                 LogLine::Listing(l) => {
                     c.listings += 1;
                     c.removed_tools += l.removed.len() as u64;
-                    continue;
                 }
-                LogLine::Refused { .. } => {
-                    c.refused_lines += 1;
-                    continue;
-                }
-            };
-            match decision {
-                "allow" => c.allow += 1,
-                "deny" => c.deny += 1,
-                _ => c.error += 1,
+                LogLine::Refused { .. } => c.refused_lines += 1,
             }
         }
         c
@@ -458,6 +492,8 @@ fn row(line: &str) -> Option<LogLine> {
                 reason: ev.data.reason,
                 matched_rule: ev.data.matched_rule,
                 enforced: ev.data.enforced,
+                arguments: ev.data.arguments,
+                arguments_truncated: ev.data.arguments_truncated == Some(true),
             }))
         }
     }
@@ -473,6 +509,11 @@ struct RowData {
     reason: String,
     matched_rule: Option<String>,
     enforced: bool,
+    /// SPEC §4.1a: absent unless arguments were recorded.
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    arguments_truncated: Option<bool>,
 }
 
 /// Line `i` (0-based): the reader's line checks first; only a line they accept becomes a row.
@@ -686,7 +727,51 @@ mod tests {
         assert!(matches!(r.decisions.lines[3], LogLine::Decision(_)));
         let c = r.decisions.counts();
         assert_eq!((c.listings, c.removed_tools, c.refused_lines), (1, 2, 0));
-        assert_eq!(c.allow + c.deny + c.error, 3);
+        // Tool decisions and the other governed methods are counted apart.
+        assert_eq!(c.allow + c.deny + c.error, 2);
+        assert_eq!(
+            c.mcp_decisions,
+            McpDecisionCounts {
+                allow: 0,
+                deny: 1,
+                error: 0
+            }
+        );
+        assert_eq!(c.mcp_decisions.total(), 1);
+    }
+
+    /// SPEC §4.1a `record_arguments`: a decision's recorded arguments are part of its row, as
+    /// the client's text (the views render it).
+    #[test]
+    fn recorded_arguments_are_part_of_the_row() {
+        let mut b = Builder::new(3);
+        let text = format!("{{\"path\":\"/etc/{}\u{202e}\"}}", char::from(1));
+        let recorded = text.clone();
+        b.edit_line.push(Box::new(move |i, v| {
+            if i > 0 {
+                set(v, "data/arguments", json!(recorded));
+                set(v, "data/arguments_truncated", json!(i == 2));
+            }
+        }));
+        let r = show_capture(b.build().path());
+        assert_eq!(r.closure.closure, ClosureKind::Closed, "{:#?}", r.closure);
+        let rows: Vec<(Option<&str>, bool)> = r
+            .decisions
+            .lines
+            .iter()
+            .map(|l| match l {
+                LogLine::Decision(d) => (d.arguments.as_deref(), d.arguments_truncated),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (None, false),
+                (Some(text.as_str()), false),
+                (Some(text.as_str()), true)
+            ]
+        );
     }
 
     #[test]

@@ -24,6 +24,12 @@ pub(crate) struct ContextData<'a> {
     pub hide_refused_tools: bool,
     /// SHA-256 of the pins file's bytes, when the policy has pins (SPEC §4.2, §5.1).
     pub pins_sha256: Option<&'a str>,
+    /// The policy sections that govern methods beyond `tools/call` (SPEC §4.2, §5.2), e.g.
+    /// `["resources","prompts"]`; empty when the policy has none.
+    pub governed: Vec<&'static str>,
+    /// The policy's `record_arguments` (SPEC §4.2, §5.2): whether `tools/call` decisions carry
+    /// their redacted, bounded arguments.
+    pub record_arguments: bool,
     pub command_sha256: &'a str,
     pub producer: Producer,
     pub assertion_basis: &'static str,

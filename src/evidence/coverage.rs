@@ -4,13 +4,16 @@
 //!
 //! Only this invocation's lines count: the log is read from where this invocation began writing
 //! (the length of an append-mode log when it was opened), and a line whose `data.session_id` is
-//! not this session's is skipped (another process appending to the same log).
+//! not this session's is skipped (another process appending to the same log). Only
+//! `tools/call` decisions (`assay.tool.decision`) count: the listing and MCP-decision events
+//! that share the log (SPEC §4.1a) are not calls.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::event::TYPE_DECISION;
 use crate::error::{Error, Result};
 use crate::strict_json;
 
@@ -32,12 +35,14 @@ struct Report<'a> {
     unnamed_calls: Counts,
     declared_not_called: Vec<&'a str>,
     called_not_declared: Vec<String>,
-    /// Complete decision lines read back from the log.
+    /// Complete `tools/call` decision lines of this session read back from the log.
     decision_lines: u64,
 }
 
 #[derive(Deserialize)]
 struct Line {
+    #[serde(rename = "type")]
+    ty: Option<String>,
     data: LineData,
 }
 
@@ -48,8 +53,8 @@ struct LineData {
     decision: String,
 }
 
-/// Counts this session's decisions per tool in the complete lines of `log` (a partial tail is
-/// ignored).
+/// Counts this session's `tools/call` decisions per tool in the complete lines of `log` (a
+/// partial tail is ignored; lines of the other event types are skipped).
 fn count(log: &[u8], session_id: &str) -> (BTreeMap<String, Counts>, Counts, u64) {
     let mut calls: BTreeMap<String, Counts> = BTreeMap::new();
     let mut unnamed = Counts::default();
@@ -65,7 +70,9 @@ fn count(log: &[u8], session_id: &str) -> (BTreeMap<String, Counts>, Counts, u64
         let Ok(parsed) = serde_json::from_slice::<Line>(line) else {
             continue;
         };
-        if parsed.data.session_id.as_deref() != Some(session_id) {
+        if parsed.data.session_id.as_deref() != Some(session_id)
+            || parsed.ty.as_deref() != Some(TYPE_DECISION)
+        {
             continue;
         }
         lines += 1;
@@ -146,7 +153,22 @@ mod tests {
 
     #[test]
     fn counts_complete_lines_only() {
-        let log = b"{\"data\":{\"session_id\":\"s\",\"tool\":\"a\",\"decision\":\"allow\"}}\n{\"data\":{\"session_id\":\"s\",\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"session_id\":\"other\",\"tool\":\"a\",\"decision\":\"deny\"}}\n{\"data\":{\"session_id\":\"s\",\"tool\":null,\"decision\":\"error\"}}\n{\"data\":{\"tool\":\"b\",\"dec";
+        let lines = [
+            r#"{"type":"assay.tool.decision","data":{"session_id":"s","tool":"a","decision":"allow"}}"#,
+            r#"{"type":"assay.tool.decision","data":{"session_id":"s","tool":"a","decision":"deny"}}"#,
+            r#"{"type":"assay.tool.decision","data":{"session_id":"other","tool":"a","decision":"deny"}}"#,
+            r#"{"type":"assay.tool.decision","data":{"session_id":"s","tool":null,"decision":"error"}}"#,
+            // The other event types of the log are not calls (SPEC §4.1a, §4.4).
+            r#"{"type":"assay.mcp.decision","data":{"session_id":"s","method":"resources/read","decision":"deny"}}"#,
+            r#"{"type":"assay.mcp.decision","data":{"session_id":"s","method":"prompts/get","tool":"a","decision":"allow"}}"#,
+            r#"{"type":"assay.tool.listing","data":{"session_id":"s","request_id":"1","shown":[],"removed":[]}}"#,
+            r#"{"data":{"session_id":"s","tool":"a","decision":"allow"}}"#,
+        ];
+        let mut log = lines.join("\n").into_bytes();
+        log.extend_from_slice(
+            b"\n{\"type\":\"assay.tool.decision\",\"data\":{\"tool\":\"b\",\"dec",
+        );
+        let log = log.as_slice();
         let (calls, unnamed, n) = count(log, "s");
         assert_eq!(n, 3);
         assert_eq!(

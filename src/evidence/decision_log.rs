@@ -8,13 +8,19 @@
 //!
 //! The log also holds the `assay.tool.listing` events of SPEC §4.1a (what a client was shown of a
 //! `tools/list` result): [`DecisionFormat::push_listing_line`] formats them with the same
-//! envelope and the same `seq`, and they go through the same writer and accounting.
+//! envelope and the same `seq`, and they go through the same writer and accounting. So do the
+//! `assay.mcp.decision` events (a decision on a governed method other than `tools/call`,
+//! SPEC §4.1a, §5.2), formatted by [`DecisionFormat::push_mcp_decision_line`].
 
 use std::fs::File;
 use std::io::{self, Write};
 
-use super::event::{Clock, HexDigest, TYPE_DECISION, TYPE_LISTING, push_json_str};
+use super::event::{
+    Clock, HexDigest, TYPE_DECISION, TYPE_LISTING, TYPE_MCP_DECISION, push_json_str,
+};
 use super::prefix_digest::PrefixDigest;
+/// The `direction` of an [`McpDecisionEntry`] (its home is `src/direction.rs`).
+pub(crate) use crate::direction::Direction;
 use crate::policy::{Decision, ReasonCode};
 
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
@@ -45,7 +51,8 @@ pub(crate) struct LogAccounting {
     pub poisoned: bool,
 }
 
-/// One decision to record. Raw arguments never reach the log: only their digest.
+/// One `tools/call` decision to record. Raw arguments reach the log only as their digest, and,
+/// when the policy sets `record_arguments`, as their redacted and bounded canonical text.
 #[derive(Clone)]
 pub(crate) struct DecisionEntry<'a> {
     pub tool: Option<&'a str>,
@@ -57,6 +64,33 @@ pub(crate) struct DecisionEntry<'a> {
     pub arguments_sha256: Option<&'a HexDigest>,
     /// The definition digest the session remembers for the tool (SPEC §5.1), if any.
     pub tool_definition_sha256: Option<&'a HexDigest>,
+    /// With `record_arguments` (SPEC §4.1a, §5.2): the recorded text of `params.arguments` (the
+    /// canonical JSON with redacted values, cut to at most 4 KiB) and whether it was cut. The
+    /// line then carries `"arguments"` as a JSON *string* holding that text (a cut text is no
+    /// longer JSON, so it can never be an object) and `"arguments_truncated"`. `None`: neither
+    /// member is written, and the line is byte for byte what it was before the option existed.
+    pub arguments: Option<(&'a str, bool)>,
+}
+
+/// One decision on a governed method other than `tools/call` (SPEC §4.1a `assay.mcp.decision`,
+/// §5.2): a `resources/read`, a `prompts/get`, a server's request to the client.
+#[derive(Clone)]
+pub(crate) struct McpDecisionEntry<'a> {
+    /// The JSON-RPC method, e.g. `resources/read`.
+    pub method: &'a str,
+    /// Which way the message travelled.
+    pub direction: Direction,
+    /// The resource URI, prompt name or client feature (peer text, escaped as a JSON string);
+    /// `None` is `null` (absent, or not a string).
+    pub target: Option<&'a str>,
+    /// The JSON-RPC id as a string (as `tools/call`'s `tool_call_id`), or `None` (`null`).
+    pub request_id: Option<&'a str>,
+    pub decision: Decision,
+    pub reason_code: ReasonCode,
+    pub reason: &'a str,
+    pub matched_rule: Option<&'a str>,
+    /// SHA-256 of the RFC 8785 canonical JSON of `params`; `None` (`null`) without `params`.
+    pub params_sha256: Option<&'a HexDigest>,
 }
 
 /// The outcome of one emission.
@@ -91,6 +125,10 @@ pub(crate) struct DecisionFormat {
     listing_mid: String,
     /// `],"policy_sha256":…}}` and the newline, after `"replaced_by_error":…`.
     listing_tail: String,
+    /// `","type":"assay.mcp.decision","source":…,"time":"`
+    mcp_mid: String,
+    /// `,"enforced":…,"policy_sha256":…,"params_sha256":`
+    mcp_tail: String,
 }
 
 /// The escaped text of the part of a line that depends only on `key`, kept while consecutive
@@ -211,7 +249,66 @@ impl DecisionFormat {
                 json_str(source)
             ),
             listing_tail: format!(",\"policy_sha256\":{}}}}}\n", json_str(policy_sha256)),
+            mcp_mid: format!(
+                "\",\"type\":{},\"source\":{},\"time\":\"",
+                json_str(TYPE_MCP_DECISION),
+                json_str(source)
+            ),
+            mcp_tail: format!(
+                ",\"enforced\":{enforced},\"policy_sha256\":{},\"params_sha256\":",
+                json_str(policy_sha256)
+            ),
         }
+    }
+
+    /// Appends MCP decision `seq` (SPEC §4.1a `assay.mcp.decision`) as one line to `out`: the
+    /// same envelope and `id` form (`evt_decision_<session_id>_<seq>`) as a `tools/call`
+    /// decision, and `data` `session_id`, `seq`, `method`, `direction`, `target`, `request_id`,
+    /// `decision`, `reason_code`, `reason`, `matched_rule`, `enforced`, `policy_sha256`,
+    /// `params_sha256`, in that order. Every string is escaped as `serde_json` escapes it (the
+    /// method and target are peer text); the line is compact JSON plus `\n`, the same bytes
+    /// `serde_json` writes for it (the tests hold the two together). It shares `seq` with the
+    /// other lines of the log and is written by the same [`DecisionLog`].
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "formatted for the proxy's judgement of governed methods (SPEC §5.2), which calls it"
+        )
+    )]
+    pub(crate) fn push_mcp_decision_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        seq: u64,
+        e: &McpDecisionEntry<'_>,
+    ) {
+        let mut digits = [0u8; 20];
+        let seq = decimal(&mut digits, seq);
+        out.extend_from_slice(self.head.as_bytes());
+        out.extend_from_slice(seq);
+        out.extend_from_slice(self.mcp_mid.as_bytes());
+        self.clock.push_now(out);
+        out.extend_from_slice(self.data_head.as_bytes());
+        out.extend_from_slice(seq);
+        out.extend_from_slice(b",\"method\":");
+        push_json_str(out, e.method);
+        out.extend_from_slice(b",\"direction\":\"");
+        out.extend_from_slice(e.direction.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"target\":");
+        push_opt(out, e.target);
+        out.extend_from_slice(b",\"request_id\":");
+        push_opt(out, e.request_id);
+        out.extend_from_slice(b",\"decision\":\"");
+        out.extend_from_slice(e.decision.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"reason_code\":\"");
+        out.extend_from_slice(e.reason_code.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"reason\":");
+        push_json_str(out, e.reason);
+        out.extend_from_slice(b",\"matched_rule\":");
+        push_opt(out, e.matched_rule);
+        out.extend_from_slice(self.mcp_tail.as_bytes());
+        push_digest(out, e.params_sha256);
+        out.extend_from_slice(b"}}\n");
     }
 
     /// Appends listing event `seq` (SPEC §4.1a `assay.tool.listing`) as one line to `out`: the
@@ -287,6 +384,15 @@ impl DecisionFormat {
         push_digest(out, e.arguments_sha256);
         out.extend_from_slice(b",\"tool_definition_sha256\":");
         push_digest(out, e.tool_definition_sha256);
+        if let Some((text, truncated)) = e.arguments {
+            out.extend_from_slice(b",\"arguments\":");
+            push_json_str(out, text);
+            out.extend_from_slice(if truncated {
+                b",\"arguments_truncated\":true"
+            } else {
+                b",\"arguments_truncated\":false"
+            });
+        }
         out.extend_from_slice(b"}}\n");
     }
 
@@ -482,6 +588,7 @@ mod tests {
             matched_rule: Some("allow:*"),
             arguments_sha256: None,
             tool_definition_sha256: Some(&DIGEST),
+            arguments: None,
         }
     }
 
@@ -500,6 +607,10 @@ mod tests {
         policy_sha256: &'a str,
         arguments_sha256: Option<&'a str>,
         tool_definition_sha256: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments_truncated: Option<bool>,
     }
 
     struct VecSink(Arc<Mutex<Vec<u8>>>);
@@ -519,6 +630,10 @@ mod tests {
         let policy = "ab\ncd";
         // A reason with a tab and U+0001 (built here: the sources hold no U+0001).
         let reason = format!("bad \"name\"\t{}", char::from(1));
+        let recorded = format!(
+            "{{\"path\":\"/tmp/\\u00e9\u{e9}\",\"token\":\"[redacted]\",\"x\":\"{}\\n\"}}",
+            char::from(1)
+        );
         let mut log = writer(Box::new(VecSink(out.clone())), sid, source, policy, false);
         let base = [
             entry(),
@@ -531,6 +646,7 @@ mod tests {
                 matched_rule: None,
                 arguments_sha256: Some(&DIGEST),
                 tool_definition_sha256: None,
+                arguments: None,
             },
             DecisionEntry {
                 tool: Some("t\u{7f}\u{1F600}"),
@@ -541,6 +657,23 @@ mod tests {
                 matched_rule: Some("deny:x*"),
                 arguments_sha256: None,
                 tool_definition_sha256: Some(&DIGEST),
+                arguments: None,
+            },
+            // Recorded arguments (SPEC §4.1a): canonical JSON text with quotes, a control
+            // character and non-ASCII, whole or cut mid-string; and the empty text.
+            DecisionEntry {
+                arguments: Some((&recorded, false)),
+                ..entry()
+            },
+            DecisionEntry {
+                arguments: Some((&recorded[..recorded.len() - 3], true)),
+                arguments_sha256: Some(&DIGEST),
+                ..entry()
+            },
+            DecisionEntry {
+                arguments: Some(("", true)),
+                tool: None,
+                ..entry()
             },
         ];
         // Each entry after each other one (and itself), so every change of tool or verdict
@@ -600,6 +733,8 @@ mod tests {
                     policy_sha256: policy,
                     arguments_sha256: e.arguments_sha256.map(HexDigest::as_str),
                     tool_definition_sha256: e.tool_definition_sha256.map(HexDigest::as_str),
+                    arguments: e.arguments.map(|(text, _)| text),
+                    arguments_truncated: e.arguments.map(|(_, cut)| cut),
                 },
             )
             .to_line()
@@ -731,6 +866,134 @@ mod tests {
         };
         assert_eq!(strip_time(&a), strip_time(&c));
         assert_eq!(strip_time(&b)["type"], TYPE_LISTING);
+    }
+
+    /// The serde shape of an MCP decision line (SPEC §4.1a) the hand-written one must reproduce.
+    #[derive(serde::Serialize)]
+    struct McpData<'a> {
+        session_id: &'a str,
+        seq: u64,
+        method: &'a str,
+        direction: &'a str,
+        target: Option<&'a str>,
+        request_id: Option<&'a str>,
+        decision: Decision,
+        reason_code: ReasonCode,
+        reason: &'a str,
+        matched_rule: Option<&'a str>,
+        enforced: bool,
+        policy_sha256: &'a str,
+        params_sha256: Option<&'a str>,
+    }
+
+    #[test]
+    fn mcp_decision_lines_are_the_serde_serialization() {
+        let sid = "0123456789abcdef0123456789abcdef";
+        let source = "assay://te\"st/\u{e9}\\x";
+        let policy = "ab\ncd";
+        // Peer-written text: a URI with a control character, quotes, a bidi override, emoji.
+        let odd = format!("file:///a\"b\\c\n{}\u{202e}\u{1F600}", char::from(1));
+        let entries = [
+            McpDecisionEntry {
+                method: "resources/read",
+                direction: Direction::ClientToServer,
+                target: Some("file:///workspace/.env"),
+                request_id: Some("7"),
+                decision: Decision::Deny,
+                reason_code: ReasonCode::P_RESOURCE_DENIED,
+                reason: "resource matches deny rule",
+                matched_rule: Some("resources.deny:file:///workspace/.env"),
+                params_sha256: Some(&DIGEST),
+            },
+            McpDecisionEntry {
+                method: "sampling/createMessage",
+                direction: Direction::ServerToClient,
+                target: Some("sampling"),
+                request_id: Some("\"s-1\""),
+                decision: Decision::Allow,
+                reason_code: ReasonCode::P_POLICY_ALLOW,
+                reason: "",
+                matched_rule: None,
+                params_sha256: None,
+            },
+            McpDecisionEntry {
+                method: odd.as_str(),
+                direction: Direction::ClientToServer,
+                target: Some(odd.as_str()),
+                request_id: None,
+                decision: Decision::Error,
+                reason_code: ReasonCode::P_MALFORMED,
+                reason: "bad \"uri\"\t",
+                matched_rule: Some(""),
+                params_sha256: Some(&DIGEST),
+            },
+            McpDecisionEntry {
+                method: "prompts/get",
+                direction: Direction::ClientToServer,
+                target: None,
+                request_id: Some(""),
+                decision: Decision::Deny,
+                reason_code: ReasonCode::P_PROMPT_NOT_ALLOWED,
+                reason: "no allow pattern matched",
+                matched_rule: None,
+                params_sha256: None,
+            },
+        ];
+        for enforced in [true, false] {
+            let mut format = DecisionFormat::new(sid, source, policy, enforced);
+            for (i, e) in entries.iter().enumerate() {
+                let seq = [0u64, 9, 10, u64::MAX][i % 4];
+                let mut line = Vec::new();
+                format.push_mcp_decision_line(&mut line, seq, e);
+                let parsed: serde_json::Value = serde_json::from_slice(&line).unwrap();
+                let time = parsed["time"].as_str().unwrap().to_string();
+                let id = format!("evt_decision_{sid}_{seq}");
+                let want = crate::evidence::event::Envelope::new(
+                    &id,
+                    TYPE_MCP_DECISION,
+                    source,
+                    &time,
+                    McpData {
+                        session_id: sid,
+                        seq,
+                        method: e.method,
+                        direction: e.direction.as_str(),
+                        target: e.target,
+                        request_id: e.request_id,
+                        decision: e.decision,
+                        reason_code: e.reason_code,
+                        reason: e.reason,
+                        matched_rule: e.matched_rule,
+                        enforced,
+                        policy_sha256: policy,
+                        params_sha256: e.params_sha256.map(HexDigest::as_str),
+                    },
+                )
+                .to_line()
+                .unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&line),
+                    String::from_utf8_lossy(&want)
+                );
+            }
+            // Interleaved with the other line kinds, the cached segments of tool lines are not
+            // disturbed: the tool line after an MCP line is the tool line before it.
+            let mut a = Vec::new();
+            format.push_line(&mut a, 3, &entry());
+            let mut b = Vec::new();
+            format.push_mcp_decision_line(&mut b, 4, &entries[0]);
+            let mut c = Vec::new();
+            format.push_line(&mut c, 5, &entry());
+            let strip = |l: &[u8]| {
+                let mut v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                v["time"] = serde_json::Value::Null;
+                v["id"] = serde_json::Value::Null;
+                v["data"]["seq"] = serde_json::Value::Null;
+                v
+            };
+            assert_eq!(strip(&a), strip(&c));
+            assert_eq!(strip(&b)["type"], TYPE_MCP_DECISION);
+        }
     }
 
     /// The prefix digest covers exactly the lines written so far, whenever (and whether) the

@@ -12,6 +12,8 @@ pub(crate) use crate::sha256::{HexDigest, hex};
 pub(crate) const TYPE_DECISION: &str = "assay.tool.decision";
 /// Event type of a listing line (SPEC §4.1a): what a client was shown of a `tools/list` result.
 pub(crate) const TYPE_LISTING: &str = "assay.tool.listing";
+/// Event type of a decision on a governed method other than `tools/call` (SPEC §4.1a, §5.2).
+pub(crate) const TYPE_MCP_DECISION: &str = "assay.mcp.decision";
 /// Event type of the session context.
 pub(crate) const TYPE_CONTEXT: &str = "assay.mcp.session.context.v1";
 /// Event type of the session stop.

@@ -328,6 +328,7 @@ fn record(
             matched_rule: verdict.matched_rule.as_deref(),
             arguments_sha256: ev.arguments_sha256.as_ref(),
             tool_definition_sha256: ev.tool_definition_sha256.as_ref(),
+            arguments: None,
         },
     );
     let verbose = ctx.shared.diag.verbose;

@@ -227,6 +227,8 @@ fn write_context(
         dry_run: plan.dry_run,
         hide_refused_tools,
         pins_sha256: policy.pins().map(crate::pins_file::Pins::sha256),
+        governed: Vec::new(),
+        record_arguments: false,
         command_sha256: &crate::evidence::event::command_sha256(&plan.command),
         producer: crate::evidence::event::PRODUCER,
         assertion_basis: "producer_observation",

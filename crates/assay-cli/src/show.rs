@@ -274,6 +274,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         }
         lines.extend(t.lines("  "));
     }
+    recorded_arguments(lines, d);
     other_methods(lines, d);
     listings(lines, d);
     if d.partial_tail_bytes > 0 {
@@ -283,6 +284,7 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
         ));
     }
     let n = d.counts();
+    // tools/call decisions first (the line an older capture shows), then the other methods.
     let mut counts = format!(
         "counts: {} allow, {} deny, {} error",
         n.allow, n.deny, n.error
@@ -296,6 +298,14 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
             n.listings, n.removed_tools
         ));
     }
+    // Decisions on the other governed methods, counted apart (they are not calls).
+    let m = n.mcp_decisions;
+    if m.total() > 0 {
+        counts.push_str(&format!(
+            "; other governed methods: {} allow, {} deny, {} error",
+            m.allow, m.deny, m.error
+        ));
+    }
     lines.push(counts);
 }
 
@@ -305,6 +315,34 @@ fn decision_cell(decision: &str, enforced: bool) -> String {
         text::render(decision)
     } else {
         format!("{} (not enforced)", text::render(decision))
+    }
+}
+
+/// The arguments recorded with `tools/call` decisions (SPEC §4.1a `record_arguments`), when the
+/// log holds any: one line per decision, the client's text rendered for people.
+fn recorded_arguments(lines: &mut Vec<String>, d: &DecisionLines) {
+    let rows: Vec<(u64, &str, bool)> = d
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            LogLine::Decision(row) => row
+                .arguments
+                .as_deref()
+                .map(|a| (row.seq, a, row.arguments_truncated)),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    lines.push("recorded arguments (canonical JSON, redacted by the policy)".to_string());
+    for (seq, arguments, truncated) in rows {
+        let cut = if truncated {
+            " (cut at the 4 KiB bound)"
+        } else {
+            ""
+        };
+        lines.push(format!("  - seq {seq}: {}{cut}", text::render(arguments)));
     }
 }
 

@@ -155,6 +155,32 @@ pub(super) fn closed_and_incomplete() -> Vec<Case> {
             codes: &[],
         },
         Case {
+            // SPEC §4.2, §5.2: contexts with `governed` and `record_arguments` (the default
+            // builder has neither) are accepted, with and without governed sections.
+            name: "context records governed sections and record_arguments",
+            setup: |b| {
+                b.edit_context.push(Box::new(|v| {
+                    set(v, "data/governed", json!(["resources", "prompts"]));
+                    set(v, "data/record_arguments", json!(true));
+                }))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
+        Case {
+            name: "context records no governed section",
+            setup: |b| {
+                b.edit_context.push(Box::new(|v| {
+                    set(v, "data/governed", json!([]));
+                    set(v, "data/record_arguments", json!(false));
+                }))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
+        Case {
             name: "context records a null pins_sha256",
             setup: |b| {
                 b.edit_context

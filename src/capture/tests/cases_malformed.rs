@@ -208,6 +208,57 @@ pub(super) fn malformed() -> Vec<Case> {
             codes: &[R::SchemaMismatch],
         },
         Case {
+            name: "context governed is not an array",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/governed", json!("resources"))))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context governed holds a non-string",
+            setup: |b| {
+                b.edit_context.push(Box::new(|v| {
+                    set(v, "data/governed", json!(["resources", 1]))
+                }))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context governed is null",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/governed", Value::Null)))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context record_arguments is not a boolean",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/record_arguments", json!("true"))))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "context record_arguments is null",
+            setup: |b| {
+                b.edit_context
+                    .push(Box::new(|v| set(v, "data/record_arguments", Value::Null)))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
             name: "context server_pid is a string",
             setup: |b| {
                 b.edit_context

@@ -6,7 +6,7 @@ use super::super::decision_line::{Expect, LineReasons, Parsed};
 use super::super::fast_line_parser;
 use super::super::log::check_line;
 use super::*;
-use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};
+use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, Direction, McpDecisionEntry};
 use crate::policy::Decision;
 use crate::reason_code::ReasonCode;
 use crate::sha256::HexDigest;
@@ -26,15 +26,17 @@ fn a_log_with_listing_and_mcp_decision_lines_is_closed() {
     }
 }
 
-/// The lines of the new types never take the fast path (it reads tool decisions only).
+/// A listing line never takes the fast path (it reads tool and MCP decisions only); an MCP
+/// decision does, and reads the same on both paths.
 #[test]
-fn the_fast_path_declines_the_new_types() {
+fn the_fast_path_declines_listings_and_reads_mcp_decisions() {
     let b = Builder::new(3);
-    for line in [b.listing_line(1), b.mcp_line(2)] {
-        let text = serde_json::to_string(&line).unwrap();
-        assert!(fast_line_parser::parse(&text).is_none(), "{text}");
-        assert!(Parsed::from_line(&text).is_ok(), "{text}");
-    }
+    let listing = serde_json::to_string(&b.listing_line(1)).unwrap();
+    assert!(fast_line_parser::parse(&listing).is_none(), "{listing}");
+    assert!(Parsed::from_line(&listing).is_ok(), "{listing}");
+    let mcp = serde_json::to_string(&b.mcp_line(2)).unwrap();
+    let fast = fast_line_parser::parse(&mcp).expect("the fast path reads an MCP decision");
+    assert_eq!(fast, Parsed::from_line(&mcp).unwrap().view());
 }
 
 /// An edit of line 1 (a listing) or line 2 (an MCP decision) in a mixed log of 4 lines.
@@ -146,6 +148,27 @@ fn each_new_types_fields_are_checked() {
         (1, "type", json!("assay.tool.listings"), R::SchemaMismatch),
         // assay.mcp.decision
         (2, "data/direction", json!("sideways"), R::SchemaMismatch),
+        (2, "data/direction", json!(1), R::SchemaMismatch),
+        (2, "data/direction", Value::Null, R::SchemaMismatch),
+        (
+            2,
+            "data/direction",
+            json!("Client_to_server"),
+            R::SchemaMismatch,
+        ),
+        (2, "data/direction", json!("<remove>"), R::SchemaMismatch),
+        (2, "data/method", json!("<remove>"), R::SchemaMismatch),
+        (2, "data/request_id", json!("<remove>"), R::SchemaMismatch),
+        (2, "data/decision", json!("refuse"), R::SchemaMismatch),
+        (2, "data/reason_code", json!("<remove>"), R::SchemaMismatch),
+        (2, "data/reason", Value::Null, R::SchemaMismatch),
+        (2, "data/matched_rule", json!(1), R::SchemaMismatch),
+        (2, "data/enforced", json!("true"), R::SchemaMismatch),
+        (2, "data/seq", json!("2"), R::SchemaMismatch),
+        (2, "data/policy_sha256", json!(1), R::SchemaMismatch),
+        (2, "data/params_sha256", json!("00"), R::SchemaMismatch),
+        (2, "type", json!("assay.tool.decision"), R::SchemaMismatch),
+        (2, "type", json!("assay.mcp.decisions"), R::SchemaMismatch),
         (2, "data/method", Value::Null, R::SchemaMismatch),
         (2, "data/target", json!(3), R::SchemaMismatch),
         (2, "data/target", json!("<remove>"), R::SchemaMismatch),
@@ -213,36 +236,65 @@ fn each_new_types_fields_are_checked() {
     assert!(closed(&read_capture(b.build().path())));
 }
 
-/// SPEC §4.1a `record_arguments`: `arguments` (an object or a string) and `arguments_truncated`
-/// (a boolean) are accepted on a tool decision when present, and checked for their types.
+/// SPEC §4.1a `record_arguments`: `arguments` (a string: the recorded canonical JSON text,
+/// possibly cut) and `arguments_truncated` (a boolean) are accepted on a tool decision, both
+/// present or both absent, and checked for their types — on the fast path (as written) and on
+/// the general path (the same line with a space).
 #[test]
 fn recorded_arguments_on_tool_decisions() {
-    for (path, value, ok) in [
-        (
-            "data/arguments",
-            json!({"path": "[redacted]", "n": [1, {"a": null}]}),
-            true,
-        ),
-        ("data/arguments", json!({}), true),
-        ("data/arguments", json!("{\"path\":\"/etc"), true),
-        ("data/arguments", Value::Null, false),
-        ("data/arguments", json!(1), false),
-        ("data/arguments", json!([1]), false),
-        ("data/arguments_truncated", json!(true), true),
-        ("data/arguments_truncated", json!(false), true),
-        ("data/arguments_truncated", Value::Null, false),
-        ("data/arguments_truncated", json!("true"), false),
+    let text = json!("{\"path\":\"/etc/\\\"x\",\"token\":\"[redacted]\"}");
+    let control = json!(format!("{{\"a\":\"{}\"}}", char::from(1)));
+    for (arguments, truncated, ok) in [
+        (text.clone(), json!(false), true),
+        (json!("{\"path\":\"/et"), json!(true), true),
+        (json!(""), json!(true), true),
+        (control, json!(false), true),
+        (json!({"path": "[redacted]"}), json!(false), false),
+        (json!({}), json!(false), false),
+        (Value::Null, json!(false), false),
+        (json!(1), json!(false), false),
+        (json!([1]), json!(false), false),
+        (text.clone(), Value::Null, false),
+        (text.clone(), json!("true"), false),
+        (text.clone(), json!(0), false),
+        (text.clone(), json!("<remove>"), false),
+        (json!("<remove>"), json!(true), false),
+        (json!("<remove>"), json!(false), false),
+        (json!("<remove>"), json!("<remove>"), true),
     ] {
-        let v = read_capture(edited(0, path, value.clone()).build().path());
-        assert_eq!(closed(&v), ok, "{path} = {value}: {v:#?}");
-        if !ok {
-            assert!(v.reasons.iter().any(|r| r.code == R::SchemaMismatch));
+        for spaced in [false, true] {
+            let mut b = edited(0, "data/arguments", arguments.clone());
+            let t = truncated.clone();
+            b.edit_line.push(Box::new(move |i, v| {
+                if i == 0 && t != json!("<remove>") {
+                    set(v, "data/arguments_truncated", t.clone());
+                }
+            }));
+            let (mut log, _) = b.log_bytes();
+            if spaced {
+                // The general path: the fast one declines a space after the first brace.
+                log.insert(1, b' ');
+            }
+            let dir = b.build_with_log(&log);
+            let v = read_capture(dir.path());
+            assert_eq!(
+                closed(&v),
+                ok,
+                "{arguments} / {truncated} ({spaced}): {v:#?}"
+            );
+            if !ok {
+                assert!(
+                    v.reasons.iter().any(|r| r.code == R::SchemaMismatch),
+                    "{v:#?}"
+                );
+            }
         }
     }
 }
 
-/// Every policy reason code, written by the decision-log writer (a tool decision with it, and
-/// a listing removing a tool for it), reads `closed` — on the fast path (the lines as written)
+/// Every policy reason code, written by the decision-log writer (a tool decision with it, one
+/// with it and recorded arguments, an MCP decision with it in each direction, and a listing
+/// removing a tool for it), reads `closed` — on the fast path (the decision lines as written)
 /// and on the general path (the same lines with a space the fast path declines).
 #[test]
 fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
@@ -267,9 +319,34 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
             matched_rule: None,
             arguments_sha256: Some(&digest),
             tool_definition_sha256: None,
+            arguments: None,
         };
         format.push_line(&mut log, seq, &entry);
         seq += 1;
+        let recorded = DecisionEntry {
+            arguments: Some((
+                "{\"path\":\"/tmp/\\\"x\",\"token\":\"[redacted]\"}",
+                code == ReasonCode::P_ARG_SCHEMA,
+            )),
+            ..entry
+        };
+        format.push_line(&mut log, seq, &recorded);
+        seq += 1;
+        for direction in [Direction::ClientToServer, Direction::ServerToClient] {
+            let mcp = McpDecisionEntry {
+                method: "resources/read",
+                direction,
+                target: Some("file:///workspace/\"a\"\u{202e}"),
+                request_id: Some("4"),
+                decision,
+                reason_code: code,
+                reason: "the reason",
+                matched_rule: Some("resources.deny:file:///workspace/**"),
+                params_sha256: Some(&digest),
+            };
+            format.push_mcp_decision_line(&mut log, seq, &mcp);
+            seq += 1;
+        }
         let removed: Vec<(&str, Option<&HexDigest>, ReasonCode)> =
             if code == ReasonCode::P_POLICY_ALLOW {
                 Vec::new()
@@ -291,7 +368,7 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
     }
     let text = String::from_utf8(log.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2 * ReasonCode::ALL.len());
+    assert_eq!(lines.len(), 5 * ReasonCode::ALL.len());
     let exp = Expect {
         session_id: Some(&b.session_id),
         source: Some(&b.source),
@@ -299,10 +376,10 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
         dry_run: Some(false),
     };
     for (i, line) in lines.iter().enumerate() {
-        // Tool decisions as written take the fast path; listings the general one.
+        // Tool and MCP decisions as written take the fast path; listings the general one.
         assert_eq!(
             fast_line_parser::parse(line).is_some(),
-            i % 2 == 0,
+            i % 5 != 4,
             "{line}"
         );
         let spaced = line.replacen('{', "{ ", 1);
@@ -381,5 +458,68 @@ fn array_forms_are_refused() {
             v.reasons.iter().any(|r| r.code == R::SchemaMismatch),
             "{v:#?}"
         );
+    }
+}
+
+/// Hostile spellings of an MCP decision line, read from the bytes: an escaped key is the same
+/// key (read on the general path, `closed` when nothing else is wrong), and then a duplicate of
+/// the plain one; a duplicate key, a direction of neither value, an escaped direction value.
+#[test]
+fn hostile_mcp_decision_lines() {
+    let mut b = Builder::new(4);
+    b.other_events = true;
+    let (log, _) = b.log_bytes();
+    let text = String::from_utf8(log).unwrap();
+    let mcp = text.lines().nth(2).unwrap().to_string();
+    assert!(mcp.contains("\"direction\":\"client_to_server\""), "{mcp}");
+    let with_line = |line: &str| -> Closure {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[2] = line.to_string();
+        let log: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        read_capture(b.build_with_log(log.as_bytes()).path())
+    };
+    let escaped = mcp.replacen("\"direction\"", "\"\\u0064irection\"", 1);
+    assert!(fast_line_parser::parse(&escaped).is_none());
+    assert!(closed(&with_line(&escaped)));
+    let escaped_value = mcp.replacen("client_to_server", "client\\u005fto_server", 1);
+    assert!(closed(&with_line(&escaped_value)));
+    for (bad, code) in [
+        (
+            mcp.replacen(
+                "\"direction\"",
+                "\"\\u0064irection\":\"server_to_client\",\"direction\"",
+                1,
+            ),
+            R::DuplicateKey,
+        ),
+        (
+            mcp.replacen(
+                "\"direction\"",
+                "\"direction\":\"client_to_server\",\"direction\"",
+                1,
+            ),
+            R::DuplicateKey,
+        ),
+        (
+            mcp.replacen("\"method\"", "\"method\":\"x\",\"m\\u0065thod\"", 1),
+            R::DuplicateKey,
+        ),
+        (
+            mcp.replacen("client_to_server", "client-to-server", 1),
+            R::SchemaMismatch,
+        ),
+        (
+            mcp.replacen("\"client_to_server\"", "[\"client_to_server\"]", 1),
+            R::SchemaMismatch,
+        ),
+        (
+            mcp.replacen("\"direction\"", "\"Direction\"", 1),
+            R::SchemaMismatch,
+        ),
+    ] {
+        assert_ne!(bad, mcp);
+        let v = with_line(&bad);
+        assert_eq!(v.closure, Unknown, "{bad}");
+        assert!(v.reasons.iter().any(|r| r.code == code), "{bad}: {v:#?}");
     }
 }
