@@ -1158,5 +1158,85 @@ mod tests {
                 prop_assert_eq!(&v["data"]["seq"], &serde_json::json!(i));
             }
         }
+
+        /// SPEC §4.1a: whatever text the peers and the policy put in an MCP decision or in
+        /// recorded arguments (control characters, quotes, backslashes, any Unicode), the line
+        /// is the `serde_json` serialization of its fields.
+        #[test]
+        fn peer_text_lines_are_the_serde_serialization(
+            method in any::<String>(),
+            target in prop::option::of(any::<String>()),
+            request_id in prop::option::of(any::<String>()),
+            reason in any::<String>(),
+            rule in prop::option::of(any::<String>()),
+            arguments in any::<String>(),
+            cut in any::<bool>(),
+            server_to_client in any::<bool>(),
+            seq in any::<u64>(),
+        ) {
+            let sid = "0123456789abcdef0123456789abcdef";
+            let mut format = DecisionFormat::new(sid, "assay://t", "00", true);
+            let e = McpDecisionEntry {
+                method: &method,
+                direction: if server_to_client { Direction::ServerToClient } else { Direction::ClientToServer },
+                target: target.as_deref(),
+                request_id: request_id.as_deref(),
+                decision: Decision::Deny,
+                reason_code: ReasonCode::P_PROMPT_DENIED,
+                reason: &reason,
+                matched_rule: rule.as_deref(),
+                params_sha256: None,
+            };
+            let mut line = Vec::new();
+            format.push_mcp_decision_line(&mut line, seq, &e);
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            let want = crate::evidence::event::Envelope::new(
+                &format!("evt_decision_{sid}_{seq}"),
+                TYPE_MCP_DECISION,
+                "assay://t",
+                v["time"].as_str().unwrap(),
+                McpData {
+                    session_id: sid,
+                    seq,
+                    method: &method,
+                    direction: e.direction.as_str(),
+                    target: e.target,
+                    request_id: e.request_id,
+                    decision: e.decision,
+                    reason_code: e.reason_code,
+                    reason: &reason,
+                    matched_rule: e.matched_rule,
+                    enforced: true,
+                    policy_sha256: "00",
+                    params_sha256: None,
+                },
+            )
+            .to_line()
+            .unwrap();
+            prop_assert_eq!(&line, &want);
+
+            let t = DecisionEntry { arguments: Some((&arguments, cut)), ..entry() };
+            let mut line = Vec::new();
+            format.push_line(&mut line, seq, &t);
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            prop_assert_eq!(v["data"]["arguments"].as_str(), Some(arguments.as_str()));
+            prop_assert_eq!(&v["data"]["arguments_truncated"], &serde_json::json!(cut));
+            let mut plain = Vec::new();
+            format.push_line(&mut plain, seq, &entry());
+            let tail = serde_json::to_vec(&serde_json::json!({"arguments": arguments})).unwrap();
+            // The recorded line is the plain line with the two members inserted before the
+            // closing braces, the text escaped as serde escapes it.
+            let mut expected = plain[..plain.len() - 3].to_vec();
+            expected.push(b',');
+            expected.extend_from_slice(&tail[1..tail.len() - 1]);
+            expected.extend_from_slice(format!(",\"arguments_truncated\":{cut}}}}}\n").as_bytes());
+            // The times of the two lines may differ: compare after the time.
+            let after_time = |l: &[u8]| -> Vec<u8> {
+                let mark = b"\",\"datacontenttype\"";
+                let at = l.windows(mark.len()).position(|w| w == mark).unwrap();
+                l[at..].to_vec()
+            };
+            prop_assert_eq!(after_time(&line), after_time(&expected));
+        }
     }
 }
