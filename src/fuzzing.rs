@@ -4,7 +4,7 @@
 //! target can check invariants without reaching into private types.
 #![forbid(unsafe_code)]
 
-use crate::proxy::message::{ClientLine, Message, classify, for_each_message};
+use crate::proxy::message::{ClientLine, Judged, Message, classify, for_each_message};
 use crate::strict_json::ScanErrorKind;
 
 /// What the client-line classifier (SPEC §3 item 6) made of one line.
@@ -54,7 +54,7 @@ fn summarize(head: &Message<'_>) -> MessageSummary {
 
 /// Classifies one client line (newline included) exactly as the proxy does.
 pub fn classify_client_line(line: &[u8]) -> ClientLineSummary {
-    match classify(line) {
+    match classify(line, Judged::default()) {
         ClientLine::Blank => ClientLineSummary::Blank,
         ClientLine::ParseError(e) => ClientLineSummary::ParseError(e.kind),
         ClientLine::KeyVariant(at) => ClientLineSummary::KeyVariant(at),
@@ -63,7 +63,7 @@ pub fn classify_client_line(line: &[u8]) -> ClientLineSummary {
         ClientLine::Single(h) => ClientLineSummary::Single(summarize(&h)),
         ClientLine::Batch(text) => {
             let mut items = Vec::new();
-            for_each_message(text, |m| items.push(summarize(m)));
+            for_each_message(text, Judged::default(), |m| items.push(summarize(m)));
             ClientLineSummary::Batch(items)
         }
     }

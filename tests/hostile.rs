@@ -164,7 +164,7 @@ fn batches_follow_the_all_or_nothing_rule() {
         by_id(json!(11))["result"]["_meta"]["assay/decision"]["reason_code"],
         "P_TOOL_DENIED"
     );
-    assert_eq!(error_code(&by_id(json!("p"))), -32001);
+    assert_eq!(error_code(&by_id(json!("p"))), -32010);
     for id in [json!(10), json!(11)] {
         // The same refusal shape as a single call (SPEC §3 item 5).
         let r = by_id(id)["result"].clone();

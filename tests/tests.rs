@@ -15,6 +15,7 @@ mod differential;
 mod evidence;
 mod faults;
 mod fidelity;
+mod governed;
 mod hostile;
 mod hosts;
 mod hosts_per_server;

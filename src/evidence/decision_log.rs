@@ -269,13 +269,6 @@ impl DecisionFormat {
     /// method and target are peer text); the line is compact JSON plus `\n`, the same bytes
     /// `serde_json` writes for it (the tests hold the two together). It shares `seq` with the
     /// other lines of the log and is written by the same [`DecisionLog`].
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "formatted for the proxy's judgement of governed methods (SPEC §5.2), which calls it"
-        )
-    )]
     pub(crate) fn push_mcp_decision_line(
         &mut self,
         out: &mut Vec<u8>,

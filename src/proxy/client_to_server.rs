@@ -13,15 +13,16 @@ use super::emitter::{
     ActionRunner, Batch, Delivery, Emitter, LineAction, QUEUED_LINE_MAX, Source, Span,
 };
 use super::endpoint::Endpoint;
+use super::governed::{self, Judged as GovernedMessage};
 use super::line::LineReader;
-use super::message::{ClientLine, Message, as_str, classify, for_each_message};
+use super::message::{ClientLine, Judged, Message, as_str, classify, for_each_message};
 use super::pending::RequestKind;
 use super::recorder::Recorder;
 use super::respond;
 use super::shared::{Shared, line_after_server_eof};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::DecisionEntry;
-use crate::policy::{Decision, ReasonCode, VerdictRef};
+use crate::policy::{CallBudget, Decision, ReasonCode, Verdict, VerdictRef};
 use crate::sha256::HexDigest;
 use crate::strict_json::ScanErrorKind;
 
@@ -35,6 +36,9 @@ struct Evaluated<'a, 'p> {
     arguments_sha256: Option<HexDigest>,
     /// The definition digest this session remembers for the tool (SPEC §5.1).
     tool_definition_sha256: Option<HexDigest>,
+    /// With `record_arguments` (SPEC §5.2): the redacted, bounded arguments, and whether they
+    /// were cut.
+    recorded: Option<(String, bool)>,
     verdict: VerdictRef<'p>,
 }
 
@@ -55,6 +59,10 @@ pub(crate) struct ClientWorker {
 struct Ctx<'s> {
     shared: &'s Shared,
     recorder: &'s mut Recorder,
+    /// The session's `limits` counters (SPEC §5.2), when the policy has limits.
+    budget: &'s mut Option<CallBudget>,
+    /// The methods besides `tools/call` the policy judges by their params.
+    judged: Judged,
 }
 
 fn malformed(reason: &'static str) -> VerdictRef<'static> {
@@ -90,6 +98,12 @@ impl ClientWorker {
         // Ops of a line that is not queued, and a JSON-RPC batch's decision lines.
         let mut scratch = Batch::default();
         let mut decision_line: Vec<u8> = Vec::new();
+        let mut budget = shared.policy.limits().map(|l| l.budget());
+        let governed = shared.policy.governed();
+        let judged = Judged {
+            prompts: governed.contains(&"prompts"),
+            resources: governed.contains(&"resources"),
+        };
         loop {
             let mut failed: Option<WorkerError> = None;
             let next = {
@@ -119,6 +133,8 @@ impl ClientWorker {
             let mut ctx = Ctx {
                 shared: &shared,
                 recorder: &mut recorder,
+                budget: &mut budget,
+                judged,
             };
             if let Err(e) = handle_line(
                 &mut ctx,
@@ -162,7 +178,7 @@ fn handle_line(
     decision_line: &mut Vec<u8>,
     line: &[u8],
 ) -> Result<(), WorkerError> {
-    let class = classify(line);
+    let class = classify(line, ctx.judged);
     if let ClientLine::Batch(text) = class {
         return emitter
             .with_runner(|runner| handle_batch(ctx, runner, decision_line, text, line))?;
@@ -256,13 +272,20 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
 
 const PARAMS_MALFORMED: &str = "tools/call params is missing or not an object";
 
-fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p> {
+/// Judges one `tools/call` in the order of SPEC §5, then (allowed so far) against the session's
+/// `limits` (§5.2): `budget` counts the call when it is admitted.
+fn evaluate<'a, 'p>(
+    shared: &'p Shared,
+    head: &Message<'a>,
+    budget: Option<&mut CallBudget>,
+) -> Evaluated<'a, 'p> {
     let mut ev = Evaluated {
         id: head.id,
         tool: None,
         tool_call_id: tool_call_id(head.id),
         arguments_sha256: None,
         tool_definition_sha256: None,
+        recorded: None,
         // Every path below sets the verdict; this placeholder allocates nothing.
         verdict: malformed(PARAMS_MALFORMED),
     };
@@ -285,7 +308,8 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
         ev.verdict = malformed("tools/call params.name is missing or not a string");
         return ev;
     };
-    if arguments.is_none() && shared.policy.reads_arguments(&name) {
+    let record_arguments = shared.policy.record_arguments();
+    if arguments.is_none() && (record_arguments || shared.policy.reads_arguments(&name)) {
         if let Some(raw) = head.arguments {
             let Ok(v) = crate::strict_json::parse_value(raw) else {
                 // As if the parse had failed up front (it cannot after the fast path accepted
@@ -303,8 +327,28 @@ fn evaluate<'a, 'p>(shared: &'p Shared, head: &Message<'a>) -> Evaluated<'a, 'p>
         arguments.as_ref(),
         ev.tool_definition_sha256.as_ref(),
     );
+    if record_arguments {
+        ev.recorded = arguments
+            .as_ref()
+            .map(|a| shared.policy.recorded_arguments(a));
+    }
+    if ev.allowed() {
+        if let Some(refused) = budget.and_then(|b| b.admit(&name, ev.arguments_sha256.as_ref())) {
+            ev.verdict = owned(refused);
+        }
+    }
     ev.tool = Some(name);
     ev
+}
+
+/// A verdict the policy built for this call alone, as a [`VerdictRef`].
+fn owned(v: Verdict) -> VerdictRef<'static> {
+    VerdictRef {
+        decision: v.decision,
+        reason_code: v.reason_code,
+        reason: Cow::Owned(v.reason),
+        matched_rule: v.matched_rule.map(Cow::Owned),
+    }
 }
 
 /// Numbers one decision and appends its log line (when a log is kept) to `out`. Returns whether
@@ -328,7 +372,10 @@ fn record(
             matched_rule: verdict.matched_rule.as_deref(),
             arguments_sha256: ev.arguments_sha256.as_ref(),
             tool_definition_sha256: ev.tool_definition_sha256.as_ref(),
-            arguments: None,
+            arguments: ev
+                .recorded
+                .as_ref()
+                .map(|(text, cut)| (text.as_str(), *cut)),
         },
     );
     let verbose = ctx.shared.diag.verbose;
@@ -347,6 +394,64 @@ fn record(
         ));
     }
     (wrote, id)
+}
+
+/// [`record`] for a message of another governed method (SPEC §4.1a `assay.mcp.decision`),
+/// judged `verdict` (its own, or the batch refusal).
+fn record_governed(
+    ctx: &mut Ctx<'_>,
+    out: &mut Vec<u8>,
+    g: &GovernedMessage<'_>,
+    verdict: &Verdict,
+    want_id: bool,
+) -> (bool, String) {
+    let (seq, wrote) = ctx.recorder.record_mcp(out, &g.entry_as(verdict));
+    let verbose = ctx.shared.diag.verbose;
+    let id = if want_id || verbose {
+        ctx.recorder.decision_id(seq)
+    } else {
+        String::new()
+    };
+    if verbose {
+        ctx.shared.diag.say(&format!(
+            "decision {} {} {} {} ({})",
+            id,
+            verdict.decision.as_str(),
+            g.method,
+            g.target.as_deref().unwrap_or("-"),
+            verdict.reason_code.as_str()
+        ));
+    }
+    (wrote, id)
+}
+
+/// [`record_now`] for a message of another governed method.
+fn record_governed_now(
+    ctx: &mut Ctx<'_>,
+    runner: &mut ActionRunner,
+    line: &mut Vec<u8>,
+    g: &GovernedMessage<'_>,
+    verdict: &Verdict,
+    want_id: bool,
+) -> Result<String, WorkerError> {
+    line.clear();
+    let (wrote, id) = record_governed(ctx, line, g, verdict, want_id);
+    if wrote {
+        runner.write_decision(line)?;
+    }
+    Ok(id)
+}
+
+/// The error answering a refused request of another governed method (SPEC §5.2), or `None`
+/// for a notification.
+fn refused_request(id: Option<&str>, verdict: &Verdict, decision_id: &str) -> Option<Vec<u8>> {
+    let id = raw_id(id?)?;
+    Some(respond::refused_request(
+        id,
+        verdict.decision.as_str(),
+        verdict.reason_code,
+        decision_id,
+    ))
 }
 
 /// Records one decision of a JSON-RPC batch and writes its line at once (a batch's decisions
@@ -413,6 +518,22 @@ fn handle_single(
     queued: bool,
 ) -> LineAction {
     note_message(ctx.shared, head);
+    if let Some(g) = governed::client_message(&ctx.shared.policy, head) {
+        let pass = g.allowed() || ctx.shared.dry_run;
+        let mark = batch.mark();
+        let (wrote, decision_id) = record_governed(ctx, batch.arena(), &g, &g.verdict, !pass);
+        let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
+        let delivery = if pass {
+            note_forwarded(ctx.shared, head);
+            forward(batch, line, queued)
+        } else {
+            match refused_request(g.id, &g.verdict, &decision_id) {
+                Some(bytes) => response(batch, &bytes),
+                None => Delivery::Drop,
+            }
+        };
+        return LineAction { decision, delivery };
+    }
     if !head.method_is("tools/call") {
         note_forwarded(ctx.shared, head);
         return LineAction {
@@ -420,7 +541,7 @@ fn handle_single(
             delivery: forward(batch, line, queued),
         };
     }
-    let ev = evaluate(ctx.shared, head);
+    let ev = evaluate(ctx.shared, head, ctx.budget.as_mut());
     let pass = ev.allowed() || ctx.shared.dry_run;
     let mark = batch.mark();
     let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
@@ -450,59 +571,93 @@ fn handle_batch(
     line: &[u8],
 ) -> Result<(), WorkerError> {
     let shared = ctx.shared;
+    let judged = ctx.judged;
+    let policy = &shared.policy;
     shared.session_message.store(true, Ordering::Relaxed);
     let mut any_refused = false;
     let mut any_id = false;
-    for_each_message(text, |m| {
+    // Judged on a copy of the limits' counters: a call of a refused batch is not counted.
+    let mut trial = ctx.budget.clone();
+    for_each_message(text, judged, |m| {
         note_message(shared, m);
         any_id |= m.id.is_some();
-        if m.method_is("tools/call") && !evaluate(shared, m).allowed() {
+        if m.method_is("tools/call") && !evaluate(shared, m, trial.as_mut()).allowed() {
+            any_refused = true;
+        }
+        if governed::client_message(policy, m).is_some_and(|g| !g.allowed()) {
             any_refused = true;
         }
     });
     let mut recorded: Result<(), WorkerError> = Ok(());
     if shared.dry_run || !any_refused {
-        for_each_message(text, |m| {
-            if m.method_is("tools/call") && recorded.is_ok() {
-                let ev = evaluate(shared, m);
+        for_each_message(text, judged, |m| {
+            if recorded.is_err() {
+                return;
+            }
+            if m.method_is("tools/call") {
+                let ev = evaluate(shared, m, ctx.budget.as_mut());
                 recorded =
                     record_now(ctx, runner, decision_line, &ev, &ev.verdict, false).map(drop);
+            } else if let Some(g) = governed::client_message(policy, m) {
+                recorded = record_governed_now(ctx, runner, decision_line, &g, &g.verdict, false)
+                    .map(drop);
             }
         });
         recorded?;
-        for_each_message(text, |m| note_forwarded(shared, m));
+        for_each_message(text, judged, |m| note_forwarded(shared, m));
         return runner.forward(line);
     }
+    let batch_refused_owned = Verdict {
+        decision: Decision::Deny,
+        reason_code: ReasonCode::P_BATCH_REFUSED,
+        reason: "refused with its batch: another message in the batch was not allowed".to_owned(),
+        matched_rule: None,
+    };
     // Refuse the whole batch: one decision per call, allowed calls logged as refused with it.
     let batch_refused = VerdictRef {
         decision: Decision::Deny,
         reason_code: ReasonCode::P_BATCH_REFUSED,
-        reason: Cow::Borrowed("refused with its batch: another call in the batch was not allowed"),
+        reason: Cow::Borrowed(
+            "refused with its batch: another message in the batch was not allowed",
+        ),
         matched_rule: None,
     };
     if !any_id {
-        for_each_message(text, |m| {
-            if m.method_is("tools/call") && recorded.is_ok() {
-                let ev = evaluate(shared, m);
+        let mut trial = ctx.budget.clone();
+        for_each_message(text, judged, |m| {
+            if recorded.is_err() {
+                return;
+            }
+            if m.method_is("tools/call") {
+                let ev = evaluate(shared, m, trial.as_mut());
                 let verdict = if ev.allowed() {
                     &batch_refused
                 } else {
                     &ev.verdict
                 };
                 recorded = record_now(ctx, runner, decision_line, &ev, verdict, false).map(drop);
+            } else if let Some(g) = governed::client_message(policy, m) {
+                let verdict = if g.allowed() {
+                    &batch_refused_owned
+                } else {
+                    &g.verdict
+                };
+                recorded =
+                    record_governed_now(ctx, runner, decision_line, &g, verdict, false).map(drop);
             }
         });
         return recorded;
     }
+    let mut trial = ctx.budget.clone();
     let written = shared.output.write_with(|out| {
         let mut first = true;
         let mut result = std::io::Write::write_all(out, b"[");
-        for_each_message(text, |m| {
+        for_each_message(text, judged, |m| {
             if recorded.is_err() {
                 return;
             }
             let part = if m.method_is("tools/call") {
-                let ev = evaluate(shared, m);
+                let ev = evaluate(shared, m, trial.as_mut());
                 let verdict = if ev.allowed() {
                     &batch_refused
                 } else {
@@ -515,12 +670,25 @@ fn handle_batch(
                         None
                     }
                 }
+            } else if let Some(g) = governed::client_message(policy, m) {
+                let verdict = if g.allowed() {
+                    &batch_refused_owned
+                } else {
+                    &g.verdict
+                };
+                match record_governed_now(ctx, runner, decision_line, &g, verdict, true) {
+                    Ok(decision_id) => refused_request(g.id, verdict, &decision_id),
+                    Err(e) => {
+                        recorded = Err(e);
+                        None
+                    }
+                }
             } else {
                 m.id.and_then(raw_id).map(|id| {
                     respond::error(
                         Some(id),
                         respond::BATCH_REFUSED,
-                        "batch refused: a tools/call in the batch was not allowed",
+                        "batch refused: a message in the batch was not allowed",
                     )
                 })
             };

@@ -20,12 +20,10 @@
 //! session has sealed the decision log ([`LogWriterState::seal`]), no decision is written and no call
 //! is forwarded any more.
 
-use std::io::{BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use super::cancel::is_cancelled;
-use super::endpoint::Endpoint;
 use super::shared::{LogWriterState, Shared};
 use super::workers::WorkerError;
 use crate::sys::signals::block_write_signals_in_this_thread;
@@ -128,9 +126,9 @@ impl Batch {
     }
 }
 
-/// The server's stdin and the way to the decision log: what carrying out an action needs.
+/// The way to the server's stdin (`shared.server_input`) and to the decision log: what carrying
+/// out an action needs.
 pub(crate) struct ActionRunner {
-    to_child: BufWriter<Endpoint>,
     shared: Arc<Shared>,
 }
 
@@ -149,11 +147,10 @@ pub(crate) fn to_client(e: std::io::Error) -> WorkerError {
 }
 
 impl ActionRunner {
-    pub(crate) fn new(to_child: Endpoint, shared: Arc<Shared>) -> Self {
-        Self {
-            to_child: BufWriter::with_capacity(64 * 1024, to_child),
-            shared,
-        }
+    /// A runner writing to `shared.server_input`, which the session connected to the server's
+    /// stdin.
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
     }
 
     /// Writes one decision line (SPEC §4.1: one `write_all`). A failed write poisons the
@@ -181,7 +178,7 @@ impl ActionRunner {
 
     /// Forwards bytes to the server (buffered).
     pub(crate) fn forward(&mut self, line: &[u8]) -> Result<(), WorkerError> {
-        self.to_child.write_all(line).map_err(to_server)
+        self.shared.server_input.write_all(line).map_err(to_server)
     }
 
     /// Carries out `batch`'s actions in order; `current` is the line [`Source::Current`] names.
@@ -215,7 +212,7 @@ impl ActionRunner {
     /// Nothing more to do for now: flush both ways, then let the decision log settle its digest
     /// (off the path between a decision and its call).
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
-        self.to_child.flush().map_err(to_server)?;
+        self.shared.server_input.flush().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)?;
         if let LogWriterState::Open(log) = &mut *self.log() {
             log.settle();
@@ -224,10 +221,17 @@ impl ActionRunner {
     }
 
     /// The client's input ended: flush and close the server's stdin, flush the client output.
-    fn close(mut self) -> Result<(), WorkerError> {
-        self.to_child.flush().map_err(to_server)?;
-        drop(self.to_child);
+    fn close(self) -> Result<(), WorkerError> {
+        self.shared.server_input.close().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)
+    }
+}
+
+impl Drop for ActionRunner {
+    /// However the client→server path ends, the server reads end of input (as when the runner
+    /// owned the server's stdin); after [`ActionRunner::close`] this does nothing.
+    fn drop(&mut self) {
+        let _ = self.shared.server_input.close();
     }
 }
 

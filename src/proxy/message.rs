@@ -4,10 +4,12 @@
 //! The pass ([`strict_json::scan_with`] with [`ClientVisitor`]) validates the line (UTF-8 is
 //! checked once before it) — syntax, duplicate keys after lenient normalization, non-finite
 //! numbers, depth — and extracts, without building any value, each message's `method`, `id`,
-//! `params`, `params.name` and the text of `params.arguments`. A key of the JSON-RPC envelope,
-//! or of a `tools/call`'s `params`, that is a lenient variant of a member name (`Method`,
-//! `paramſ`, `name\u0000`) refuses the line: no parser downstream (ours, the server's, or an
-//! auditor's) can see a different message than the policy saw.
+//! `params`, `params.name`, `params.uri` and the text of `params.arguments`. A key of the
+//! JSON-RPC envelope, or of the `params` of a method the policy judges (`tools/call` always;
+//! `prompts/get`, `resources/read` and `resources/subscribe` when the policy governs them,
+//! [`Judged`]), that is a lenient variant of a member name (`Method`, `paramſ`, `name\u0000`,
+//! `URI`) refuses the line: no parser downstream (ours, the server's, or an auditor's) can see a
+//! different message than the policy saw.
 
 use std::borrow::Cow;
 
@@ -34,8 +36,12 @@ pub(crate) struct Message<'a> {
     pub name: Option<&'a str>,
     /// `params.arguments`, when `params` is an object holding it.
     pub arguments: Option<&'a str>,
+    /// `params.uri`, when `params` is an object holding it (`resources/read`, SPEC §5.2).
+    pub uri: Option<&'a str>,
     /// Offset of a key of `params` that is a lenient variant of `name`, `arguments` or `_meta`.
     params_variant: Option<usize>,
+    /// Offset of a key of `params` that is a lenient variant of `uri` or `_meta`.
+    uri_variant: Option<usize>,
 }
 
 /// The decoded value of raw JSON text, if it is a string.
@@ -68,7 +74,7 @@ pub(crate) enum ClientLine<'a> {
     /// Not UTF-8 JSON, a duplicate key (after lenient normalization), a non-finite number or too
     /// deep: -32700.
     ParseError(ScanError),
-    /// A key of the envelope or of a `tools/call`'s `params` that is a lenient variant of a
+    /// A key of the envelope or of a judged method's `params` that is a lenient variant of a
     /// member name (SPEC §3 item 6): -32700. The offset of the key.
     KeyVariant(usize),
     /// A carriage return between the first and the last non-whitespace byte: -32700. JSON
@@ -97,11 +103,27 @@ const SLOT_ID: u8 = 4;
 const SLOT_PARAMS: u8 = 5;
 const SLOT_NAME: u8 = 6;
 const SLOT_ARGUMENTS: u8 = 7;
+const SLOT_URI: u8 = 8;
 
 /// The members of a JSON-RPC message object (SPEC §3 item 6).
 const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-/// The members of a `tools/call`'s `params`.
+/// The members of a `tools/call`'s (and a `prompts/get`'s) `params`.
 const CALL_PARAMS: [&str; 3] = ["name", "arguments", "_meta"];
+/// The members of a `resources/read`'s (and `resources/subscribe`'s) `params`.
+const URI_PARAMS: [&str; 2] = ["uri", "_meta"];
+/// Methods whose `params` are judged by `uri` (SPEC §5.2): a lenient variant of one of
+/// [`URI_PARAMS`] refuses the line.
+pub(crate) const URI_METHODS: [&str; 2] = ["resources/read", "resources/subscribe"];
+
+/// Which methods besides `tools/call` the policy judges by their `params` (SPEC §5.2): their
+/// lenient key variants refuse the line too. Without a section nothing changes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Judged {
+    /// `prompts/get` (the policy has `prompts`).
+    pub prompts: bool,
+    /// `resources/read` and `resources/subscribe` (the policy has `resources`).
+    pub resources: bool,
+}
 
 /// Extracts messages during the scan and applies the lenient member-name rule; hands each
 /// complete message (a top-level object or an object element of a top-level array) to `each`.
@@ -109,6 +131,7 @@ struct ClientVisitor<'a, F> {
     current: Message<'a>,
     /// Offset of the envelope key variant that refused the line.
     variant: Option<usize>,
+    judged: Judged,
     each: F,
 }
 
@@ -183,9 +206,14 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
             SLOT_NAME
         } else if exact("arguments") {
             SLOT_ARGUMENTS
+        } else if exact("uri") {
+            SLOT_URI
         } else {
             if self.current.params_variant.is_none() && variant(&CALL_PARAMS) {
                 self.current.params_variant = Some(at);
+            }
+            if self.current.uri_variant.is_none() && variant(&URI_PARAMS) {
+                self.current.uri_variant = Some(at);
             }
             0
         })
@@ -202,16 +230,30 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
             }
             SLOT_NAME => cur.name = Some(text),
             SLOT_ARGUMENTS => cur.arguments = Some(text),
+            SLOT_URI => cur.uri = Some(text),
             SLOT_ROOT | SLOT_ELEMENT if role == ROLE_ENVELOPE => {
                 let msg = *cur;
-                if let Some(at) = msg.params_variant {
-                    if msg.method_is("tools/call") {
-                        self.variant = Some(at);
-                        return Err(ScanError {
-                            kind: ScanErrorKind::DuplicateKey,
-                            offset: at,
-                        });
+                let judged = self.judged;
+                let refused = match (msg.params_variant, msg.uri_variant) {
+                    (Some(at), _)
+                        if msg.method_is("tools/call")
+                            || (judged.prompts && msg.method_is("prompts/get")) =>
+                    {
+                        Some(at)
                     }
+                    (_, Some(at))
+                        if judged.resources && URI_METHODS.iter().any(|m| msg.method_is(m)) =>
+                    {
+                        Some(at)
+                    }
+                    _ => None,
+                };
+                if let Some(at) = refused {
+                    self.variant = Some(at);
+                    return Err(ScanError {
+                        kind: ScanErrorKind::DuplicateKey,
+                        offset: at,
+                    });
                 }
                 (self.each)(&msg);
             }
@@ -230,11 +272,13 @@ fn invalid(offset: usize) -> ScanError {
 /// Scans `text` (UTF-8, one JSON text) with the client rules, handing every message to `each`.
 fn scan_messages<'a>(
     text: &'a str,
+    judged: Judged,
     each: impl FnMut(&Message<'a>),
 ) -> Result<(), Result<ScanError, usize>> {
     let mut v = ClientVisitor {
         current: Message::default(),
         variant: None,
+        judged,
         each,
     };
     strict_json::scan_with(text, CLIENT_MAX_DEPTH, &mut v).map_err(|e| match v.variant {
@@ -243,15 +287,16 @@ fn scan_messages<'a>(
     })
 }
 
-/// Walks the messages of a batch that [`classify`] accepted, in order. Re-scans the text: a
-/// batch's memory stays independent of its number of elements.
-pub(crate) fn for_each_message<'a>(batch: &'a str, each: impl FnMut(&Message<'a>)) {
+/// Walks the messages of a batch that [`classify`] accepted with `judged`, in order. Re-scans
+/// the text: a batch's memory stays independent of its number of elements.
+pub(crate) fn for_each_message<'a>(batch: &'a str, judged: Judged, each: impl FnMut(&Message<'a>)) {
     // The text passed the same scan in `classify`; it cannot fail now.
-    let _ = scan_messages(batch, each);
+    let _ = scan_messages(batch, judged, each);
 }
 
-/// Classifies one line (newline included).
-pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
+/// Classifies one line (newline included), refusing the key variants of the methods `judged`
+/// names.
+pub(crate) fn classify(line: &[u8], judged: Judged) -> ClientLine<'_> {
     let Some(first) = line
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
@@ -265,9 +310,9 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
     let mut single: Option<Message<'_>> = None;
     let batch = line[first] == b'[';
     let scanned = if batch {
-        scan_messages(text, |_| {})
+        scan_messages(text, judged, |_| {})
     } else {
-        scan_messages(text, |m| single = Some(*m))
+        scan_messages(text, judged, |m| single = Some(*m))
     };
     match scanned {
         Ok(()) => {}
@@ -293,6 +338,57 @@ pub(crate) fn classify(line: &[u8]) -> ClientLine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The classification without any §5.2 section (as every policy before them).
+    fn classify(line: &[u8]) -> ClientLine<'_> {
+        super::classify(line, Judged::default())
+    }
+
+    fn for_each_message<'a>(text: &'a str, each: impl FnMut(&Message<'a>)) {
+        super::for_each_message(text, Judged::default(), each)
+    }
+
+    #[test]
+    fn uri_and_prompt_name_variants_refuse_the_line_only_when_governed() {
+        let all = Judged {
+            prompts: true,
+            resources: true,
+        };
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"URI":"file:///etc/passwd"}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///w/a","Uri":"file:///etc/passwd"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"ur\u0130":"x"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"NAME":"debug"}}"#,
+            br#"{"params":{"name":"a","Arguments":{}},"method":"prompts/get","id":2}"#,
+        ] {
+            assert!(
+                matches!(super::classify(line, all), ClientLine::KeyVariant(_)),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            assert!(
+                matches!(classify(line), ClientLine::Single(_)),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        // Escaped exact keys are the members themselves.
+        let ClientLine::Single(m) = super::classify(
+            br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"\u0075ri":"file:///w/a"}}"#,
+            all,
+        ) else {
+            panic!("single")
+        };
+        assert_eq!(m.uri, Some("\"file:///w/a\""));
+        // Another method's params are not judged by these names.
+        assert!(matches!(
+            super::classify(
+                br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"URI":"x","NAME":1}}"#,
+                all
+            ),
+            ClientLine::Single(_)
+        ));
+    }
 
     #[test]
     fn classifies() {

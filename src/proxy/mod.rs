@@ -5,11 +5,14 @@
 
 pub(crate) mod answers;
 mod cancel;
+mod client_features;
 mod client_io;
 mod client_to_server;
 mod emitter;
 mod endpoint;
 pub(crate) mod envelope;
+mod governed;
+mod governed_lists;
 mod instructions;
 mod line;
 pub(crate) mod message;
@@ -18,6 +21,7 @@ pub(crate) mod pending;
 mod recorder;
 mod respond;
 pub(crate) mod rpc_id;
+mod server_input;
 mod server_to_client;
 mod session_end;
 mod shared;
@@ -56,6 +60,7 @@ use line::LineReader;
 use output::ClientOutput;
 use pending::PendingRequests;
 use recorder::Recorder;
+use server_input::ServerInput;
 use session_end::run_workers;
 use shared::{LogWriterState, Shared};
 use stderr_tee::Tee;
@@ -227,8 +232,8 @@ fn write_context(
         dry_run: plan.dry_run,
         hide_refused_tools,
         pins_sha256: policy.pins().map(crate::pins_file::Pins::sha256),
-        governed: Vec::new(),
-        record_arguments: false,
+        governed: policy.governed(),
+        record_arguments: policy.record_arguments(),
         command_sha256: &crate::evidence::event::command_sha256(&plan.command),
         producer: crate::evidence::event::PRODUCER,
         assertion_basis: "producer_observation",
@@ -397,6 +402,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         unsolicited: AtomicU64::new(0),
         decision_seq: recorder.counter(),
         event_format,
+        server_input: ServerInput::new(),
+        session_id: session_id.clone(),
     });
     let streams = Streams::new(
         io.input,
@@ -672,10 +679,10 @@ fn run_session(
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
-        emitter: emitter::Emitter::new(emitter::ActionRunner::new(
-            streams.server_stdin,
-            shared.clone(),
-        )),
+        emitter: {
+            shared.server_input.connect(streams.server_stdin);
+            emitter::Emitter::new(emitter::ActionRunner::new(shared.clone()))
+        },
         recorder,
         shared: shared.clone(),
     };

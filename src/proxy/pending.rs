@@ -65,6 +65,12 @@ pub(crate) enum RequestKind {
     /// `initialize` or `server/discover`: its answer may carry the server's `instructions`
     /// (SPEC §5.1).
     Initialize,
+    /// `resources/list`: its answer is filtered when the policy governs resources (SPEC §5.2).
+    ResourcesList,
+    /// `resources/templates/list`: likewise.
+    ResourceTemplatesList,
+    /// `prompts/list`: filtered when the policy governs prompts (SPEC §5.2).
+    PromptsList,
     /// Any other request.
     Other,
 }
@@ -76,6 +82,12 @@ impl RequestKind {
             RequestKind::ToolsList
         } else if method_is("initialize") || method_is("server/discover") {
             RequestKind::Initialize
+        } else if method_is("resources/list") {
+            RequestKind::ResourcesList
+        } else if method_is("resources/templates/list") {
+            RequestKind::ResourceTemplatesList
+        } else if method_is("prompts/list") {
+            RequestKind::PromptsList
         } else {
             RequestKind::Other
         }
@@ -144,6 +156,16 @@ impl LineAnswers {
             .iter()
             .find(|(server, _)| &**server == id)
             .map(|(_, a)| &*a.spelling)
+    }
+
+    /// What each request the line answered asked, with the client's spelling of its id.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = (RequestKind, &str)> {
+        self.list.iter().map(|(_, a)| (a.kind, &*a.spelling))
+    }
+
+    /// The client's spellings of every request the line answered.
+    pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().map(|(_, a)| &*a.spelling)
     }
 
     pub(crate) fn push(&mut self, server_id: &str, answer: Answer) {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::evidence::decision_log::{DecisionEntry, DecisionFormat};
+use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, McpDecisionEntry};
 
 /// Numbers decisions and formats their log lines.
 pub(crate) struct Recorder {
@@ -39,6 +39,23 @@ impl Recorder {
         match self.format.as_mut() {
             Some(f) => {
                 f.push_line(out, seq, entry);
+                (seq, true)
+            }
+            None => (seq, false),
+        }
+    }
+
+    /// [`Recorder::record`] for a message of another governed method (SPEC §4.1a
+    /// `assay.mcp.decision`): the same `seq`, the same log.
+    pub(crate) fn record_mcp(
+        &mut self,
+        out: &mut Vec<u8>,
+        entry: &McpDecisionEntry<'_>,
+    ) -> (u64, bool) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        match self.format.as_mut() {
+            Some(f) => {
+                f.push_mcp_decision_line(out, seq, entry);
                 (seq, true)
             }
             None => (seq, false),

@@ -1,6 +1,8 @@
-//! The responses the proxy itself sends to the client: policy refusals (an `isError` tool
-//! result carrying the decision in `_meta`), -32700 / -32600 errors for lines that cannot be
-//! evaluated, and the batch refusal. Ids are echoed byte-exact from the request.
+//! The responses the proxy itself sends: policy refusals (an `isError` tool result carrying the
+//! decision in `_meta` for a `tools/call`; the [`REFUSED`] error carrying it in `data` for any
+//! other governed request, to the client or — for a server's request — to the server), -32700 /
+//! -32600 errors for lines that cannot be evaluated, and the batch refusal. Ids are echoed
+//! byte-exact from the request.
 //!
 //! Every shape is valid under each MCP revision from 2024-11-05 through 2026-07-28 (SPEC §3
 //! item 5): the refusal has no `structuredContent` (a tool's `outputSchema` must never apply to
@@ -101,6 +103,53 @@ pub(crate) fn refused_call(
     })
 }
 
+#[derive(Serialize)]
+struct RefusedBody<'a> {
+    error: RefusedError<'a>,
+}
+
+#[derive(Serialize)]
+struct RefusedError<'a> {
+    code: i32,
+    message: &'a str,
+    data: RefusedData<'a>,
+}
+
+#[derive(Serialize)]
+struct RefusedData<'a> {
+    #[serde(rename = "assay/decision")]
+    decision: AssayDecision<'a>,
+}
+
+/// A refused request other than a `tools/call` (SPEC §5.2), without trailing newline:
+/// `{"jsonrpc":"2.0","id":ID,"error":{"code":-32010,"message":"assay: refused by policy (CODE)",
+/// "data":{"assay/decision":{"decision","reason_code","decision_id"}}}}`.
+pub(crate) fn refused_request(
+    id: &RawValue,
+    decision: &'static str,
+    reason_code: ReasonCode,
+    decision_id: &str,
+) -> Vec<u8> {
+    let message = format!("assay: refused by policy ({})", reason_code.as_str());
+    to_vec(&Response {
+        jsonrpc: "2.0",
+        id: Some(id),
+        body: RefusedBody {
+            error: RefusedError {
+                code: REFUSED,
+                message: &message,
+                data: RefusedData {
+                    decision: AssayDecision {
+                        decision,
+                        reason_code,
+                        decision_id,
+                    },
+                },
+            },
+        },
+    })
+}
+
 /// A JSON-RPC error response (without trailing newline). `id` of `None` means `null`.
 pub(crate) fn error(id: Option<&RawValue>, code: i32, message: &str) -> Vec<u8> {
     to_vec(&Response {
@@ -118,8 +167,14 @@ pub(crate) const PARSE_ERROR: i32 = -32700;
 pub(crate) const INVALID_REQUEST: i32 = -32600;
 /// JSON-RPC internal error: a server answer the wrapper withheld (SPEC §5).
 pub(crate) const INTERNAL_ERROR: i32 = -32603;
-/// A batch refused because one of its calls was not allowed.
-pub(crate) const BATCH_REFUSED: i32 = -32001;
+/// The error code of every policy refusal that is an error response (SPEC §5.2): a refused
+/// request other than `tools/call` (to the client, or to the server for its own request), and
+/// the batch refusal (SPEC §3 item 6). In the implementation-defined band -32000..-32019, and
+/// none of the codes MCP SDKs give a meaning there: -32000 (ConnectionClosed), -32001
+/// (RequestTimeout), -32002 (resource not found). docs/decisions.md, "One refusal code".
+pub(crate) const REFUSED: i32 = -32010;
+/// A batch refused because one of its calls was not allowed: the refusal code.
+pub(crate) const BATCH_REFUSED: i32 = REFUSED;
 
 #[cfg(test)]
 mod tests {

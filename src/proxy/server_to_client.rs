@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::answers::{self, Gate, LineAnswers};
+use super::client_features::{self, Features};
 use super::client_to_server::tool_call_id;
 use super::endpoint::Endpoint;
+use super::governed_lists;
 use super::instructions;
 use super::line::LineReader;
 use super::shared::Shared;
@@ -25,6 +27,7 @@ pub(crate) struct ServerWorker {
 impl ServerWorker {
     pub(crate) fn run(mut self) -> Result<(), WorkerError> {
         let shared = self.shared.clone();
+        let features = client_features::governed(&shared);
         loop {
             let output = &shared.output;
             let mut idle = || output.flush();
@@ -40,21 +43,26 @@ impl ServerWorker {
                     .unsolicited
                     .fetch_add(judged.unsolicited as u64, Ordering::Relaxed);
             }
-            match judged.gate {
-                Gate::Forward(answered) => match instructions_of(&shared, line, &answered) {
-                    Some(replaced) => pass(&shared, &replaced, &answered, last)?,
-                    None => pass(&shared, line, &answered, last)?,
-                },
-                Gate::Trimmed(trimmed, answered) => pass(&shared, &trimmed, &answered, last)?,
-                Gate::Replace(errors) => {
-                    shared
-                        .output
-                        .write_line(&errors)
-                        .map_err(super::emitter::to_client)?;
-                    if last {
-                        finish(&shared, b"")?;
-                    }
+            let judged_features = |l: &[u8], answered: &LineAnswers| {
+                if features {
+                    client_features::judge(&shared, l, answered)
+                } else {
+                    Features::Pass
                 }
+            };
+            match judged.gate {
+                Gate::Forward(answered) => match judged_features(line, &answered) {
+                    Features::Instead(errors) => instead(&shared, &errors, last)?,
+                    Features::Pass => match instructions_of(&shared, line, &answered) {
+                        Some(replaced) => pass(&shared, &replaced, &answered, last)?,
+                        None => pass(&shared, line, &answered, last)?,
+                    },
+                },
+                Gate::Trimmed(trimmed, answered) => match judged_features(&trimmed, &answered) {
+                    Features::Instead(errors) => instead(&shared, &errors, last)?,
+                    Features::Pass => pass(&shared, &trimmed, &answered, last)?,
+                },
+                Gate::Replace(errors) => instead(&shared, &errors, last)?,
                 Gate::Drop if last => finish(&shared, b"")?,
                 Gate::Drop => {}
             }
@@ -66,6 +74,21 @@ impl ServerWorker {
     }
 }
 
+/// Writes `bytes` (whole lines, or nothing) instead of a server line; `last`: the server's final
+/// bytes, after which the output is finished.
+fn instead(shared: &Shared, bytes: &[u8], last: bool) -> Result<(), WorkerError> {
+    if !bytes.is_empty() {
+        shared
+            .output
+            .write_line(bytes)
+            .map_err(super::emitter::to_client)?;
+    }
+    if last {
+        finish(shared, b"")?;
+    }
+    Ok(())
+}
+
 /// Writes a line whose responses answered `answered` (the listing filter judges it first).
 /// `last`: the server's final bytes, without a `\n`, after which the output is finished.
 fn pass(
@@ -74,9 +97,19 @@ fn pass(
     answered: &LineAnswers,
     last: bool,
 ) -> Result<(), WorkerError> {
+    if shared.tools_list.hides() {
+        if let Some(f) = governed_lists::judge(&shared.policy, line, answered) {
+            for (kind, listing) in &f.listings {
+                record_listing(shared, listing, kind.method(), kind.noun());
+            }
+            if let Some(bytes) = f.line {
+                return instead(shared, &bytes, last);
+            }
+        }
+    }
     let judged = tools_list::on_server_line(&shared.tools_list, &shared.policy, line, answered);
     for listing in &judged.listings {
-        record_listing(shared, listing);
+        record_listing(shared, listing, "tools/list", "tool");
     }
     let written = match judged.line {
         // Only the server's last bytes lack a `\n`: they go out with the close.
@@ -140,19 +173,20 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
 }
 
 /// What one listing showed and removed (SPEC §4.1a): its `assay.tool.listing` event, and one
-/// `assay:` line per removed tool.
-fn record_listing(shared: &Shared, listing: &Listing) {
-    for (tool, _, code) in &listing.removed {
+/// `assay:` line per removed entry (`noun`: tool, resource, resource template, prompt) of the
+/// answer to `method`.
+fn record_listing(shared: &Shared, listing: &Listing, method: &str, noun: &str) {
+    for (name, _, code) in &listing.removed {
         // Diagnostics render peer text (SPEC §10): the name cannot break the line.
         shared.diag.say(&format!(
-            "removed tool `{tool}` from the answer to tools/list request {} ({})",
+            "removed {noun} `{name}` from the answer to {method} request {} ({})",
             listing.request_id,
             code.as_str()
         ));
     }
     if listing.replaced_by_error {
         shared.diag.say(&format!(
-            "the answer to tools/list request {} was replaced by an error: it cannot be read as a tools/list result",
+            "the answer to {method} request {} was replaced by an error: it cannot be read as a {method} result",
             listing.request_id
         ));
     }

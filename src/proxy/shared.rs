@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::output::ClientOutput;
 use super::pending::PendingRequests;
+use super::server_input::ServerInput;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
@@ -44,6 +45,10 @@ pub(crate) struct Shared {
     pub decision_seq: Arc<AtomicU64>,
     /// Formats the server worker's event lines (listings, SPEC §4.1a) when a log is kept.
     pub event_format: Option<Mutex<DecisionFormat>>,
+    /// The server's stdin: client lines, and answers to server requests the policy refused.
+    pub server_input: ServerInput,
+    /// The session id (event ids of decisions the server worker records).
+    pub session_id: String,
 }
 
 /// The decision-log writer as the session holds it.
@@ -80,6 +85,11 @@ impl LogWriterState {
 pub(crate) const MAX_WAITING_LINES: usize = 1024;
 
 impl Shared {
+    /// The event id of decision `seq` (as `recorder::Recorder::decision_id`).
+    pub(crate) fn decision_id(&self, seq: u64) -> String {
+        format!("evt_decision_{}_{seq}", self.session_id)
+    }
+
     /// Writes one event line the server worker formats (`push` appends it for the `seq` given),
     /// numbered from the session's one counter while the log is locked (`OrderedLog`). Nothing
     /// without a log.

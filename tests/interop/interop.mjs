@@ -138,6 +138,78 @@ async function everything(wrapped) {
   return { out, cap };
 }
 
+// ---- server-everything under a policy that governs resources, prompts and sampling (SPEC §5.2) --
+
+const GOVERNED = path.join(WORK, "governed.yaml");
+fs.writeFileSync(
+  GOVERNED,
+  [
+    'version: "1"',
+    "name: interop-governed",
+    'allow: ["*"]',
+    "hide_refused_tools: true",
+    "resources:",
+    '  allow: ["demo://resource/static/document/*"]',
+    '  deny: ["demo://resource/static/document/instructions.md"]',
+    "prompts:",
+    '  allow: ["*"]',
+    '  deny: ["args-*"]',
+    "client_features:",
+    "  sampling: deny",
+    "  elicitation: allow",
+    "",
+  ].join("\n"),
+);
+
+/** The error a refused request rejects with: the SPEC §5.2 refusal code and decision. */
+async function refusedWith(promise, code) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.equal(e.code, -32010, String(e));
+    assert.equal(e.data["assay/decision"].reason_code, code);
+    return e.message;
+  }
+  assert.fail(`not refused (${code})`);
+}
+
+async function everythingGoverned() {
+  const cap = path.join(WORK, "cap-governed");
+  const client = new Client(
+    { name: "assay-interop", version: "1" },
+    { capabilities: { sampling: {}, elicitation: { form: {} } } },
+  );
+  const sampled = [];
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    sampled.push(req.params.messages.length);
+    return { role: "assistant", content: { type: "text", text: "sampled" }, model: "m" };
+  });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "decline" }));
+  const transport = new StdioClientTransport({
+    command: ASSAY,
+    args: ["mcp", "wrap", "--policy", GOVERNED, "--event-source", "assay://interop/ts",
+      "--capture-dir", cap, process.execPath, EVERYTHING, "stdio"],
+    stderr: process.env.ASSAY_INTEROP_STDERR ?? "ignore",
+  });
+  await client.connect(transport);
+  const out = {};
+  out.resources = (await client.listResources()).resources.map((r) => r.uri);
+  out.read = await client.readResource({ uri: "demo://resource/static/document/architecture.md" });
+  out.deniedRead = await refusedWith(
+    client.readResource({ uri: "demo://resource/static/document/instructions.md" }), "P_RESOURCE_DENIED");
+  out.notAllowedRead = await refusedWith(
+    client.readResource({ uri: "demo://resource/dynamic/text/1" }), "P_RESOURCE_NOT_ALLOWED");
+  out.prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+  out.prompt = await client.getPrompt({ name: "simple-prompt" });
+  out.deniedPrompt = await refusedWith(
+    client.getPrompt({ name: "args-prompt", arguments: { city: "x" } }), "P_PROMPT_DENIED");
+  out.sampling = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "p", maxTokens: 5 } });
+  out.sampled = sampled;
+  out.elicitation = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+  await client.close();
+  return { out, cap };
+}
+
 // ---- server-filesystem: output schemas on every tool, a multi-megabyte result ----------------
 
 async function filesystem(wrapped, root) {
@@ -224,6 +296,34 @@ async function main() {
     assert.equal(calls.length, 5 + 40 + 2);
     assert.equal(calls.filter((c) => c.endsWith(":deny")).length, 2);
     ok("server-everything: tools, progress, sampling, elicitation, resources, 40 concurrent calls match; 2 refusals returned");
+  }
+  {
+    const { out, cap } = await everythingGoverned();
+    assert.ok(out.resources.includes("demo://resource/static/document/architecture.md"), JSON.stringify(out.resources));
+    assert.ok(!out.resources.includes("demo://resource/static/document/instructions.md"), "the denied resource is hidden");
+    assert.match(out.read.contents[0].text, /./);
+    assert.match(out.deniedRead, /assay: refused by policy \(P_RESOURCE_DENIED\)/);
+    assert.ok(out.prompts.includes("simple-prompt") && !out.prompts.includes("args-prompt"), JSON.stringify(out.prompts));
+    assert.ok(out.prompt.messages.length > 0);
+    // The refused sampling request never reached the client; the server saw the refusal.
+    assert.deepEqual(out.sampled, []);
+    assert.equal(out.sampling.isError, true, JSON.stringify(out.sampling));
+    assert.match(out.sampling.content[0].text, /P_CLIENT_FEATURE_DENIED/);
+    assert.equal(out.elicitation.isError ?? false, false, JSON.stringify(out.elicitation));
+    const events = fs.readFileSync(path.join(cap, "decisions.ndjson"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const mcp = events.filter((e) => e.type === "assay.mcp.decision").map((e) => `${e.data.method}:${e.data.target}:${e.data.reason_code}`);
+    assert.deepEqual(mcp, [
+      "resources/read:demo://resource/static/document/architecture.md:P_POLICY_ALLOW",
+      "resources/read:demo://resource/static/document/instructions.md:P_RESOURCE_DENIED",
+      "resources/read:demo://resource/dynamic/text/1:P_RESOURCE_NOT_ALLOWED",
+      "prompts/get:simple-prompt:P_POLICY_ALLOW",
+      "prompts/get:args-prompt:P_PROMPT_DENIED",
+      "sampling/createMessage:sampling:P_CLIENT_FEATURE_DENIED",
+      "elicitation/create:elicitation:P_POLICY_ALLOW",
+    ]);
+    const listings = events.filter((e) => e.type === "assay.tool.listing");
+    assert.ok(listings.some((e) => e.data.removed.some((r) => r.name === "demo://resource/static/document/instructions.md")));
+    ok(`server-everything under a governing policy: resources, prompts, sampling and elicitation judged; ${mcp.length} assay.mcp.decision events`);
   }
   {
     // One directory per run, with the same content: the direct run really writes.

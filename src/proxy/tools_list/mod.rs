@@ -88,6 +88,11 @@ impl ToolsListWatch {
         self.asked.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether refused entries are removed (`hide_refused_tools` in effect, not dry run).
+    pub(crate) fn hides(&self) -> bool {
+        self.hide
+    }
+
     /// Whether answers are rewritten or replaced (the filter is in effect).
     fn filter(&self) -> bool {
         self.hide || self.pins

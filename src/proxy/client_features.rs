@@ -1,0 +1,269 @@
+//! What the server asks of the client, judged (SPEC §5.2 `client_features`): a server request
+//! `sampling/createMessage`, `elicitation/create` or `roots/list`, and under 2026-07-28 the same
+//! input requests inside an `input_required` result. Runs in the server→client worker, on the
+//! lines the answer gate lets through, only when the policy has `client_features`.
+//!
+//! - A judged request gets one `assay.mcp.decision` event (`server_to_client`). Refused (and not
+//!   dry run), it is answered to the server with the refusal error and never reaches the client.
+//! - An `input_required` result holding a refused input request is replaced, for the client, by
+//!   the refusal error for the client's request id.
+//! - A line the strict client-line rules cannot read could hide a request from a lenient client
+//!   parser: it is withheld (the requests it answered get the `-32603` error), never forwarded
+//!   unjudged. A batch holding a refused request is withheld whole: its requests are answered to
+//!   the server with the refusal error, the requests it answered get the `-32603` error.
+
+use serde_json::Value;
+
+use super::answers::LineAnswers;
+use super::client_to_server::tool_call_id;
+use super::governed::{self, FEATURE_METHODS, Judged};
+use super::message::{self, ClientLine, for_each_message};
+use super::respond;
+use super::shared::Shared;
+use super::tools_list::withheld_error;
+use crate::evidence::decision_log::{Direction, McpDecisionEntry};
+use crate::policy::{Decision, ReasonCode, Verdict};
+
+/// What happens to a line the answer gate let through.
+pub(crate) enum Features {
+    /// Forward it (nothing judged refused it).
+    Pass,
+    /// Write this to the client instead (one line, `\n` terminated; empty: nothing).
+    Instead(Vec<u8>),
+}
+
+/// Records one judged message; returns the event id of its decision (for a refusal).
+fn record(shared: &Shared, entry: &McpDecisionEntry<'_>) -> String {
+    let mut seq_of = None;
+    shared.record_event(|f, out, seq| {
+        seq_of = Some(seq);
+        f.push_mcp_decision_line(out, seq, entry);
+    });
+    seq_of
+        .map(|seq| shared.decision_id(seq))
+        .unwrap_or_default()
+}
+
+/// Says on stderr what was refused.
+fn say_refused(shared: &Shared, method: &str, target: &str, code: ReasonCode) {
+    shared.diag.say(&format!(
+        "refused the server's {method} request ({target}): {}",
+        code.as_str()
+    ));
+}
+
+/// `-32603` errors for every request the line answered (one line; empty when none).
+fn withheld(answered: &LineAnswers, why: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for spelling in answered.spellings() {
+        out.extend_from_slice(&withheld_error(Some(spelling), why));
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Judges a line the gate let through. `answered`: the client requests its responses answer.
+pub(crate) fn judge(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
+    match message::classify(line, message::Judged::default()) {
+        ClientLine::Blank => Features::Pass,
+        ClientLine::Single(m) => {
+            if let Some(g) = governed::server_request(&shared.policy, &m) {
+                return request(shared, &g);
+            }
+            if m.method.is_none() {
+                return input_required(shared, line, answered);
+            }
+            Features::Pass
+        }
+        ClientLine::Batch(text) => batch(shared, text, answered),
+        ClientLine::ParseError(_)
+        | ClientLine::KeyVariant(_)
+        | ClientLine::CarriageReturn(_)
+        | ClientLine::NotObject => unreadable(shared, answered),
+    }
+}
+
+/// A line that cannot be read strictly could hold a request for the client that a lenient
+/// parser reads: withheld; the requests it answered get the `-32603` error.
+fn unreadable(shared: &Shared, answered: &LineAnswers) -> Features {
+    shared.diag.say(
+        "withheld a server line that cannot be read strictly: it could hold a request for the client (client_features is governed)",
+    );
+    Features::Instead(withheld(
+        answered,
+        "server answer withheld: it cannot be read strictly",
+    ))
+}
+
+/// One server request of a governed feature.
+fn request(shared: &Shared, g: &Judged<'_>) -> Features {
+    let decision_id = record(shared, &g.entry());
+    if g.allowed() || shared.dry_run {
+        return Features::Pass;
+    }
+    say_refused(
+        shared,
+        g.method,
+        g.target.as_deref().unwrap_or("-"),
+        g.verdict.reason_code,
+    );
+    answer_server(shared, g.id, &g.verdict, &decision_id);
+    Features::Instead(Vec::new())
+}
+
+/// Answers a refused server request to the server (best effort: a server that stopped reading
+/// ends the session by itself).
+fn answer_server(shared: &Shared, id: Option<&str>, verdict: &Verdict, decision_id: &str) {
+    let Some(raw) = id.and_then(|id| serde_json::from_str::<&serde_json::value::RawValue>(id).ok())
+    else {
+        return;
+    };
+    let refusal = respond::refused_request(
+        raw,
+        verdict.decision.as_str(),
+        verdict.reason_code,
+        decision_id,
+    );
+    let _ = shared.server_input.answer(&refusal);
+}
+
+/// A batch: every governed request judged; one refused (not dry run) withholds the batch.
+fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
+    let mut refused = false;
+    let mut judged = Vec::new();
+    for_each_message(text, message::Judged::default(), |m| {
+        if let Some(g) = governed::server_request(&shared.policy, m) {
+            let decision_id = record(shared, &g.entry());
+            refused |= !g.allowed();
+            judged.push((m.id.map(str::to_owned), g.verdict, decision_id));
+        } else if m.method.is_some() && m.id.is_some() {
+            judged.push((m.id.map(str::to_owned), batch_refused(), String::new()));
+        }
+    });
+    if !refused || shared.dry_run {
+        return Features::Pass;
+    }
+    shared
+        .diag
+        .say("refused a server batch: it holds a request for the client the policy refuses");
+    for (id, verdict, decision_id) in &judged {
+        answer_server(shared, id.as_deref(), verdict, decision_id);
+    }
+    Features::Instead(withheld(
+        answered,
+        "server answer withheld: its batch held a request the policy refuses",
+    ))
+}
+
+/// The verdict a request of a refused server batch gets when nothing refused it by itself.
+fn batch_refused() -> Verdict {
+    Verdict {
+        decision: Decision::Deny,
+        reason_code: ReasonCode::P_BATCH_REFUSED,
+        reason: "refused with its batch: another request in the batch was not allowed".to_owned(),
+        matched_rule: None,
+    }
+}
+
+/// A response: under 2026-07-28 a result with `resultType: "input_required"` carries input
+/// requests (`inputRequests`: name → `{method, params}`) the client is to fulfil — judged like
+/// the server requests of the same methods.
+fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
+    // Most responses are not input requests: a line without the word is not parsed.
+    if memchr::memmem::find(line, b"input_required").is_none()
+        && memchr::memmem::find(line, b"\\u").is_none()
+    {
+        return Features::Pass;
+    }
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Features::Pass;
+    };
+    // The line passed the strict client-line scan (`judge`): a value of it is the value every
+    // strict reader sees.
+    let Ok(value) = crate::strict_json::parse_value(text.trim_end()) else {
+        return Features::Pass;
+    };
+    let Some(result) = value.get("result").and_then(Value::as_object) else {
+        return Features::Pass;
+    };
+    // A lenient reader (Go's encoding/json folds case) would read a variant as the member: such
+    // a result cannot be judged, and is withheld.
+    let variant = |obj: &serde_json::Map<String, Value>, names: &[&str]| {
+        obj.keys()
+            .any(|k| names.iter().any(|n| crate::lenient::is_variant(k, n)))
+    };
+    if variant(result, &["resultType", "inputRequests"]) {
+        return unreadable(shared, answered);
+    }
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Features::Pass;
+    }
+    let Some(requests) = result.get("inputRequests").and_then(Value::as_object) else {
+        return unreadable(shared, answered);
+    };
+    if requests
+        .values()
+        .any(|r| r.as_object().is_none_or(|o| variant(o, &["method"])))
+    {
+        return unreadable(shared, answered);
+    }
+    let client_id = answered.spellings().next();
+    let request_id = tool_call_id(client_id);
+    let mut refusal: Option<(Verdict, String)> = None;
+    for input in requests.values() {
+        let Some(method) = input.get("method").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some((method, feature)) = FEATURE_METHODS.iter().copied().find(|(m, _)| *m == method)
+        else {
+            continue;
+        };
+        let Some(verdict) = shared.policy.evaluate_client_feature(feature) else {
+            continue;
+        };
+        let params_sha256 = input
+            .get("params")
+            .and_then(|p| crate::canonical::digest_of(&p.to_string()));
+        let decision_id = record(
+            shared,
+            &McpDecisionEntry {
+                method,
+                direction: Direction::ServerToClient,
+                target: Some(feature.as_str()),
+                request_id: request_id.as_deref(),
+                decision: verdict.decision,
+                reason_code: verdict.reason_code,
+                reason: &verdict.reason,
+                matched_rule: verdict.matched_rule.as_deref(),
+                params_sha256: params_sha256.as_ref(),
+            },
+        );
+        if verdict.decision != Decision::Allow && refusal.is_none() {
+            say_refused(shared, method, feature.as_str(), verdict.reason_code);
+            refusal = Some((verdict, decision_id));
+        }
+    }
+    let Some((verdict, decision_id)) = refusal.filter(|_| !shared.dry_run) else {
+        return Features::Pass;
+    };
+    let raw =
+        client_id.and_then(|id| serde_json::from_str::<&serde_json::value::RawValue>(id).ok());
+    match raw {
+        Some(raw) => {
+            let mut out = respond::refused_request(
+                raw,
+                verdict.decision.as_str(),
+                verdict.reason_code,
+                &decision_id,
+            );
+            out.push(b'\n');
+            Features::Instead(out)
+        }
+        None => Features::Instead(Vec::new()),
+    }
+}
+
+/// Whether the policy judges what the server asks of the client.
+pub(crate) fn governed(shared: &Shared) -> bool {
+    shared.policy.governed().contains(&"client_features")
+}
