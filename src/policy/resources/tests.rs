@@ -5,10 +5,7 @@ use std::path::Path;
 fn section(yaml: &str) -> Result<Resources, PolicyError> {
     let path = Path::new("p.yaml");
     let ctx = Ctx::new(path);
-    let v: Value = match crate::policy::read_document(yaml.as_bytes(), false) {
-        Ok(v) => v,
-        Err(e) => return Err(e),
-    };
+    let v: Value = crate::policy::read_document(yaml.as_bytes(), false)?;
     Resources::parse(&ctx, &v)
 }
 
