@@ -296,6 +296,10 @@ fn templates_are_removed_only_when_every_expansion_is_refused() {
         Some(ReasonCode::P_RESOURCE_NOT_ALLOWED)
     );
     assert_eq!(
+        deny_dir.refuses_template("db://a/{x}/%0a"),
+        Some(ReasonCode::P_RESOURCE_NOT_ALLOWED)
+    );
+    assert_eq!(
         deny_dir.refuses_template("/etc/{x}"),
         Some(ReasonCode::P_RESOURCE_NOT_ALLOWED)
     );
