@@ -784,4 +784,35 @@ fn the_policy_template_holds_the_servers_resources_and_prompts() {
         &server(&["--tools-only"]),
     )
     .expect_status(0);
+
+    // The reference server with resources, resource templates and prompts.
+    if !can_run(
+        "pins::the_policy_template_holds_the_servers_resources_and_prompts (server-everything)",
+        &[Needs::Node],
+    ) {
+        return;
+    }
+    let pins = dir.path().join("ev.pins.json");
+    let r = pin(
+        &["--out", pins.to_str().unwrap(), "--policy-template"],
+        &everything(),
+    );
+    r.expect_status(0);
+    let policy = dir.path().join("ev.yaml");
+    std::fs::write(&policy, &r.stdout).unwrap();
+    let p = assay::Policy::load(&policy).unwrap();
+    let s = p.summary();
+    let allow = s.resources.and_then(|r| r.allow).unwrap_or_default();
+    assert!(
+        allow.iter().any(|a| a == "demo://resource/dynamic/text/*"),
+        "{allow:?}"
+    );
+    assert!(allow.len() > 2, "{allow:?}");
+    let prompts = s.prompts.and_then(|r| r.allow).unwrap_or_default();
+    assert!(prompts.iter().any(|a| a == "simple-prompt"), "{prompts:?}");
+    assert_eq!(
+        p.evaluate_resource(Some("demo://resource/dynamic/text/3"))
+            .map(|v| v.reason_code),
+        Some(assay::ReasonCode::P_POLICY_ALLOW)
+    );
 }

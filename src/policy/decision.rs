@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What happens to a `tools/call`.
+/// What happens to a `tools/call`, or to another message of a governed method (SPEC §5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
@@ -12,7 +12,9 @@ pub enum Decision {
     Allow,
     /// Refuse the call (forward it anyway in dry-run).
     Deny,
-    /// The call could not be evaluated (a malformed `tools/call`; produced by the proxy only).
+    /// The message could not be evaluated: a malformed `tools/call` (produced by the proxy), or
+    /// a `resources/read`/`resources/subscribe`/`prompts/get` without its string target
+    /// ([`crate::Policy::evaluate_resource`], [`crate::Policy::evaluate_prompt`]).
     Error,
 }
 
@@ -30,10 +32,11 @@ impl Decision {
 /// Why a decision was made: the one list of policy reason codes lives in `src/reason_code.rs`.
 pub use crate::reason_code::ReasonCode;
 
-/// The result of evaluating one `tools/call` against a policy.
+/// The result of evaluating one `tools/call` (or one message of a governed method) against a
+/// policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    /// Allow or deny (`evaluate` never returns [`Decision::Error`]).
+    /// Allow or deny ([`crate::Policy::evaluate`] never returns [`Decision::Error`]).
     pub decision: Decision,
     /// Why.
     pub reason_code: ReasonCode,

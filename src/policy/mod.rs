@@ -40,7 +40,7 @@
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
 //! refuses every call, for `hide_refused_tools`); and for SPEC §5.2: `uri_glob` (resource-URI
 //! patterns), `resources`, `prompts`, `client_features`, `limits`, `redact` (recorded
-//! arguments), `sections` (the §5.2 questions on [`Policy`]).
+//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]).
 #![forbid(unsafe_code)]
 
 mod by_name;
@@ -52,6 +52,7 @@ mod document;
 mod error;
 mod file;
 mod glob;
+mod governed;
 mod json;
 mod limits;
 mod prescan;

@@ -238,8 +238,8 @@ impl Resources {
     /// template is refused only when refusal is certain.
     ///
     /// - No `{`: the template is one URI, judged as [`Resources::refuses`].
-    /// - A control character in the prefix, or a prefix with no scheme (a URI of it has none):
-    ///   refused as unreadable ([`ReasonCode::P_RESOURCE_NOT_ALLOWED`]).
+    /// - A control character anywhere in the template (raw or percent-encoded), or a prefix that
+    ///   cannot begin a scheme: refused as unreadable ([`ReasonCode::P_RESOURCE_NOT_ALLOWED`]).
     /// - A `file:` template: an expansion may hold `..` (percent-encoded or not), which reaches
     ///   any path once normalized, so the prefix is taken as `file:///`: refused when a deny
     ///   pattern matches every `file:///…` URI, or an allow list exists and no pattern can match
@@ -250,10 +250,12 @@ impl Resources {
         let Some(brace) = template.find('{') else {
             return self.refuses(template);
         };
-        let prefix = template.get(..brace).unwrap_or("");
-        if within::control_problem(prefix).is_some() {
+        // Literal text is copied into every expansion: a control character anywhere in the
+        // template is in every URI it can expand to.
+        if within::control_problem(template).is_some() {
             return Some(ReasonCode::P_RESOURCE_NOT_ALLOWED);
         }
+        let prefix = template.get(..brace).unwrap_or("");
         let prefix = match scheme(prefix) {
             Some(s) if s.eq_ignore_ascii_case("file") => "file:///",
             Some(_) => prefix,

@@ -5,10 +5,7 @@ use std::path::Path;
 fn section(yaml: &str) -> Result<Resources, PolicyError> {
     let path = Path::new("p.yaml");
     let ctx = Ctx::new(path);
-    let v: Value = match crate::policy::read_document(yaml.as_bytes(), false) {
-        Ok(v) => v,
-        Err(e) => return Err(e),
-    };
+    let v: Value = crate::policy::read_document(yaml.as_bytes(), false)?;
     Resources::parse(&ctx, &v)
 }
 
@@ -296,6 +293,10 @@ fn templates_are_removed_only_when_every_expansion_is_refused() {
     // Control characters and prefixes that cannot start a scheme.
     assert_eq!(
         deny_dir.refuses_template("db://a\t/{x}"),
+        Some(ReasonCode::P_RESOURCE_NOT_ALLOWED)
+    );
+    assert_eq!(
+        deny_dir.refuses_template("db://a/{x}/%0a"),
         Some(ReasonCode::P_RESOURCE_NOT_ALLOWED)
     );
     assert_eq!(
