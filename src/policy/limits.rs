@@ -120,16 +120,35 @@ impl Limits {
     }
 }
 
-/// The key of the repeat counter: the tool and its `arguments_sha256` (`None` is a key of its
-/// own: calls without readable arguments).
-type RepeatKey = (Box<str>, Option<[u8; 64]>);
+/// The key of the repeat counter: the SHA-256 of the tool name and its `arguments_sha256`
+/// (`None` is a key of its own: calls without readable arguments) — 32 bytes whatever the name.
+type RepeatKey = [u8; 32];
+
+/// Distinct (tool, arguments) pairs a session counts for `repeated_call` (about 2.5 MiB). Past
+/// it, a call of a pair not counted yet is refused (`P_REPEATED_CALL`): its repeats could no
+/// longer be counted, and a limit that could be outrun by first making many distinct calls would
+/// not be a limit.
+pub const MAX_REPEAT_KEYS: usize = 65_536;
+
+fn repeat_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> RepeatKey {
+    let mut h = crate::sha256::Sha256::new();
+    h.update(tool.as_bytes());
+    match arguments_sha256 {
+        Some(d) => {
+            h.update(b"\0");
+            h.update(d.as_bytes());
+        }
+        None => h.update(b"\x01"),
+    }
+    h.finalize()
+}
 
 /// One session's counters against a policy's [`Limits`]. Pure, with no locking: the proxy's
 /// client worker owns it.
 ///
-/// Memory grows with the distinct calls a session makes: one entry (the tool name and 64
-/// bytes) per distinct (tool, arguments) pair while `repeated_call` is set, one per limited
-/// tool for `per_tool`.
+/// Memory grows with the distinct calls a session makes: one entry (32 bytes and a count) per
+/// distinct (tool, arguments) pair while `repeated_call` is set, at most [`MAX_REPEAT_KEYS`];
+/// one per limited tool for `per_tool`.
 #[derive(Debug, Clone)]
 pub struct CallBudget {
     limits: Limits,
@@ -178,14 +197,22 @@ impl CallBudget {
                 );
             }
         }
-        let key = self.limits.repeated_call.map(|max| {
-            (
-                (Box::from(tool), arguments_sha256.map(|d| *d.as_bytes())),
-                max,
-            )
-        });
+        let key = self
+            .limits
+            .repeated_call
+            .map(|max| (repeat_key(tool, arguments_sha256), max));
         if let Some((key, max)) = &key {
-            if self.repeats.get(key).copied().unwrap_or(0) >= *max {
+            let seen = self.repeats.get(key).copied();
+            if seen.is_none() && self.repeats.len() >= MAX_REPEAT_KEYS {
+                return over(
+                    ReasonCode::P_REPEATED_CALL,
+                    format!(
+                        "the session has made {MAX_REPEAT_KEYS} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
+                    ),
+                    "limits.repeated_call".to_owned(),
+                );
+            }
+            if seen.unwrap_or(0) >= *max {
                 return over(
                     ReasonCode::P_REPEATED_CALL,
                     format!(

@@ -83,7 +83,7 @@ pub(crate) use self::decision::VerdictRef;
 pub use self::decision::{Decision, ReasonCode, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
-pub use self::limits::{CallBudget, Limits};
+pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};
 pub use self::redact::MAX_RECORDED_BYTES;
 pub(crate) use self::resources::pattern_problem as resource_pattern_problem;
 

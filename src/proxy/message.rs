@@ -356,7 +356,6 @@ mod tests {
         };
         for line in [
             &br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"URI":"file:///etc/passwd"}}"#[..],
-            br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///w/a","Uri":"file:///etc/passwd"}}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"ur\u0130":"x"}}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"NAME":"debug"}}"#,
             br#"{"params":{"name":"a","Arguments":{}},"method":"prompts/get","id":2}"#,
@@ -372,6 +371,13 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+        // A member and its variant side by side are duplicate keys, refused whatever is governed.
+        let dup = br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///w/a","Uri":"file:///etc/passwd"}}"#;
+        assert!(matches!(classify(dup), ClientLine::ParseError(_)));
+        assert!(matches!(
+            super::classify(dup, all),
+            ClientLine::ParseError(_)
+        ));
         // Escaped exact keys are the members themselves.
         let ClientLine::Single(m) = super::classify(
             br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"\u0075ri":"file:///w/a"}}"#,

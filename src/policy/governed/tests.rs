@@ -277,6 +277,27 @@ fn repeated_call_counts_tool_and_arguments() {
 }
 
 #[test]
+fn repeat_counting_is_bounded_and_fails_closed_past_the_bound() {
+    let p = ok("version: \"1\"\nlimits: {repeated_call: 1}\n");
+    let mut b = p.limits().map(|l| l.budget()).unwrap();
+    for i in 0..crate::policy::MAX_REPEAT_KEYS {
+        assert_eq!(admit(&mut b, "t", Some(&i.to_string())), None, "call {i}");
+    }
+    // A pair counted already is judged as before; a new one can no longer be counted.
+    assert_eq!(
+        admit(&mut b, "t", Some("0")),
+        Some(ReasonCode::P_REPEATED_CALL)
+    );
+    let v = b.admit("t", Some(&digest("new"))).unwrap();
+    assert_eq!(v.reason_code, ReasonCode::P_REPEATED_CALL);
+    assert!(v.reason.contains("65536 distinct calls"), "{}", v.reason);
+    // The key is the pair: a tool name holding the digest text is another key.
+    let mut b = p.limits().map(|l| l.budget()).unwrap();
+    assert_eq!(admit(&mut b, "t", None), None);
+    assert_eq!(admit(&mut b, "t\u{1}", None), None);
+}
+
+#[test]
 fn limits_are_checked_in_order_and_refusals_are_not_counted() {
     let p = ok("version: \"1\"\nlimits: {tool_calls: 4, per_tool: {w: 2}, repeated_call: 1}\n");
     let mut b = p.limits().map(|l| l.budget()).unwrap();
