@@ -118,9 +118,11 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 pub struct Policy {
     name: String,
     sha256: String,
-    rules: Rules,
+    /// Boxed, as are the sections: a `Policy` travels by value through the callers' frames
+    /// (`wrap_session` on a host thread of 64 KiB, SPEC §3.1b), so it stays a few words.
+    rules: Box<Rules>,
     hide_refused_tools: bool,
-    sections: self::sections::Sections,
+    sections: Box<self::sections::Sections>,
 }
 
 impl fmt::Debug for Policy {
@@ -367,9 +369,9 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
     Ok(Policy {
         name,
         sha256,
-        rules,
+        rules: Box::new(rules),
         hide_refused_tools,
-        sections,
+        sections: Box::new(sections),
     })
 }
 

@@ -15,9 +15,8 @@
 use serde_json::Value;
 
 use super::answers::LineAnswers;
-use super::client_to_server::tool_call_id;
 use super::governed::{self, FEATURE_METHODS, Judged};
-use super::message::{self, ClientLine, for_each_message};
+use super::message::{self, ClientLine, for_each_message, tool_call_id};
 use super::respond;
 use super::shared::Shared;
 use super::tools_list::withheld_error;

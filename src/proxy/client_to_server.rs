@@ -15,7 +15,9 @@ use super::emitter::{
 use super::endpoint::Endpoint;
 use super::governed::{self, Judged as GovernedMessage};
 use super::line::LineReader;
-use super::message::{ClientLine, Judged, Message, as_str, classify, for_each_message};
+use super::message::{
+    ClientLine, Judged, Message, as_str, classify, for_each_message, tool_call_id,
+};
 use super::pending::RequestKind;
 use super::recorder::Recorder;
 use super::respond;
@@ -71,14 +73,6 @@ fn malformed(reason: &'static str) -> VerdictRef<'static> {
         reason_code: ReasonCode::P_MALFORMED,
         reason: Cow::Borrowed(reason),
         matched_rule: None,
-    }
-}
-
-pub(crate) fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
-    match id? {
-        "null" => None,
-        s if s.starts_with('"') => as_str(s),
-        s => Some(Cow::Borrowed(s)),
     }
 }
 

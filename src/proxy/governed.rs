@@ -9,8 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::client_to_server::tool_call_id;
-use super::message::{Message, as_str};
+use super::message::{Message, as_str, tool_call_id};
 use crate::evidence::decision_log::{Direction, McpDecisionEntry};
 use crate::policy::{ClientFeature, Decision, Policy, Verdict};
 use crate::sha256::HexDigest;

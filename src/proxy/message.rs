@@ -54,6 +54,16 @@ pub(crate) fn as_str(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// A message's id as a string for the log (`tool_call_id`, `request_id`): a string id's value, a
+/// number's text; `null` or no id is none.
+pub(crate) fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
+    match id? {
+        "null" => None,
+        s if s.starts_with('"') => as_str(s),
+        s => Some(Cow::Borrowed(s)),
+    }
+}
+
 /// Whether raw JSON text is the string `name` (after unescaping).
 fn str_is(raw: &str, name: &str) -> bool {
     raw.strip_prefix('"')

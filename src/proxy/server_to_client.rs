@@ -8,11 +8,11 @@ use std::sync::atomic::Ordering;
 
 use super::answers::{self, Gate, LineAnswers};
 use super::client_features::{self, Features};
-use super::client_to_server::tool_call_id;
 use super::endpoint::Endpoint;
 use super::governed_lists;
 use super::instructions;
 use super::line::LineReader;
+use super::message::tool_call_id;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
