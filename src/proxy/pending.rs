@@ -204,50 +204,73 @@ impl Entry {
 
 #[derive(Default)]
 struct Inner {
-    /// Oldest first.
-    ids: VecDeque<Entry>,
-    /// How many of them are `tools/list` requests.
-    tools_lists: usize,
+    /// Listing requests (`tools/list`, `resources/list`, `resources/templates/list`,
+    /// `prompts/list`), oldest first: an answer some client could take for a listing is read as
+    /// one, before any other request it could answer.
+    lists: VecDeque<Entry>,
+    /// Every other request, oldest first.
+    others: VecDeque<Entry>,
     /// More requests were pending than could be remembered.
     overflow: bool,
 }
 
-impl Inner {
-    /// The index of the request `text` answers: the oldest one, but a `tools/list` request
-    /// before any other (an answer some client could take for its listing is read as one).
-    fn find(&self, text: &[u8]) -> Option<usize> {
-        if self.tools_lists == 0 && self.ids.front().is_some_and(|e| e.raw.as_bytes() == text) {
-            return Some(0);
-        }
-        let keys = std::str::from_utf8(text).ok().and_then(IdKeys::of_json);
-        let mut matching = self
-            .ids
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.answered_by(text, &keys));
-        let first = matching.next()?;
-        if self.tools_lists == 0 || first.1.kind == RequestKind::ToolsList {
-            return Some(first.0);
-        }
-        Some(
-            matching
-                .find(|(_, e)| e.kind == RequestKind::ToolsList)
-                .map_or(first.0, |(i, _)| i),
+/// Where a pending request is kept.
+#[derive(Clone, Copy)]
+enum Slot {
+    List(usize),
+    Other(usize),
+}
+
+impl RequestKind {
+    /// Whether the answer is a listing some filter judges (SPEC §5, §5.2).
+    fn is_listing(self) -> bool {
+        matches!(
+            self,
+            RequestKind::ToolsList
+                | RequestKind::ResourcesList
+                | RequestKind::ResourceTemplatesList
+                | RequestKind::PromptsList
         )
+    }
+}
+
+impl Inner {
+    /// The request `text` answers: the oldest listing request it answers, else the oldest other
+    /// one. Servers answer mostly in order: an answer spelled as the oldest request's id costs
+    /// one comparison (plus one per pending listing); the id's readings are computed only when
+    /// the bytes differ.
+    fn find(&self, text: &[u8]) -> Option<Slot> {
+        let keys: OnceCell<Option<IdKeys>> = OnceCell::new();
+        let keys = || keys.get_or_init(|| std::str::from_utf8(text).ok().and_then(IdKeys::of_json));
+        let answered = |e: &Entry| e.raw.as_bytes() == text || e.answered_by(text, keys());
+        if let Some(i) = self.lists.iter().position(answered) {
+            return Some(Slot::List(i));
+        }
+        if self
+            .others
+            .front()
+            .is_some_and(|e| e.raw.as_bytes() == text)
+        {
+            return Some(Slot::Other(0));
+        }
+        self.others.iter().position(answered).map(Slot::Other)
     }
 
     /// Forgets the request `text` answers, and says what it was.
     fn take(&mut self, text: &[u8]) -> Option<Answer> {
-        let i = self.find(text)?;
-        let entry = self.ids.remove(i)?;
-        if entry.kind == RequestKind::ToolsList {
-            self.tools_lists -= 1;
-        }
+        let entry = match self.find(text)? {
+            Slot::List(i) => self.lists.remove(i)?,
+            Slot::Other(i) => self.others.remove(i)?,
+        };
         let spelling = String::from_utf8_lossy(entry.raw.as_bytes()).into();
         Some(Answer {
             kind: entry.kind,
             spelling,
         })
+    }
+
+    fn len(&self) -> usize {
+        self.lists.len() + self.others.len()
     }
 }
 
@@ -272,18 +295,20 @@ impl PendingRequests {
     /// A request with id text `id` asking `kind` is about to be forwarded.
     pub(crate) fn note(&self, id: &str, kind: RequestKind) {
         let mut inner = self.lock();
-        if inner.ids.len() >= MAX_TRACKED {
+        if inner.len() >= MAX_TRACKED {
             inner.overflow = true;
             return;
         }
-        if kind == RequestKind::ToolsList {
-            inner.tools_lists += 1;
-        }
-        inner.ids.push_back(Entry {
+        let entry = Entry {
             raw: RawId::new(id.trim_matches([' ', '\t', '\n', '\r']).as_bytes()),
             kind,
             keys: OnceCell::new(),
-        });
+        };
+        if kind.is_listing() {
+            inner.lists.push_back(entry);
+        } else {
+            inner.others.push_back(entry);
+        }
     }
 
     /// The pending request a response with id text `id` answers, which is answered from now on;
@@ -313,7 +338,7 @@ impl PendingRequests {
     /// Whether no client request is awaiting its response.
     pub(crate) fn none(&self) -> bool {
         let inner = self.lock();
-        inner.ids.is_empty() && !inner.overflow
+        inner.len() == 0 && !inner.overflow
     }
 }
 
