@@ -256,6 +256,14 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     for client in clients {
         assert!(takes("ahead", client), "ahead: {shown_directly:?}");
     }
+    // Answers ahead of the request, twice or late cost a client nothing through the wrapper: the
+    // first answer to its pending request reaches it, judged; the others are dropped.
+    for row in all.iter().filter(|r| {
+        r["wrapped"] == true
+            && ["ahead", "ahead_early", "twice", "late"].contains(&r["mode"].as_str().unwrap())
+    }) {
+        assert_eq!(row["tools"], serde_json::json!(["echo"]), "{row}");
+    }
     // The ordinary case still works for every client: the refused tool is gone, the rest stays.
     for row in all.iter().filter(|r| r["mode"] == "plain") {
         let expected = if row["wrapped"] == true {
