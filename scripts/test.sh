@@ -66,7 +66,7 @@ need_system "the parser differential builds a Go encoding/json server" golang-go
 
 # The installs wait on the network and the disk, the Rust build on the CPU: they run side by side.
 mkdir -p target
-step "background: python environment (.venv) and the pinned npm packages (tests/interop)"
+step "background: python environments (.venv, .venv-mcp-1.12) and the pinned npm packages (tests/interop)"
 (
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
@@ -78,6 +78,18 @@ step "background: python environment (.venv) and the pinned npm packages (tests/
     .venv/bin/python -m pip install --upgrade pip
     .venv/bin/python -m pip install -r python/requirements-test.txt
     stamp .venv/.assay-requirements.sha256 "${inputs[@]}"
+  fi
+  # The MCP Python SDK before python-sdk #1178 (lax integer ids), a client of
+  # tests/list_differential.rs: its own venv, locked in tests/fixtures/requirements-mcp-1.12.txt.
+  if [ ! -x .venv-mcp-1.12/bin/python ]; then
+    python3 -m venv .venv-mcp-1.12
+  fi
+  inputs=(tests/fixtures/requirements-mcp-1.12.txt "cmd:.venv-mcp-1.12/bin/python --version")
+  if up_to_date .venv-mcp-1.12/.assay-requirements.sha256 "${inputs[@]}"; then
+    echo "tests/fixtures/requirements-mcp-1.12.txt unchanged since the last install: nothing to install"
+  else
+    .venv-mcp-1.12/bin/python -m pip install -r tests/fixtures/requirements-mcp-1.12.txt
+    stamp .venv-mcp-1.12/.assay-requirements.sha256 "${inputs[@]}"
   fi
 ) >target/test-venv.log 2>&1 &
 venv_job=$!
@@ -114,6 +126,7 @@ wait_for "$npm_job" npm target/test-npm.log
 
 step "rust: unit and integration tests"
 export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
+export ASSAY_TEST_PYTHON_MCP_1_12="$PWD/.venv-mcp-1.12/bin/python"
 cargo test --all-targets
 
 step "rust: docs build without warnings"

@@ -1,24 +1,46 @@
-//! Server→client parser differential (SPEC §5 "Reading the server fails closed too", §11): real
-//! clients list the tools of a hostile server (tests/fixtures/hostile_list_server.py), once
-//! directly and once through `assay mcp wrap` with `hide_refused_tools`, for every attack the
+//! Server→client parser differential (SPEC §5 "Reading the server fails closed too" and
+//! "Answers nobody asked for", §11): real clients list the tools of a hostile server
+//! (tests/fixtures/hostile_list_server.py), once directly and once through `assay mcp wrap` with
+//! each policy (`hide_refused_tools` refusing `exec`; pins of `echo` alone), for every attack the
 //! server knows:
 //!
 //! - the official TypeScript SDK clients, 1.x and 2.x (`listTools`;
 //!   tests/interop/list_differential.mjs, pinned in tests/interop/package-lock.json),
 //! - the official MCP Python SDK client (`list_tools`; tests/fixtures/list_differential.py),
+//!   as it is (mcp 2.3, .venv) and as it was before python-sdk #1178 (mcp 1.12.0,
+//!   .venv-mcp-1.12: ids read with pydantic's lax `int`, so `true` and `"0__1"` are 1),
 //! - a Go `encoding/json` client decoder, as mcp-go reads (tests/fixtures/go-client).
 //!
-//! Through the wrapper no client may be shown the refused tool `exec`, for any attack; directly,
-//! some client must be shown it for every attack (so each attack is real and the check can
-//! fail). Without node, the npm packages, the Python SDK or Go the test is skipped and says so
-//! (in CI, `CI=true`, it fails).
+//! Through the wrapper no client may be shown the refused tool `exec`, for any attack and either
+//! policy; directly, some client must be shown it for every attack (so each attack is real and
+//! the check can fail). Without node, the npm packages, the two Python SDKs or Go the test is
+//! skipped and says so (in CI, `CI=true`, it fails).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 use crate::util::*;
 
-const POLICY: &str = "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n";
+const POLICY_HIDE: &str =
+    "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nhide_refused_tools: true\n";
+/// Every tool allowed by name; `exec` is removed only because it is not pinned.
+const POLICY_PINS: &str = "version: \"1\"\nallow: [\"*\"]\npins: pins.json\n";
+
+/// The modes whose answers nobody asked for (hostile_list_server.py UNSOLICITED): their honest
+/// answer lists `echo` alone.
+const UNSOLICITED: [&str; 7] = [
+    "ahead",
+    "ahead_early",
+    "bool_id",
+    "lax_int_double_underscore",
+    "lax_int_underscore",
+    "twice",
+    "late",
+];
+
+const PYTHON_NOW: &str = "python-mcp2.3.0";
+const PYTHON_BEFORE_1178: &str = "python-mcp1.12.0";
 
 fn rows(out: std::process::Output, what: &str) -> Vec<serde_json::Value> {
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -34,18 +56,57 @@ fn rows(out: std::process::Output, what: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The interpreter `python3` runs (not a launcher such as a pyenv shim, which costs a shell and
+/// a hundred milliseconds of CPU per server started).
+fn python3_executable() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "python3: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Writes the two policies into `dir`, the pins file by `assay mcp pin` against the server's
+/// honest listing; returns the clients' path arguments `hide=PATH` and `pins=PATH`.
+fn policies(dir: &Path, python3: &str, server: &Path) -> (String, String) {
+    let hide = dir.join("hide.yaml");
+    std::fs::write(&hide, POLICY_HIDE).unwrap();
+    let pins = dir.join("pins.yaml");
+    std::fs::write(&pins, POLICY_PINS).unwrap();
+    let pinned = Command::new(bin())
+        .args(["mcp", "pin", "--out"])
+        .arg(dir.join("pins.json"))
+        .arg("--")
+        .arg(python3)
+        .arg(server)
+        .arg("--honest")
+        .output()
+        .unwrap();
+    assert!(pinned.status.success(), "assay mcp pin: {pinned:?}");
+    (
+        format!("hide={}", hide.display()),
+        format!("pins={}", pins.display()),
+    )
+}
+
 #[test]
 fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     if !can_run(
         "list_differential::no_client_is_shown_a_hidden_tool_whatever_the_server_sends",
-        &[Needs::Go, Needs::Node, Needs::PythonVenv],
+        &[
+            Needs::Go,
+            Needs::Node,
+            Needs::PythonVenv,
+            Needs::PythonMcp112,
+        ],
     ) {
         return;
     }
     let dir = tempdir();
-    let policy = dir.path().join("hide.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
     let server = root().join("tests/fixtures/hostile_list_server.py");
+    let python3 = python3_executable();
+    let (hide, pins) = policies(dir.path(), &python3, &server);
     let listed = Command::new("python3")
         .arg(&server)
         .arg("--modes")
@@ -56,7 +117,10 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
         .lines()
         .map(str::to_string)
         .collect();
-    assert!(modes.len() >= 25, "{modes:?}");
+    assert!(modes.len() >= 32, "{modes:?}");
+    for mode in UNSOLICITED {
+        assert!(modes.iter().any(|m| m == mode), "{mode} missing: {modes:?}");
+    }
     let interop = root().join("tests/interop");
     assert!(
         interop
@@ -67,42 +131,81 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     let go_client = dir.path().join("go-client");
     go_build("go-client", &go_client);
 
-    let mut all = rows(
-        Command::new("node")
+    // Every mode directly and with hiding; the pins policy for the answers nobody asked for (and
+    // the plain listing). Each client program runs its sessions a few at a time.
+    let all_modes = ("direct,".to_string() + &hide, modes.clone());
+    let pinned_modes = (
+        pins,
+        ["plain"]
+            .iter()
+            .chain(&UNSOLICITED)
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>(),
+    );
+    let mut runs = Vec::new();
+    for (paths, modes) in [&all_modes, &pinned_modes] {
+        let python_client = |python: String| {
+            let mut c = Command::new(python);
+            c.arg(root().join("tests/fixtures/list_differential.py"))
+                .arg(bin())
+                .arg(paths)
+                .args(modes);
+            c
+        };
+        let mut typescript = Command::new("node");
+        typescript
             .arg(interop.join("list_differential.mjs"))
-            .args(&modes)
+            .args(modes)
             .current_dir(&interop)
             .env("ASSAY_BIN", bin())
-            .env("ASSAY_POLICY", &policy)
-            .env("ASSAY_PYTHON", "python3")
-            .env("ASSAY_HOSTILE_SERVER", &server)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run node (install nodejs and npm): {e}")),
-        "the TypeScript SDK clients",
-    );
-    all.extend(rows(
-        Command::new(python())
-            .arg(root().join("tests/fixtures/list_differential.py"))
-            .arg(bin())
-            .arg(&policy)
-            .args(&modes)
-            .output()
-            .expect("run the Python SDK client"),
-        "the Python SDK client",
-    ));
-    all.extend(rows(
-        Command::new(&go_client)
-            .arg(bin())
-            .arg(&policy)
-            .arg("python3")
+            .env("ASSAY_PATHS", paths)
+            .env("ASSAY_PYTHON", &python3)
+            .env("ASSAY_HOSTILE_SERVER", &server);
+        let mut go = Command::new(&go_client);
+        go.arg(bin())
+            .arg(paths)
+            .arg(&python3)
             .arg(&server)
-            .args(&modes)
-            .output()
-            .expect("run the Go client"),
-        "the Go client",
-    ));
-    let clients = ["typescript-v1", "typescript-v2", "python", "go"];
-    assert_eq!(all.len(), modes.len() * 2 * clients.len(), "{all:#?}");
+            .args(modes);
+        runs.extend([
+            ("the TypeScript SDK clients", typescript),
+            ("the Python SDK client (mcp 2.3)", python_client(python())),
+            (
+                "the Python SDK client before #1178 (mcp 1.12.0)",
+                python_client(python_mcp_1_12()),
+            ),
+            ("the Go client", go),
+        ]);
+    }
+    let all: Vec<serde_json::Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|(what, mut cmd)| {
+                s.spawn(move || {
+                    let out = cmd
+                        .output()
+                        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+                    rows(out, what)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let clients = [
+        "typescript-v1",
+        "typescript-v2",
+        PYTHON_NOW,
+        PYTHON_BEFORE_1178,
+        "go",
+    ];
+    assert_eq!(
+        all.len(),
+        (modes.len() * 2 + pinned_modes.1.len()) * clients.len(),
+        "{all:#?}"
+    );
 
     let shows = |row: &serde_json::Value, tool: &str| {
         row["tools"]
@@ -114,6 +217,7 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     for row in &all {
         let mode = row["mode"].as_str().unwrap();
         let client = row["client"].as_str().unwrap();
+        assert!(clients.contains(&client), "{row}");
         if row["wrapped"] == true {
             if shows(row, "exec") {
                 leaks.push(row.clone());
@@ -129,8 +233,36 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     for mode in &modes {
         assert!(
             shown_directly.contains_key(mode.as_str()),
-            "attack {mode} shows `exec` to no client even directly: it tests nothing"
+            "attack {mode} shows `exec` to no client even directly: it tests nothing\n{:#?}",
+            all.iter()
+                .filter(|r| r["mode"] == mode.as_str() && r["wrapped"] == false)
+                .collect::<Vec<_>>()
         );
+    }
+    // The Python SDK before #1178 takes a boolean or lax-integer id for its request's; today's
+    // does not. Every SDK client takes an answer written after its request left it and before the
+    // server read it: it registered the request's handler before writing the request.
+    let takes = |mode: &str, client: &str| shown_directly[mode].contains(&client);
+    for mode in ["bool_id", "lax_int_double_underscore", "lax_int_underscore"] {
+        assert!(
+            takes(mode, PYTHON_BEFORE_1178),
+            "{mode}: {shown_directly:?}"
+        );
+    }
+    // (`"0_1"` is 1 to Python's `int()`, which today's SDK reads a string id with as well.)
+    for mode in ["bool_id", "lax_int_double_underscore"] {
+        assert!(!takes(mode, PYTHON_NOW), "{mode}: {shown_directly:?}");
+    }
+    for client in clients {
+        assert!(takes("ahead", client), "ahead: {shown_directly:?}");
+    }
+    // Answers ahead of the request, twice or late cost a client nothing through the wrapper: the
+    // first answer to its pending request reaches it, judged; the others are dropped.
+    for row in all.iter().filter(|r| {
+        r["wrapped"] == true
+            && ["ahead", "ahead_early", "twice", "late"].contains(&r["mode"].as_str().unwrap())
+    }) {
+        assert_eq!(row["tools"], serde_json::json!(["echo"]), "{row}");
     }
     // The ordinary case still works for every client: the refused tool is gone, the rest stays.
     for row in all.iter().filter(|r| r["mode"] == "plain") {

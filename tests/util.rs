@@ -299,6 +299,9 @@ pub enum Needs {
     Go,
     /// A Python with the test packages (`mcp`, `rfc8785`, `yaml`, `cloudevents`): `.venv`.
     PythonVenv,
+    /// A Python with the MCP Python SDK as it was before python-sdk #1178 (mcp 1.12.0, lax
+    /// integer ids): `.venv-mcp-1.12` (see [`python_mcp_1_12`]).
+    PythonMcp112,
 }
 
 impl Needs {
@@ -313,12 +316,17 @@ impl Needs {
                 "the test Python packages (`python3 -m venv .venv && .venv/bin/pip install -r \
                  python/requirements-test.txt`, or ASSAY_TEST_PYTHON; scripts/test.sh does both)"
             }
+            Needs::PythonMcp112 => {
+                "mcp 1.12.0 (`python3 -m venv .venv-mcp-1.12 && .venv-mcp-1.12/bin/pip install -r \
+                 tests/fixtures/requirements-mcp-1.12.txt`, or ASSAY_TEST_PYTHON_MCP_1_12; \
+                 scripts/test.sh does both)"
+            }
         }
     }
 
     fn present(self) -> bool {
         use std::sync::OnceLock;
-        static FOUND: [OnceLock<bool>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static FOUND: [OnceLock<bool>; 4] = [const { OnceLock::new() }; 4];
         let runs = |program: &str, args: &[&str]| {
             Command::new(program)
                 .args(args)
@@ -336,6 +344,13 @@ impl Needs {
             }
             Needs::Go => runs("go", &["version"]),
             Needs::PythonVenv => runs(&python(), &["-c", "import mcp, rfc8785, yaml, cloudevents"]),
+            Needs::PythonMcp112 => runs(
+                &python_mcp_1_12(),
+                &[
+                    "-c",
+                    "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '1.12.0')",
+                ],
+            ),
         })
     }
 }
@@ -376,6 +391,19 @@ pub fn python() -> String {
         return venv.display().to_string();
     }
     "python3".to_string()
+}
+
+/// The Python with mcp 1.12.0, the last MCP Python SDK before python-sdk #1178 (which made ids
+/// strict): `$ASSAY_TEST_PYTHON_MCP_1_12`, else the checkout's `.venv-mcp-1.12` (scripts/test.sh
+/// creates it from tests/fixtures/requirements-mcp-1.12.txt).
+pub fn python_mcp_1_12() -> String {
+    if let Ok(p) = std::env::var("ASSAY_TEST_PYTHON_MCP_1_12") {
+        return p;
+    }
+    root()
+        .join(".venv-mcp-1.12/bin/python")
+        .display()
+        .to_string()
 }
 
 /// Builds the Go program in `tests/fixtures/<fixture>` (standard library only) into `out` with

@@ -5,7 +5,10 @@
 //! within a round, and the table reports medians over rounds. That keeps the ratios meaningful on
 //! a noisy, shared machine.
 //!
-//! Usage: assay-bench [--quick] [--only throughput,latency,startup,reader,summary,memory,policy]
+//! Usage: assay-bench [--quick]
+//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy]
+//!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
+//!   each policy file, beside the plain one)
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
 
 use std::fmt::Write as _;
@@ -17,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod latency;
+mod listing;
 mod memory;
 mod policy;
 mod reader;
@@ -177,11 +181,9 @@ fn lines(n: u64) -> Vec<u8> {
     v
 }
 
+/// Spawns `c` with `stdin` and its stdout piped; stderr as the command says (inherited unless set).
 fn spawn(mut c: Command, stdin: Stdio) -> Res<Child> {
-    Ok(c.stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?)
+    Ok(c.stdin(stdin).stdout(Stdio::piped()).spawn()?)
 }
 
 /// CPU time (user + system, all threads) the process `pid` has used so far, in ms.
@@ -307,6 +309,12 @@ fn run() -> Res<()> {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').map(str::to_string).collect());
     let want = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    let listing_policies: Vec<PathBuf> = args
+        .iter()
+        .position(|a| a == "--listing-policy")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').map(PathBuf::from).collect())
+        .unwrap_or_default();
 
     let exe = std::env::current_exe()?;
     let dir = exe.parent().ok_or("no exe dir")?;
@@ -365,6 +373,9 @@ fn run() -> Res<()> {
     let result = (|| -> Res<()> {
         if want("throughput") {
             throughput::bench_throughput(&env, &mut rows, rounds, n_tp)?;
+        }
+        if want("listing") {
+            listing::bench_listing(&env, &mut rows, rounds, n_tp, &listing_policies)?;
         }
         if want("latency") {
             latency::bench_latency(&env, &mut rows, rounds, n_lat)?;

@@ -7,18 +7,54 @@ use super::*;
 /// the CPU time of the proxy process itself (sampled after the last response, before client EOF).
 pub(crate) fn throughput_once(env: &Env, path: Path_, data: &[u8], n: u64) -> Res<(f64, f64)> {
     let echo = [env.echo.as_path()];
+    pipelined(env.command(path, &echo), path.label(), data, n)
+}
+
+/// [`throughput_once`] for any command (`what` names it in errors): `data` written at once,
+/// `n` response lines expected.
+pub(crate) fn pipelined(command: Command, what: &str, data: &[u8], n: u64) -> Res<(f64, f64)> {
+    windowed(command, what, data, n, None)
+}
+
+/// [`pipelined`], with at most `window` requests awaiting their response at any time when it is
+/// given (as a client with that many requests in flight): the next line is written once the
+/// responses have caught up.
+pub(crate) fn windowed(
+    command: Command,
+    what: &str,
+    data: &[u8],
+    n: u64,
+    window: Option<u64>,
+) -> Res<(f64, f64)> {
     let t0 = Instant::now();
-    let mut child = spawn(env.command(path, &echo), Stdio::piped())?;
+    let mut child = spawn(command, Stdio::piped())?;
     let pid = child.id();
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    // Responses read so far, for the windowed writer.
+    let answered = (std::sync::Mutex::new(0u64), std::sync::Condvar::new());
     let (got, cpu) = std::thread::scope(|s| -> Res<(u64, f64)> {
-        let w = s.spawn(move || {
-            let r = stdin.write_all(data);
+        let answered = &answered;
+        let w = s.spawn(move || -> io::Result<()> {
+            match window {
+                None => stdin.write_all(data)?,
+                Some(window) => {
+                    for (i, line) in data.split_inclusive(|b| *b == b'\n').enumerate() {
+                        let sent = i as u64;
+                        let (lock, ready) = answered;
+                        let mut read = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        while sent >= *read + window {
+                            read = ready.wait(read).unwrap_or_else(|e| e.into_inner());
+                        }
+                        drop(read);
+                        stdin.write_all(line)?;
+                    }
+                }
+            }
             // Keep the input open until the CPU sample is taken.
             let _ = done_rx.recv();
-            r
+            Ok(())
         });
         let mut buf = vec![0u8; 256 * 1024];
         let mut count = 0u64;
@@ -33,6 +69,11 @@ pub(crate) fn throughput_once(env: &Env, path: Path_, data: &[u8], n: u64) -> Re
                 break;
             }
             count += memchr_count(&buf[..k]);
+            if window.is_some() {
+                let (lock, ready) = answered;
+                *lock.lock().unwrap_or_else(|e| e.into_inner()) = count;
+                ready.notify_one();
+            }
         }
         let _ = done_tx.send(());
         w.join().map_err(|_| "writer panicked")??;
@@ -41,7 +82,7 @@ pub(crate) fn throughput_once(env: &Env, path: Path_, data: &[u8], n: u64) -> Re
     let status = child.wait()?;
     let dt = t0.elapsed().as_secs_f64();
     if got != n || !status.success() {
-        return Err(format!("{}: {got}/{n} responses, {status}", path.label()).into());
+        return Err(format!("{what}: {got}/{n} responses, {status}").into());
     }
     Ok((dt, cpu))
 }

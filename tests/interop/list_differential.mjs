@@ -1,12 +1,14 @@
 // Server→client parser differential (SPEC §5, §11): the official TypeScript SDK clients
 // (`@modelcontextprotocol/sdk` 1.x and `@modelcontextprotocol/client` 2.x, legacy handshake)
 // list the tools of a hostile server (tests/fixtures/hostile_list_server.py MODE), directly and
-// through `assay mcp wrap` with `hide_refused_tools`, and report what `listTools` showed them.
+// through `assay mcp wrap` with each policy, and report what `listTools` showed them.
 //
 // usage: node list_differential.mjs MODE...
-//   (environment: ASSAY_BIN, ASSAY_POLICY, ASSAY_PYTHON, ASSAY_HOSTILE_SERVER)
+//   (environment: ASSAY_BIN, ASSAY_PATHS, ASSAY_PYTHON, ASSAY_HOSTILE_SERVER)
+//   ASSAY_PATHS: PATH[,PATH...], each `direct` or NAME=POLICY (through `assay mcp wrap --policy`)
 // Prints one JSON line per client, mode and path:
-//   {"client":"typescript-v1","mode":M,"wrapped":true,"tools":[names]} or {..., "error":"…"}
+//   {"client":"typescript-v1","mode":M,"wrapped":true,"policy":NAME,"tools":[names]}
+//   or {..., "error":"…"}; a direct row has "wrapped":false and "policy":null.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -19,15 +21,17 @@ const env = (name) => {
   return v;
 };
 const ASSAY = env("ASSAY_BIN");
-const POLICY = env("ASSAY_POLICY");
+const PATHS = env("ASSAY_PATHS")
+  .split(",")
+  .map((p) => (p === "direct" ? null : p.split(/=(.*)/s).slice(0, 2)));
 const PYTHON = env("ASSAY_PYTHON");
 const SERVER = env("ASSAY_HOSTILE_SERVER");
 const TIMEOUT = 4000;
 
-function launch(wrapped, mode) {
+function launch(policy, mode) {
   const server = [PYTHON, SERVER, mode];
-  return wrapped
-    ? { command: ASSAY, args: ["mcp", "wrap", "--policy", POLICY, "--", ...server] }
+  return policy
+    ? { command: ASSAY, args: ["mcp", "wrap", "--policy", policy[1], "--", ...server] }
     : { command: server[0], args: server.slice(1) };
 }
 
@@ -57,10 +61,10 @@ const clients = {
   },
 };
 
-async function one(name, mode, wrapped) {
-  const row = { client: name, mode, wrapped };
+async function one(name, mode, policy) {
+  const row = { client: name, mode, wrapped: policy !== null, policy: policy && policy[0] };
   try {
-    row.tools = await clients[name](launch(wrapped, mode));
+    row.tools = await clients[name](launch(policy, mode));
   } catch (e) {
     row.error = String(e?.message ?? e).slice(0, 200);
   }
@@ -69,11 +73,12 @@ async function one(name, mode, wrapped) {
 
 const jobs = [];
 for (const mode of process.argv.slice(2)) {
-  for (const wrapped of [false, true]) {
-    for (const name of Object.keys(clients)) jobs.push([name, mode, wrapped]);
+  for (const policy of PATHS) {
+    for (const name of Object.keys(clients)) jobs.push([name, mode, policy]);
   }
 }
-// A few sessions at a time: each is a node client, a Python server and maybe the wrapper.
+// A few sessions at a time: each is a node client, a Python server and maybe the wrapper (those
+// that time out wait without work: more of them than there are cores).
 const rows = [];
 let next = 0;
 async function worker() {
@@ -82,5 +87,5 @@ async function worker() {
     rows.push(await one(...job));
   }
 }
-await Promise.all(Array.from({ length: 6 }, worker));
+await Promise.all(Array.from({ length: 8 }, worker));
 for (const row of rows) console.log(JSON.stringify(row));

@@ -1,12 +1,15 @@
 //! A fast native MCP echo server for the benchmarks: answers every line that carries an `"id":`
 //! with a small `tools/call` result for that id, and ignores lines without one (notifications).
 //! `initialize` and `tools/list` get real answers (one tool, `echo`), so that `assay mcp pin`
-//! can pin it and a pinned session can list it. Output is buffered and flushed whenever its
-//! input runs dry, like a real server would.
+//! can pin it and a pinned session can list it. With `--list-exec` its listing also names a
+//! second tool, `exec` (which the bench policies refuse by name, so `hide_refused_tools` rewrites
+//! every listing). Output is buffered and flushed whenever its input runs dry, like a real server
+//! would.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 fn main() -> io::Result<()> {
+    let list_exec = std::env::args().skip(1).any(|a| a == "--list-exec");
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -23,17 +26,19 @@ fn main() -> io::Result<()> {
         if let Some(id) = find_id(&line) {
             out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
             out.write_all(id)?;
-            out.write_all(result_for(&line))?;
+            out.write_all(result_for(&line, list_exec))?;
         }
     }
     out.flush()
 }
 
 /// The rest of the response line (after the id) for a request line.
-fn result_for(line: &[u8]) -> &'static [u8] {
+fn result_for(line: &[u8], list_exec: bool) -> &'static [u8] {
     let has = |m: &[u8]| line.windows(m.len()).any(|w| w == m);
     if has(b"\"method\":\"tools/call\"") {
         b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":false}}\n"
+    } else if has(b"\"method\":\"tools/list\"") && list_exec {
+        b",\"result\":{\"tools\":[{\"name\":\"echo\",\"description\":\"Echoes.\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"exec\",\"description\":\"Runs a command.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"}}}}]}}\n"
     } else if has(b"\"method\":\"tools/list\"") {
         b",\"result\":{\"tools\":[{\"name\":\"echo\",\"description\":\"Echoes.\",\"inputSchema\":{\"type\":\"object\"}}]}}\n"
     } else if has(b"\"method\":\"initialize\"") {
