@@ -264,6 +264,17 @@ fn no_client_is_shown_a_hidden_tool_whatever_the_server_sends() {
     }) {
         assert_eq!(row["tools"], serde_json::json!(["echo"]), "{row}");
     }
+    // An answer under a boolean or lax-integer id reaches every client under the id the client
+    // wrote (the wrapper respells it): no client, strict or lenient, waits for an answer it was
+    // sent.
+    for row in all.iter().filter(|r| {
+        r["wrapped"] == true
+            && ["bool_id", "lax_int_double_underscore", "lax_int_underscore"]
+                .contains(&r["mode"].as_str().unwrap())
+    }) {
+        assert!(row.get("error").is_none(), "{row}");
+        assert!(row["tools"].is_array(), "{row}");
+    }
     // The ordinary case still works for every client: the refused tool is gone, the rest stays.
     for row in all.iter().filter(|r| r["mode"] == "plain") {
         let expected = if row["wrapped"] == true {

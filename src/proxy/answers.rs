@@ -342,3 +342,51 @@ fn common_response_id(line: &[u8]) -> Option<&[u8]> {
 
 #[cfg(test)]
 mod tests;
+
+/// A forwarded line whose responses spell an id otherwise than the client spelled its request
+/// (`"id": true` for the request `1`, `"0__1"`, `1.0`): the line with each such id written as
+/// the client wrote it, and the answers as if the server had, or `None` when every id is
+/// spelled as the client's (the common case: nothing is parsed). A client whose reading of ids
+/// is strict would otherwise never see its answer — the lenient reading found it, so the
+/// strict one must too (SPEC §5, "Answers nobody asked for": one reading for every client).
+/// Members are kept; the rewritten line is compact JSON (key order may change). A line that
+/// cannot be parsed again is left as it is.
+pub(crate) fn respell(line: &[u8], answered: &LineAnswers) -> Option<(Vec<u8>, LineAnswers)> {
+    let pairs: Vec<(serde_json::Value, serde_json::Value)> = answered
+        .respelled()
+        .filter_map(|(server, client)| {
+            Some((
+                crate::strict_json::parse_value(server).ok()?,
+                crate::strict_json::parse_value(client).ok()?,
+            ))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    let mut value = crate::strict_json::parse_value(text.trim_end()).ok()?;
+    let mut respell_one = |m: &mut serde_json::Value| {
+        let Some(obj) = m.as_object_mut() else {
+            return;
+        };
+        if obj.contains_key("method") || !(obj.contains_key("result") || obj.contains_key("error"))
+        {
+            return;
+        }
+        if let Some(id) = obj.get_mut("id") {
+            if let Some((_, client)) = pairs.iter().find(|(server, _)| server == id) {
+                *id = client.clone();
+            }
+        }
+    };
+    match &mut value {
+        serde_json::Value::Array(items) => items.iter_mut().for_each(&mut respell_one),
+        other => respell_one(other),
+    }
+    let mut out = serde_json::to_vec(&value).ok()?;
+    if line.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    Some((out, answered.as_client_spelled()))
+}

@@ -163,6 +163,28 @@ impl LineAnswers {
         self.list.iter().map(|(_, a)| (a.kind, &*a.spelling))
     }
 
+    /// Whether some response of the line spells its id otherwise than the client spelled the
+    /// request's (`true` for `1`, `"0__1"`, `1.0`): the server's id text and the client's, for
+    /// each answer.
+    pub(crate) fn respelled(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.list
+            .iter()
+            .filter(|(server, a)| **server != *a.spelling)
+            .map(|(server, a)| (&**server, &*a.spelling))
+    }
+
+    /// The same answers, as if the server had spelled every id as the client did.
+    pub(crate) fn as_client_spelled(&self) -> LineAnswers {
+        LineAnswers {
+            list: self
+                .list
+                .iter()
+                .map(|(_, a)| (a.spelling.clone(), a.clone()))
+                .collect(),
+            strict: self.strict,
+        }
+    }
+
     /// The client's spellings of every request the line answered.
     pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
         self.list.iter().map(|(_, a)| &*a.spelling)

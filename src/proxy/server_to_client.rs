@@ -43,6 +43,18 @@ impl ServerWorker {
                     .unsolicited
                     .fetch_add(judged.unsolicited as u64, Ordering::Relaxed);
             }
+            // An id spelled otherwise than the client's is written as the client's.
+            let gate = match judged.gate {
+                Gate::Forward(answered) => match answers::respell(line, &answered) {
+                    Some((respelled, client)) => Gate::Trimmed(respelled, client),
+                    None => Gate::Forward(answered),
+                },
+                Gate::Trimmed(trimmed, answered) => match answers::respell(&trimmed, &answered) {
+                    Some((respelled, client)) => Gate::Trimmed(respelled, client),
+                    None => Gate::Trimmed(trimmed, answered),
+                },
+                other => other,
+            };
             let judged_features = |l: &[u8], answered: &LineAnswers| {
                 if features {
                     client_features::judge(&shared, l, answered)
@@ -50,7 +62,7 @@ impl ServerWorker {
                     Features::Pass
                 }
             };
-            match judged.gate {
+            match gate {
                 Gate::Forward(answered) => match judged_features(line, &answered) {
                     Features::Instead(errors) => instead(&shared, &errors, last)?,
                     Features::Pass => match instructions_of(&shared, line, &answered) {
@@ -60,7 +72,10 @@ impl ServerWorker {
                 },
                 Gate::Trimmed(trimmed, answered) => match judged_features(&trimmed, &answered) {
                     Features::Instead(errors) => instead(&shared, &errors, last)?,
-                    Features::Pass => pass(&shared, &trimmed, &answered, last)?,
+                    Features::Pass => match instructions_of(&shared, &trimmed, &answered) {
+                        Some(replaced) => pass(&shared, &replaced, &answered, last)?,
+                        None => pass(&shared, &trimmed, &answered, last)?,
+                    },
                 },
                 Gate::Replace(errors) => instead(&shared, &errors, last)?,
                 Gate::Drop if last => finish(&shared, b"")?,
