@@ -324,3 +324,50 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_answer_under_another_spelling_is_respelled_as_the_client_wrote_its_request() {
+    for (client, server) in [
+        ("1", "true"),
+        ("0", "false"),
+        ("1", r#""0__1""#),
+        ("10", r#""1_0""#),
+        ("1", r#""1""#),
+        ("1", "1.0"),
+        (r#""a""#, r#""\u0061""#),
+    ] {
+        let p = pending(&[(client, RequestKind::ToolsList)]);
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{server},\"result\":{{\"tools\":[]}}}}\n");
+        let Gate::Forward(answered) = judge(line.as_bytes(), &p).gate else {
+            panic!("{line}")
+        };
+        let (out, client_answers) = respell(line.as_bytes(), &answered).expect("respelled");
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let want: serde_json::Value = serde_json::from_str(client).unwrap();
+        assert_eq!(v["id"], want, "{line}");
+        assert_eq!(v["result"], serde_json::json!({"tools": []}));
+        assert!(out.ends_with(b"\n"));
+        assert_eq!(
+            client_answers.tools_list(client).map(|(_, s)| s),
+            Some(client)
+        );
+    }
+    // The same spelling: nothing is parsed or written again.
+    let p = pending(&[("1", RequestKind::Other)]);
+    let line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    let Gate::Forward(answered) = judge(line.as_bytes(), &p).gate else {
+        panic!()
+    };
+    assert!(respell(line.as_bytes(), &answered).is_none());
+    // In a batch, only the respelled element changes.
+    let p = pending(&[("1", RequestKind::Other), ("2", RequestKind::Other)]);
+    let line = "[{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}},{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}]";
+    let answered = match judge(line.as_bytes(), &p).gate {
+        Gate::Forward(a) | Gate::Trimmed(_, a) => a,
+        other => panic!("{other:?}"),
+    };
+    let (out, _) = respell(line.as_bytes(), &answered).expect("respelled");
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v[0]["id"], 1);
+    assert_eq!(v[1]["id"], 2);
+}
