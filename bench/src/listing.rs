@@ -21,6 +21,16 @@ const WINDOW: u64 = 16;
 const PLAIN: &str = "version: \"1\"\nname: bench-listing\nallow: [\"echo\", \"bench_*\"]\n";
 const HIDE: &str = "hide_refused_tools: true\n";
 const PINS: &str = "pins: pins-listing.json\n";
+/// Every SPEC §5.2 section, with limits the session never reaches (their counters still run on
+/// every call) and recorded, redacted arguments on every decision.
+const EVERY_SECTION: &str = concat!(
+    "resources: {allow: [\"file:///workspace/**\"], deny: [\"file:///workspace/.env\"]}\n",
+    "prompts: {allow: [\"*\"], deny: [\"debug_*\"]}\n",
+    "client_features: {sampling: deny, elicitation: allow, roots: allow}\n",
+    "limits: {tool_calls: 100000000, per_tool: {echo: 100000000}, repeated_call: 100000000}\n",
+    "record_arguments: true\n",
+    "redact: [\"*token*\", \"*secret*\", \"*password*\", \"authorization\"]\n",
+);
 
 /// `n` lines, ids 0…n-1: a `tools/list` at every tenth id (0, 10, 20, …), `tools/call`s between.
 fn listing_lines(n: u64) -> Vec<u8> {
@@ -97,6 +107,10 @@ pub(crate) fn bench_listing(
             format!("{PLAIN}{HIDE}"),
         ),
         ("wrap + decision log, pins", format!("{PLAIN}{PINS}")),
+        (
+            "wrap + decision log, every §5.2 section + hiding + pins",
+            format!("{PLAIN}{HIDE}{PINS}{EVERY_SECTION}"),
+        ),
     ] {
         let file = fixed.join(format!("listing-{}.yaml", configs.len()));
         fs::write(&file, text)?;
