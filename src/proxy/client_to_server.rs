@@ -372,22 +372,45 @@ fn record(
                 .map(|(text, cut)| (text.as_str(), *cut)),
         },
     );
+    let what = || format!("tool={}", ev.tool.as_deref().unwrap_or("-"));
+    (
+        wrote,
+        announce(
+            ctx,
+            seq,
+            verdict.decision,
+            verdict.reason_code,
+            want_id,
+            what,
+        ),
+    )
+}
+
+/// The event id of decision `seq` when a refusal needs it (`want_id`) or `--verbose` says it
+/// (one `assay:` line naming `what` was judged); empty otherwise (the common allowed path formats
+/// none).
+fn announce(
+    ctx: &Ctx<'_>,
+    seq: u64,
+    decision: Decision,
+    code: ReasonCode,
+    want_id: bool,
+    what: impl FnOnce() -> String,
+) -> String {
     let verbose = ctx.shared.diag.verbose;
-    let id = if want_id || verbose {
-        ctx.recorder.decision_id(seq)
-    } else {
-        String::new()
-    };
+    if !(want_id || verbose) {
+        return String::new();
+    }
+    let id = ctx.recorder.decision_id(seq);
     if verbose {
         ctx.shared.diag.say(&format!(
-            "decision {} {} tool={} ({})",
-            id,
-            verdict.decision.as_str(),
-            ev.tool.as_deref().unwrap_or("-"),
-            verdict.reason_code.as_str()
+            "decision {id} {} {} ({})",
+            decision.as_str(),
+            what(),
+            code.as_str()
         ));
     }
-    (wrote, id)
+    id
 }
 
 /// [`record`] for a message of another governed method (SPEC §4.1a `assay.mcp.decision`),
@@ -400,23 +423,18 @@ fn record_governed(
     want_id: bool,
 ) -> (bool, String) {
     let (seq, wrote) = ctx.recorder.record_mcp(out, &g.entry_as(verdict));
-    let verbose = ctx.shared.diag.verbose;
-    let id = if want_id || verbose {
-        ctx.recorder.decision_id(seq)
-    } else {
-        String::new()
-    };
-    if verbose {
-        ctx.shared.diag.say(&format!(
-            "decision {} {} {} {} ({})",
-            id,
-            verdict.decision.as_str(),
-            g.method,
-            g.target.as_deref().unwrap_or("-"),
-            verdict.reason_code.as_str()
-        ));
-    }
-    (wrote, id)
+    let what = || format!("{} {}", g.method, g.target.as_deref().unwrap_or("-"));
+    (
+        wrote,
+        announce(
+            ctx,
+            seq,
+            verdict.decision,
+            verdict.reason_code,
+            want_id,
+            what,
+        ),
+    )
 }
 
 /// [`record_now`] for a message of another governed method.
