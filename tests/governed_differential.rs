@@ -524,8 +524,8 @@ fn input() -> Vec<u8> {
 }
 
 /// The TypeScript readers' records of `received` (tests/interop/client_line_differential.mjs),
-/// written to `out`.
-fn typescript_reader(received: &Path, out: &Path) {
+/// written to `out`. Callers check `can_run(…, &[Needs::Node])` first.
+pub(crate) fn typescript_reader(received: &Path, out: &Path) {
     let run = Command::new("node")
         .arg(root().join("tests/interop/client_line_differential.mjs"))
         .arg(received)
@@ -540,22 +540,23 @@ fn typescript_reader(received: &Path, out: &Path) {
     std::fs::write(out, &run.stdout).unwrap();
 }
 
-/// Runs the checker over `received` and `decisions` with the TypeScript records and, when given,
-/// the Go server's record; returns its status and output.
-fn checker(
+/// Runs tests/fixtures/governed_differential.py over `received` and `decisions` with the
+/// TypeScript records and, when given, the Go server's record; returns its status and output.
+pub(crate) fn checker(
     received: &Path,
     decisions: &Path,
     typescript: &Path,
-    go: &Path,
+    go: Option<&Path>,
 ) -> (Option<i32>, String) {
-    let out = Command::new(python())
-        .arg(root().join("tests/fixtures/governed_differential.py"))
+    let mut cmd = Command::new(python());
+    cmd.arg(root().join("tests/fixtures/governed_differential.py"))
         .arg(received)
         .arg(decisions)
-        .arg(format!("typescript={}", typescript.display()))
-        .arg(format!("go={}", go.display()))
-        .output()
-        .expect("run the governed differential checker");
+        .arg(format!("typescript={}", typescript.display()));
+    if let Some(go) = go {
+        cmd.arg(format!("go={}", go.display()));
+    }
+    let out = cmd.output().expect("run the governed differential checker");
     (
         out.status.code(),
         format!(
@@ -566,7 +567,6 @@ fn checker(
     )
 }
 
-/// The ids of the messages of a line the policy refused (well-formed JSON).
 fn ids_of(line: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     let items = match v {
@@ -622,7 +622,7 @@ fn every_reader_sees_reads_and_prompts_as_the_policy_judged() {
 
     let ts = dir.path().join("typescript.ndjson");
     typescript_reader(&received, &ts);
-    let (status, out) = checker(&received, &cap.join("decisions.ndjson"), &ts, &record);
+    let (status, out) = checker(&received, &cap.join("decisions.ndjson"), &ts, Some(&record));
     assert_eq!(status, Some(0), "{out}\n{report}");
     // Every reader ran the allowed messages, each with its decision: 13 requests of the governed
     // methods (two of them in a batch), one allowed notification (the TypeScript SDKs run
@@ -714,7 +714,7 @@ fn without_the_wrapper_every_reader_runs_denied_reads_and_prompts() {
     std::fs::write(&decisions, b"").unwrap();
     let ts = dir.path().join("typescript.ndjson");
     typescript_reader(&received, &ts);
-    let (status, out) = checker(&received, &decisions, &ts, &record);
+    let (status, out) = checker(&received, &decisions, &ts, Some(&record));
     assert_eq!(status, Some(1), "{out}");
     for reader in [
         "strict",
