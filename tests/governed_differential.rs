@@ -278,6 +278,33 @@ fn corpus() -> Vec<(String, Expect)> {
             req("prompts/get", "241", r#"{"name":"greeting","_META":{}}"#),
             Malformed,
         ),
+        (
+            req(
+                "resources/read",
+                "307",
+                &format!(r#"{{"\u0055ri":"{SECRET}"}}"#),
+            ),
+            Malformed,
+        ),
+        // Keys a JavaScript reader might take for the prototype.
+        (
+            req(
+                "resources/read",
+                "308",
+                &format!(r#"{{"__proto__":{{"uri":"{SECRET}"}}}}"#),
+            ),
+            Refuse,
+        ),
+        (
+            req(
+                "resources/read",
+                "309",
+                &format!(
+                    r#"{{"uri":"file:///workspace/h","__proto__":{{"uri":"{SECRET}"}},"constructor":{{"uri":"{SECRET}"}}}}"#
+                ),
+            ),
+            Forward,
+        ),
         // Envelope variants.
         (
             format!(
@@ -624,16 +651,16 @@ fn every_reader_sees_reads_and_prompts_as_the_policy_judged() {
     typescript_reader(&received, &ts);
     let (status, out) = checker(&received, &cap.join("decisions.ndjson"), &ts, Some(&record));
     assert_eq!(status, Some(0), "{out}\n{report}");
-    // Every reader ran the allowed messages, each with its decision: 13 requests of the governed
+    // Every reader ran the allowed messages, each with its decision: 14 requests of the governed
     // methods (two of them in a batch), one allowed notification (the TypeScript SDKs run
     // request handlers only) and one tools/call.
     for (reader, n) in [
-        ("strict", 15),
-        ("json", 15),
-        ("sdk", 15),
-        ("typescript-v1", 14),
-        ("typescript-v2", 14),
-        ("go", 15),
+        ("strict", 16),
+        ("json", 16),
+        ("sdk", 16),
+        ("typescript-v1", 15),
+        ("typescript-v2", 15),
+        ("go", 16),
     ] {
         assert!(
             out.contains(&format!(" {reader} {n},")) || out.contains(&format!(" {reader} {n} (")),
