@@ -10,6 +10,11 @@
 //! as mcp-go does; it records what it would execute, which is compared with what the policy
 //! judged, line by line.
 //!
+//! TypeScript: tests/interop/client_line_differential.mjs reads the same bytes with the official
+//! TypeScript SDKs' message and request schemas (1.x and 2.x), judged by
+//! tests/fixtures/governed_differential.py (which also runs the differential for the other
+//! governed methods, tests/governed_differential.rs).
+//!
 //! Python: `$ASSAY_TEST_PYTHON` (scripts/test.sh points it at the repo .venv, which has `mcp`),
 //! else `python3` (then only the `json` checks run if `mcp` is not importable).
 
@@ -186,6 +191,53 @@ fn python_and_the_mcp_sdk_see_no_undecided_tools_call_in_forwarded_bytes() {
         "{report}\n{}",
         r.report()
     );
+}
+
+/// The official TypeScript SDKs (1.x and 2.x: `JSONRPCMessageSchema`, then `CallToolRequestSchema`)
+/// read the bytes the wrapper forwarded from the hostile corpus: every `tools/call` they would run
+/// has an `allow` decision naming the same tool. Fed the corpus directly, they run the denied
+/// `exec` (so the check can fail).
+#[test]
+fn the_typescript_sdks_see_no_undecided_tools_call_in_forwarded_bytes() {
+    if !can_run(
+        "differential::the_typescript_sdks_see_no_undecided_tools_call_in_forwarded_bytes",
+        &[Needs::Node, Needs::PythonVenv],
+    ) {
+        return;
+    }
+    use crate::governed_differential::{checker, typescript_reader};
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let rec = dir.path().join("received.bin");
+    let input: Vec<u8> = corpus()
+        .into_iter()
+        .flat_map(|mut l| {
+            l.push(b'\n');
+            l
+        })
+        .collect();
+    let r = run_recorded(&cap, &rec, &input);
+    r.expect_status(0);
+    let ts = dir.path().join("typescript.ndjson");
+    typescript_reader(&rec, &ts);
+    let (status, out) = checker(&rec, &cap.join("decisions.ndjson"), &ts, None);
+    assert_eq!(status, Some(0), "{out}\n{}", r.report());
+    // The allowed calls 1, s3, 6, 23, 24 and 50 (the reader takes a batch's elements as messages).
+    for reader in ["typescript-v1 6,", "typescript-v2 6 "] {
+        assert!(out.contains(reader), "{reader}: {out}\n{}", r.report());
+    }
+
+    let direct = dir.path().join("direct.bin");
+    std::fs::write(&direct, &input).unwrap();
+    let none = dir.path().join("no-decisions.ndjson");
+    std::fs::write(&none, b"").unwrap();
+    typescript_reader(&direct, &ts);
+    let (status, out) = checker(&direct, &none, &ts, None);
+    assert_eq!(status, Some(1), "{out}");
+    for reader in ["typescript-v1", "typescript-v2"] {
+        let ran = format!("{reader} runs tools/call of 'exec'");
+        assert!(out.contains(&ran), "{ran}: {out}");
+    }
 }
 
 /// The checker itself catches a bypass: a `tools/call` in the received bytes with no decision,

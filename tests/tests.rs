@@ -16,6 +16,7 @@ mod evidence;
 mod faults;
 mod fidelity;
 mod governed;
+mod governed_differential;
 mod hostile;
 mod hosts;
 mod hosts_per_server;
