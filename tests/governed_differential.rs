@@ -769,13 +769,12 @@ fn without_the_wrapper_every_reader_runs_denied_reads_and_prompts() {
     }
 }
 
-/// A `deny` pattern `file:///workspace/secret/**` refuses `file:///workspace/secret/x`, but the
-/// directory it names is read: `file:///workspace/secret/` (which the pattern matches as
-/// written), `…/secret`, `…/secret/.` and `…/secret/x/..` normalize to `file:///workspace/secret`,
-/// which `secret/**` does not match and `workspace/**` allows — a server then lists the denied
-/// directory. (`within` counts the root itself as inside; the resource globs do not.)
+/// A `deny` pattern `file:///workspace/secret/**` refuses the directory it names as well as what
+/// is inside: `file:///workspace/secret/`, `…/secret`, `…/secret/.` and `…/secret/x/..` all
+/// normalize to `file:///workspace/secret`, and a server reading that URI would list the denied
+/// directory. (A pattern ending in `/**` matches what it names, as `within` counts its root as
+/// inside; `src/policy/uri_glob.rs`.)
 #[test]
-#[ignore = "open: a resources deny pattern `dir/**` does not cover `dir` itself once the URI is normalized (src/policy/resources.rs); for the lead to decide"]
 fn a_denied_directory_is_not_read_by_its_own_uri() {
     if !can_run(
         "governed_differential::a_denied_directory_is_not_read_by_its_own_uri",

@@ -1,7 +1,11 @@
 //! Resource-URI globs (SPEC §5.2): `*` matches any run of characters other than `/` (it stays
 //! inside one path segment), `?` matches exactly one character other than `/`, `**` matches any
 //! run of characters, `/` included (it crosses segments), everything else is literal, and a
-//! pattern must match the *whole* URI. A "character" is a Unicode scalar value.
+//! pattern must match the *whole* URI. A "character" is a Unicode scalar value. A pattern that
+//! ends in `/**` also matches what it names without the slash: `file:///workspace/secret/**`
+//! covers the directory `file:///workspace/secret` itself (a `file:` URI is normalized without
+//! its trailing slash, and reading a directory lists what is inside), as `within` counts its
+//! root as inside.
 //!
 //! Matching runs the pattern as a set of positions advanced one character at a time (a
 //! Thompson simulation): time is the URI's length times the pattern's, with no backtracking, so
@@ -26,6 +30,8 @@ enum Tok {
 #[derive(Debug, Clone)]
 pub(crate) struct UriGlob {
     toks: Vec<Tok>,
+    /// For a pattern ending in `/**`: the pattern without it, which matches too.
+    base: Option<Box<UriGlob>>,
 }
 
 impl UriGlob {
@@ -47,7 +53,14 @@ impl UriGlob {
             };
             toks.push(tok);
         }
-        UriGlob { toks }
+        let base = match toks.as_slice() {
+            [head @ .., Tok::Char('/'), Tok::Any] => Some(Box::new(UriGlob {
+                toks: head.to_vec(),
+                base: None,
+            })),
+            _ => None,
+        };
+        UriGlob { toks, base }
     }
 
     /// The positions reached from `start` without consuming a character (a star may match
@@ -108,9 +121,11 @@ impl UriGlob {
         cur
     }
 
-    /// True when the pattern matches the whole of `uri`.
+    /// True when the pattern matches the whole of `uri` (or, for a pattern ending in `/**`,
+    /// `uri` is what it names).
     pub(crate) fn matches(&self, uri: &str) -> bool {
         self.run(uri).last().copied().unwrap_or(false)
+            || self.base.as_ref().is_some_and(|b| b.matches(uri))
     }
 
     /// True when the pattern matches every string that starts with `prefix` (some position
@@ -130,6 +145,10 @@ impl UriGlob {
     /// still alive after `prefix`: every remaining token can be satisfied).
     pub(crate) fn matches_some_extension(&self, prefix: &str) -> bool {
         self.run(prefix).iter().any(|&alive| alive)
+            || self
+                .base
+                .as_ref()
+                .is_some_and(|b| b.matches_some_extension(prefix))
     }
 }
 
@@ -141,16 +160,24 @@ mod tests {
         UriGlob::new(p).matches(s)
     }
 
-    /// A straightforward recursive matcher used as the reference.
+    /// The reference with the `/**` rule: the pattern, or the pattern without a final `/**`.
     fn reference(p: &[char], s: &[char]) -> bool {
+        plain_reference(p, s)
+            || (p.ends_with(&['/', '*', '*']) && plain_reference(&p[..p.len() - 3], s))
+    }
+
+    /// A straightforward recursive matcher used as the reference.
+    fn plain_reference(p: &[char], s: &[char]) -> bool {
         match p {
             [] => s.is_empty(),
-            ['*', '*', rest @ ..] => (0..=s.len()).any(|i| reference(rest, &s[i..])),
+            ['*', '*', rest @ ..] => (0..=s.len()).any(|i| plain_reference(rest, &s[i..])),
             ['*', rest @ ..] => (0..=s.len())
                 .take_while(|&i| i == 0 || s[i - 1] != '/')
-                .any(|i| reference(rest, &s[i..])),
-            ['?', rest @ ..] => s.first().is_some_and(|&c| c != '/') && reference(rest, &s[1..]),
-            [c, rest @ ..] => s.first() == Some(c) && reference(rest, &s[1..]),
+                .any(|i| plain_reference(rest, &s[i..])),
+            ['?', rest @ ..] => {
+                s.first().is_some_and(|&c| c != '/') && plain_reference(rest, &s[1..])
+            }
+            [c, rest @ ..] => s.first() == Some(c) && plain_reference(rest, &s[1..]),
         }
     }
 
@@ -170,7 +197,11 @@ mod tests {
     fn two_stars_cross_segments() {
         assert!(m("file:///workspace/**", "file:///workspace/a/b/c"));
         assert!(m("file:///workspace/**", "file:///workspace/"));
-        assert!(!m("file:///workspace/**", "file:///workspace"));
+        // The directory a `/**` pattern names is covered too.
+        assert!(m("file:///workspace/**", "file:///workspace"));
+        assert!(m("file:///workspace/secret/**", "file:///workspace/secret"));
+        assert!(!m("file:///workspace/secret/**", "file:///workspace/secre"));
+        assert!(!m("file:///workspace/**", "file:///workspac"));
         assert!(!m("file:///workspace/**", "file:///workspacefoo/a"));
         assert!(m("**", ""));
         assert!(m("**", "anything/at/all"));
