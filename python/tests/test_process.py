@@ -199,7 +199,9 @@ stalled = stalled.to_dict()["session_end"] if stalled else s["result"]
 # the host's reader drains what was delivered and then sees end of file.
 for k in ("in_r", "out_w"):
     os.close(s[k])
-deadline = time.monotonic() + 2.0
+# The first session's reader thread ends at end of file: wait for its OS thread to go too (the
+# timeout only bounds a failure).
+deadline = time.monotonic() + 30.0
 while time.monotonic() < deadline and threads() != threads_before:
     time.sleep(0.02)
 threads_after = threads()
