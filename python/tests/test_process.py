@@ -92,6 +92,10 @@ got_sigterm = []
 def host_handler(sig, frame):
     got_sigterm.append(sig)
 signal.signal(signal.SIGUSR1, lambda s, f: None)
+# The dispositions before the session, set here: a host started from a background job inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler of its own.
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 s = start_session(extra={"forward_signals": True})
 wait_for(os.path.join(cfg["capture_dir"], "session-context.json"))
