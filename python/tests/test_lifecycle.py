@@ -49,11 +49,8 @@ outcome = assay_stop.wrap_session(
 )
 restored = signal.getsignal(signal.SIGTERM) is handler
 seen_during_session = list(hits)
-os.kill(os.getpid(), signal.SIGTERM)  # the host's own handling is back
-for _ in range(100):
-    if len(hits) > len(seen_during_session):
-        break
-    time.sleep(0.01)
+# The host's own handling is back: raise_signal runs the handler before it returns.
+signal.raise_signal(signal.SIGTERM)
 print(json.dumps({
     "outcome": outcome.to_dict(), "handler_restored": restored,
     "hits_during_session": seen_during_session, "hits": hits,
@@ -89,13 +86,14 @@ def test_forward_signals_sends_sigterm_to_the_server_and_restores_the_host_handl
     tmp_path: Path, fault_server: Path, demo_policy: Path
 ) -> None:
     cap = tmp_path / "cap"
+    eof = tmp_path / "server-saw-eof"
     # The client closes its input at once; the server outlives stdin EOF until SIGTERM (no idle
-    # deadline: idle_drain=0).
-    proc = _start_host(tmp_path, command=[sys.executable, str(fault_server), "linger"],
+    # deadline: idle_drain=0). The signal is sent once the server saw the end of its input, so
+    # the session saw the client's end first.
+    proc = _start_host(tmp_path, command=[sys.executable, str(fault_server), "linger", str(eof)],
                        policy=str(demo_policy), capture_dir=str(cap), forward_signals=True,
                        idle_drain=0)
-    _wait_for(cap / "session-context.json")
-    time.sleep(0.5)
+    _wait_for(eof)
     os.kill(proc.pid, signal.SIGTERM)
     r = _result(proc)
     o = r["outcome"]

@@ -92,6 +92,10 @@ got_sigterm = []
 def host_handler(sig, frame):
     got_sigterm.append(sig)
 signal.signal(signal.SIGUSR1, lambda s, f: None)
+# The dispositions before the session, set here: a host started from a background job inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler of its own.
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 s = start_session(extra={"forward_signals": True})
 wait_for(os.path.join(cfg["capture_dir"], "session-context.json"))
@@ -199,7 +203,9 @@ stalled = stalled.to_dict()["session_end"] if stalled else s["result"]
 # the host's reader drains what was delivered and then sees end of file.
 for k in ("in_r", "out_w"):
     os.close(s[k])
-deadline = time.monotonic() + 2.0
+# The first session's reader thread ends at end of file: wait for its OS thread to go too (the
+# timeout only bounds a failure).
+deadline = time.monotonic() + 30.0
 while time.monotonic() < deadline and threads() != threads_before:
     time.sleep(0.02)
 threads_after = threads()
@@ -249,17 +255,27 @@ def names():
             pass
     return out
 
-# Enough pipelined calls that the decision log's digest moves to its hashing thread (a chunk of
-# decision lines, `prefix_digest::CHUNK`, written without the writer idling), written while the
-# session runs. Deterministic, not a race against this script's own writes: the client's input is a
-# regular file (it never runs dry before its end), and the server reads nothing for its first
-# 0.3 s, so the wrapper's writer stays busy until well past a chunk.
-calls = [cfg["init"]] + [
-    '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
-    % (i, "x" * (i % 50)) for i in range(2, 3002)]
-with open(cfg["input_file"], "w") as f:
-    f.write("".join(line + "\n" for line in calls))
-in_r = os.open(cfg["input_file"], os.O_RDONLY)
+def wait_until(done, timeout=30.0):
+    # Waits for a condition the session makes true (a thread that starts or ends); the timeout
+    # only bounds a failure.
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+def echo(i):
+    return ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo",'
+            '"arguments":{"text":"%s"}}}' % (i, "x" * (i % 50)))
+
+# The decision log's digest moves to its hashing thread once a chunk of decision lines
+# (`prefix_digest::CHUNK`, 128 KiB) is written without the writer idling. A JSON-RPC batch of
+# 400 allowed calls is one line whose 400 decision lines are written in one go: the thread
+# starts on it, whatever the timing, and runs until the session reads the digest at its end. The
+# host waits until it sees the thread, then pipelines 3,000 more calls behind it, so the session
+# goes on hashing there.
+in_r, in_w = os.pipe()
 out_r, out_w = os.pipe()
 got = {"n": 0}
 def reader():
@@ -274,19 +290,23 @@ def run():
     result["outcome"] = assay_stop.wrap_session(
         cfg["command"], policy=cfg["policy"], event_source="assay://pytest/process",
         capture_dir=cfg["capture_dir"], stdin=in_r, stdout=out_w)
-threading.Thread(target=reader, daemon=True).start()
+rt = threading.Thread(target=reader, daemon=True)
+rt.start()
 t = threading.Thread(target=run)
 t.start()
-seen_hasher = False
-while t.is_alive():
-    seen_hasher = seen_hasher or "assay-log-hash" in names()
-    time.sleep(0.001)
+batch = "[" + ",".join(echo(i) for i in range(2, 402)) + "]"
+os.write(in_w, (cfg["init"] + "\n" + batch + "\n").encode())
+seen_hasher = wait_until(lambda: "assay-log-hash" in names())
+pipelined = "".join(echo(i) + "\n" for i in range(402, 3402)).encode()
+while pipelined:
+    pipelined = pipelined[os.write(in_w, pipelined):]
+os.close(in_w)
 t.join()
 os.close(in_r)
 os.close(out_w)
-deadline = time.monotonic() + 2.0
-while time.monotonic() < deadline and threads() != threads_before:
-    time.sleep(0.02)
+rt.join()
+# A joined Python thread's OS thread may still be listed for a moment after join returns.
+wait_until(lambda: threads() == threads_before)
 closure = assay_stop.read_capture(cfg["capture_dir"])
 print(json.dumps({
     "session_end": result["outcome"].to_dict()["session_end"],
@@ -302,13 +322,11 @@ def test_a_pipelined_session_hashes_its_log_on_a_thread_that_ends_with_it(
 ) -> None:
     # SPEC §4.1 accounting with the digest computed off the writer's thread: the reader verifies
     # it (`closed`), and no thread of the session is left afterwards.
-    r = _run_host(tmp_path, PIPELINED,
-                  command=["/bin/sh", "-c", 'sleep 0.3; exec "$0" "$@"',
-                           sys.executable, str(fault_server), "normal"],
-                  policy=str(demo_policy), capture_dir=str(tmp_path / "cap"),
-                  input_file=str(tmp_path / "calls.ndjson"))
+    r = _run_host(tmp_path, PIPELINED, command=[sys.executable, str(fault_server), "normal"],
+                  policy=str(demo_policy), capture_dir=str(tmp_path / "cap"))
     assert r["session_end"] == "client_closed", r
-    assert r["answers"] == 3001, r
+    # The initialize answer, one array answering the batch, one answer per pipelined call.
+    assert r["answers"] == 1 + 1 + 3000, r
     assert r["seen_hasher"] is True, r
     assert r["threads_after"] == r["threads_before"], r
     assert r["verdict"] == "closed", r

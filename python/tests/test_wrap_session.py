@@ -197,12 +197,20 @@ def test_max_line_bytes_ends_the_session_as_proxy_error(client: Client, demo_ser
 
 
 def test_drain_timeout_bounds_a_server_that_ignores_eof(client: Client, fault_server: Path, demo_policy: Path) -> None:
-    client.send(INIT)
-    client.close_input()
+    session = SessionThread(lambda: assay_stop.wrap_session(
+        [sys.executable, str(fault_server), "ignore"], policy=demo_policy, drain_timeout=0.3,
+        stdin=client.stdin, stdout=client.stdout))
     start = time.monotonic()
-    outcome = assay_stop.wrap_session([sys.executable, str(fault_server), "ignore"], policy=demo_policy,
-                                      drain_timeout=0.3, stdin=client.stdin, stdout=client.stdout)
+    session.start()
+    client.send(INIT)
+    # The server answers once it ignores SIGTERM: the input closes (and the drain starts) only
+    # then, so the drain's SIGTERM never lands on a server still starting up.
+    client.reader.wait_lines(1)
+    client.close_input()
+    session.join(60)
     elapsed = time.monotonic() - start
+    assert session.error is None, session.error
+    outcome = session.result
     client.finish()
     assert elapsed < 10
     assert outcome.assay_kill_requested is True

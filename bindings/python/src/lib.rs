@@ -11,6 +11,7 @@ use std::os::fd::RawFd;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 mod convert;
 mod errors;
@@ -53,7 +54,7 @@ fn wrap_session(
     verbose: bool,
     forward_signals: bool,
     idle_drain: Option<f64>,
-) -> PyResult<WrapOutcome> {
+) -> PyResult<Bound<'_, WrapOutcome>> {
     // Every argument is an owned Rust value before the GIL is released.
     let mut config = assay::WrapConfig::new(command, policy);
     config.event_source = event_source;
@@ -77,36 +78,50 @@ fn wrap_session(
     let io = assay::ClientIo::from_borrowed(stdin, stdout).map_err(|e| to_pyerr(py, e))?;
     // The session blocks until the client closes its input: release the GIL for all of it so
     // other Python threads run. Ctrl-C is only seen once this returns (documented in the .pyi).
-    let result = crate::finalizing::detach(py, move || assay::wrap_session(&config, io));
-    match result {
-        Ok(outcome) => Ok(WrapOutcome::from(outcome)),
-        Err(e) => Err(to_pyerr(py, e)),
-    }
+    crate::finalizing::detach(
+        py,
+        move || assay::wrap_session(&config, io),
+        |py, result| match result {
+            Ok(outcome) => Bound::new(py, WrapOutcome::from(outcome)),
+            Err(e) => Err(to_pyerr(py, e)),
+        },
+    )
 }
 
 /// Judges a capture directory. Never raises for a bad capture.
 #[pyfunction]
-fn read_capture(py: Python<'_>, path: PathBuf) -> Closure {
-    Closure::from(crate::finalizing::detach(py, move || {
-        assay::read_capture(&path)
-    }))
+fn read_capture(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, Closure>> {
+    crate::finalizing::detach(
+        py,
+        move || assay::read_capture(&path),
+        |py, closure| Bound::new(py, Closure::from(closure)),
+    )
 }
 
 /// Judges every capture under a capture root, in name order. Raises only for a bad root.
 #[pyfunction]
-fn read_captures(py: Python<'_>, root: PathBuf) -> PyResult<Vec<Closure>> {
-    let result = crate::finalizing::detach(py, move || {
-        let mut verdicts = Vec::new();
-        assay::read_captures(&root, |v| {
-            verdicts.push(v);
-            std::ops::ControlFlow::Continue(())
-        })
-        .map(|_| verdicts)
-    });
-    match result {
-        Ok(verdicts) => Ok(verdicts.into_iter().map(Closure::from).collect()),
-        Err(e) => Err(to_pyerr(py, e)),
-    }
+fn read_captures(py: Python<'_>, root: PathBuf) -> PyResult<Bound<'_, PyList>> {
+    crate::finalizing::detach(
+        py,
+        move || {
+            let mut verdicts = Vec::new();
+            assay::read_captures(&root, |v| {
+                verdicts.push(v);
+                std::ops::ControlFlow::Continue(())
+            })
+            .map(|_| verdicts)
+        },
+        |py, result| match result {
+            Ok(verdicts) => {
+                let closures = verdicts
+                    .into_iter()
+                    .map(|v| Bound::new(py, Closure::from(v)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, closures)
+            }
+            Err(e) => Err(to_pyerr(py, e)),
+        },
+    )
 }
 
 /// Copies a capture into a new directory with a manifest.
@@ -117,19 +132,27 @@ fn package_capture(
     src: PathBuf,
     dst: PathBuf,
     extra_files: Vec<PathBuf>,
-) -> PyResult<PackageManifest> {
-    match crate::finalizing::detach(py, move || assay::package_capture(&src, &dst, &extra_files)) {
-        Ok(manifest) => Ok(PackageManifest::from(manifest)),
-        Err(e) => Err(to_pyerr(py, e)),
-    }
+) -> PyResult<Bound<'_, PackageManifest>> {
+    crate::finalizing::detach(
+        py,
+        move || assay::package_capture(&src, &dst, &extra_files),
+        |py, result| match result {
+            Ok(manifest) => Bound::new(py, PackageManifest::from(manifest)),
+            Err(e) => Err(to_pyerr(py, e)),
+        },
+    )
 }
 
 /// Runs the `assay` command line with `argv` (`argv[0]` the program name) and returns its exit
 /// status; `exe` is the path of the `assay` console script (SPEC §10 `mcp wrap-config` writes it
 /// into host configurations). The GIL is released for the whole run.
 #[pyfunction]
-fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>, exe: PathBuf) -> u8 {
-    crate::finalizing::detach(py, move || assay_cli::run(argv, &exe))
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>, exe: PathBuf) -> PyResult<u8> {
+    crate::finalizing::detach(
+        py,
+        move || assay_cli::run(argv, &exe),
+        |_, status| Ok(status),
+    )
 }
 
 #[pymodule(gil_used = false)]
@@ -151,5 +174,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("WrapError", py.get_type::<WrapError>())?;
     m.add("StopWriteError", py.get_type::<StopWriteError>())?;
+    finalizing::install(m)?;
     Ok(())
 }

@@ -69,7 +69,7 @@ pub(crate) fn list_tools(
     py: Python<'_>,
     command: Vec<String>,
     timeout: f64,
-) -> PyResult<ToolListing> {
+) -> PyResult<Bound<'_, ToolListing>> {
     if command.is_empty() {
         return Err(PyValueError::new_err("command must not be empty"));
     }
@@ -78,33 +78,39 @@ pub(crate) fn list_tools(
             "timeout must be a positive number of seconds",
         ));
     }
-    let listed = crate::finalizing::detach(py, move || {
-        assay::pins::list_server_tools(&command, Duration::from_secs_f64(timeout), None)
-    });
-    let listing =
-        listed.map_err(|e| WrapError::new_err(format!("cannot list the server's tools: {e}")))?;
-    let loads = py.import("json")?.getattr("loads")?;
-    let server_info = match &listing.server_info {
-        Some(s) => loads.call1((s.as_str(),))?.unbind(),
-        None => py.None(),
-    };
-    let tools = listing
-        .tools
-        .iter()
-        .map(|t| {
-            Py::new(
+    crate::finalizing::detach(
+        py,
+        move || assay::pins::list_server_tools(&command, Duration::from_secs_f64(timeout), None),
+        |py, listed| {
+            let listing = listed
+                .map_err(|e| WrapError::new_err(format!("cannot list the server's tools: {e}")))?;
+            let loads = py.import("json")?.getattr("loads")?;
+            let server_info = match &listing.server_info {
+                Some(s) => loads.call1((s.as_str(),))?.unbind(),
+                None => py.None(),
+            };
+            let tools = listing
+                .tools
+                .iter()
+                .map(|t| {
+                    Py::new(
+                        py,
+                        ListedTool {
+                            name: t.name.clone(),
+                            sha256: t.sha256().to_string(),
+                            definition: loads.call1((t.definition.as_str(),))?.unbind(),
+                        },
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Bound::new(
                 py,
-                ListedTool {
-                    name: t.name.clone(),
-                    sha256: t.sha256().to_string(),
-                    definition: loads.call1((t.definition.as_str(),))?.unbind(),
+                ToolListing {
+                    protocol_version: listing.protocol_version,
+                    server_info,
+                    tools,
                 },
             )
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(ToolListing {
-        protocol_version: listing.protocol_version,
-        server_info,
-        tools,
-    })
+        },
+    )
 }
