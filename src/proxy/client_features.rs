@@ -61,8 +61,24 @@ fn withheld(answered: &LineAnswers, why: &str) -> Vec<u8> {
     out
 }
 
+/// Whether some reader could find a request in `line`: it holds the word `method` in any ASCII
+/// case, an escape or a non-ASCII byte (a lenient reader folds some characters into ASCII
+/// letters). A line with none of them holds no request and no `input_required` input request, to
+/// any reader: it passes unread (most server lines are plain responses).
+fn may_hold_request(line: &[u8]) -> bool {
+    const WORD: &[u8] = b"method";
+    line.iter().any(|b| *b == b'\\' || !b.is_ascii())
+        || memchr::memchr2_iter(b'm', b'M', line).any(|at| {
+            line.get(at..at + WORD.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(WORD))
+        })
+}
+
 /// Judges a line the gate let through. `answered`: the client requests its responses answer.
 pub(crate) fn judge(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
+    if !may_hold_request(line) {
+        return Features::Pass;
+    }
     match message::classify(line, message::Judged::default()) {
         ClientLine::Blank => Features::Pass,
         ClientLine::Single(m) => {
@@ -168,10 +184,9 @@ fn batch_refused() -> Verdict {
 /// requests (`inputRequests`: name → `{method, params}`) the client is to fulfil — judged like
 /// the server requests of the same methods.
 fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
-    // Most responses are not input requests: a line without the word is not parsed.
-    if memchr::memmem::find(line, b"input_required").is_none()
-        && memchr::memmem::find(line, b"\\u").is_none()
-    {
+    // Most responses are not input requests: a line without the word (or an escape) is not
+    // parsed.
+    if memchr::memmem::find(line, b"input_required").is_none() && !line.contains(&b'\\') {
         return Features::Pass;
     }
     let Ok(text) = std::str::from_utf8(line) else {
@@ -265,4 +280,34 @@ fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Featu
 /// Whether the policy judges what the server asks of the client.
 pub(crate) fn governed(shared: &Shared) -> bool {
     shared.policy.governed().contains(&"client_features")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_request;
+
+    #[test]
+    fn only_a_line_without_any_spelling_of_method_passes_unread() {
+        for plain in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{"text":"meth od"}}"#,
+            b"",
+        ] {
+            assert!(
+                !may_hold_request(plain),
+                "{}",
+                String::from_utf8_lossy(plain)
+            );
+        }
+        for held in [
+            &br#"{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage"}"#[..],
+            br#"{"jsonrpc":"2.0","id":"s","METHOD":"roots/list"}"#,
+            br#"{"jsonrpc":"2.0","id":"s","m\u0065thod":"roots/list"}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"méthod\":1}".as_bytes(),
+            br#"{"id":1,"result":{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}}}}"#,
+            br#"{"x":"trailing Metho"}method"#,
+        ] {
+            assert!(may_hold_request(held), "{}", String::from_utf8_lossy(held));
+        }
+    }
 }
