@@ -59,7 +59,7 @@ fn typescript_sdk_clients_and_reference_servers_match_a_direct_session() {
     // Every scenario reported.
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("ok ")).count(),
-        7,
+        8,
         "{stdout}"
     );
 }

@@ -19,6 +19,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client as Client2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioClientTransport2 } from "@modelcontextprotocol/client/stdio";
@@ -229,6 +230,32 @@ async function filesystem(wrapped, root) {
   return { out, cap };
 }
 
+// ---- server-filesystem asking for the client's roots under `client_features: {roots: deny}` ---
+
+/** A client offering a root the policy does not let the server ask for: the server keeps the
+ * directory it was started with, the client's handler is never called. */
+async function filesystemRootsDenied(root, offered) {
+  const policy = path.join(WORK, "roots-deny.yaml");
+  fs.writeFileSync(policy, 'version: "1"\nallow: ["*"]\nclient_features:\n  roots: deny\n');
+  const cap = path.join(WORK, "cap-roots");
+  const client = new Client({ name: "assay-interop", version: "1" }, { capabilities: { roots: { listChanged: true } } });
+  const asked = [];
+  client.setRequestHandler(ListRootsRequestSchema, async () => {
+    asked.push(1);
+    return { roots: [{ uri: `file://${offered}`, name: "offered" }] };
+  });
+  const transport = new StdioClientTransport({
+    command: ASSAY,
+    args: ["mcp", "wrap", "--policy", policy, "--event-source", "assay://interop/ts", "--capture-dir", cap,
+      process.execPath, FILESYSTEM, root],
+    stderr: process.env.ASSAY_INTEROP_STDERR ?? "ignore",
+  });
+  await client.connect(transport);
+  const dirs = await client.callTool({ name: "list_allowed_directories", arguments: {} });
+  await client.close();
+  return { dirs, asked, cap };
+}
+
 // ---- 2026-07-28: server/discover, resultType, input_required and the re-issued call ----------
 
 /** Like `launch`, but a new capture directory for every start of the command: in `auto` mode
@@ -345,6 +372,20 @@ async function main() {
     assertRefusal(w.out.denied, "P_TOOL_DENIED");
     assert.ok(!fs.existsSync(path.join(wrappedRoot, "new.txt")), "the refused call never reached the server");
     ok("server-filesystem: 3 MiB read_text_file (a 6 MiB line) matches; write_file (outputSchema) refusal returned");
+  }
+  {
+    const root = fs.mkdtempSync(path.join(WORK, "roots-root-"));
+    const offered = fs.mkdtempSync(path.join(WORK, "roots-offered-"));
+    const { dirs, asked, cap } = await filesystemRootsDenied(root, offered);
+    assert.deepEqual(asked, [], "the refused roots/list never reached the client");
+    const text = dirs.content.map((c) => c.text).join("\n");
+    assert.ok(text.includes(fs.realpathSync(root)), text);
+    assert.ok(!text.includes(path.basename(offered)), text);
+    const events = fs.readFileSync(path.join(cap, "decisions.ndjson"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const roots = events.filter((e) => e.type === "assay.mcp.decision");
+    assert.deepEqual(roots.map((e) => [e.data.method, e.data.target, e.data.decision, e.data.reason_code]),
+      [["roots/list", "roots", "deny", "P_CLIENT_FEATURE_DENIED"]]);
+    ok("server-filesystem under client_features roots: deny: the roots request refused to the server, its directories unchanged");
   }
   const servers = [
     ["python", "an official Python SDK server (mcp 2.3)", [PYTHON, SDK_SERVER]],
