@@ -248,9 +248,16 @@ pub(crate) fn on_server_line<'l>(
 ) -> Judgement<'l> {
     if !answers.lists_tools() {
         // While filtering, once the client asked for a listing, a line the strict rules refuse
-        // is withheld whatever it answers (it cannot be judged); any other line passes.
+        // is withheld whatever it answers (it cannot be judged); a line the gate walked was
+        // read strictly and passes. So does a line the gate judged at a glance to be one
+        // response to a pending request that is not a listing: exactly one id key and one
+        // answer key anywhere in it, and no reading of that one id makes it the answer to a
+        // pending listing (those are preferred on any ambiguous match, `pending.rs`) — no
+        // client can take it for one. (The common case: the answers to calls are not walked a
+        // second time.) Every other line is walked.
         let asked = watch.asked.load(std::sync::atomic::Ordering::Relaxed);
-        if !watch.filter() || !asked || answers.strict == Some(true) {
+        let one_other_answer = answers.strict.is_none() && answers.spellings().count() == 1;
+        if !watch.filter() || !asked || answers.strict == Some(true) || one_other_answer {
             return Judgement::forward();
         }
     }
