@@ -151,8 +151,10 @@ step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "install: cargo install --path crates/assay-cli into a temporary root, then a session with that assay"
-# With the dev profile (`--debug`), reusing what the tests compiled: the install and the installed
-# binary are checked the same way, and the release profile is compiled by the wheel build below.
+# With the dev profile (`--debug`), reusing most of what the tests compiled (the CLI alone
+# resolves some dependencies' features differently: about 26 crates are compiled again): the
+# install and the installed binary are checked the same way, and the release profile is compiled
+# by the wheel build running in the background.
 bash scripts/check-install.sh --debug
 
 step "python: waiting for the release wheel, then installing it into .venv"
