@@ -6,8 +6,10 @@
 # nothing system-wide unless ASSAY_INSTALL_SYSTEM_PACKAGES=1 (see need_system below).
 # Every test runs here (CI=true: a test whose tool is missing fails instead of skipping). The
 # Python and npm installs run only when their lock files (or the interpreter) changed since the
-# last run, and in the background while the first Rust build compiles. Each step prints the
-# time since the start; docs/development.md has the measured figures.
+# last run, and in the background while the first Rust build compiles; the release wheel builds
+# in the background, at the lowest CPU priority, while the Rust tests (which mostly wait on
+# child processes) run. Each step prints the time since the start; docs/development.md has the
+# measured figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI=true
@@ -103,8 +105,14 @@ venv_job=$!
   fi
 ) >target/test-npm.log 2>&1 &
 npm_job=$!
-# A step that fails before the installs are waited for takes them down with it.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# A step that fails before the installs are waited for takes them down with it (and the wheel
+# build started below, in a process group of its own: cargo and rustc with it).
+wheel_job=
+stop_background() {
+  kill $(jobs -p) 2>/dev/null || true
+  if [ -n "$wheel_job" ]; then kill -- "-$wheel_job" 2>/dev/null || true; fi
+}
+trap stop_background EXIT
 # wait_for JOB NAME LOG: the background install's status; its log is shown either way.
 wait_for() {
   local status=0
@@ -124,32 +132,55 @@ step "waiting for the python environment and the npm packages"
 wait_for "$venv_job" venv target/test-venv.log
 wait_for "$npm_job" npm target/test-npm.log
 
+# The release build below (the wheel) uses thin LTO in 16 units instead of the shipped profile's
+# fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized in parallel, which
+# keeps this command within its time on two cores. The shipped profile is what `cargo install`,
+# scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use outside this script
+# (docs/decisions.md, "Start-up and size").
+step "background: the portable release wheel (scripts/build-wheel.sh; lowest CPU priority, log in target/test-wheel.log)"
+# The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. Its
+# build needs only the venv, and the tests below mostly wait on child processes: the build
+# takes the CPU time they leave (nice 19), and the tests (and cargo doc, cargo install) keep the
+# priority. target/release and target/debug have separate build locks, so the builds overlap.
+# It runs in a session of its own (setsid), so that a failing step can end it whole; where the
+# kernel groups sessions for scheduling (sched_autogroup), the new session's group gets nice 19
+# too, else the build would get an equal share beside the tests.
+rm -rf target/wheels
+CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 PYTHON="$PWD/.venv/bin/python" \
+  setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
+    exec nice -n 19 bash scripts/build-wheel.sh target/wheels' >target/test-wheel.log 2>&1 &
+wheel_job=$!
+
 step "rust: unit and integration tests"
 export ASSAY_TEST_PYTHON="$PWD/.venv/bin/python"
 export ASSAY_TEST_PYTHON_MCP_1_12="$PWD/.venv-mcp-1.12/bin/python"
+# The integration tests spend most of their time waiting on child processes (servers, SDK
+# clients, drains), not on the CPU: four at a time on two cores (libtest's default is one per
+# core; docs/development.md has the measurements).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 cargo test --all-targets
 
 step "rust: docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "install: cargo install --path crates/assay-cli into a temporary root, then a session with that assay"
-# With the dev profile (`--debug`), reusing what the tests compiled: the install and the installed
-# binary are checked the same way, and the release profile is compiled by the wheel build below.
+# With the dev profile (`--debug`), reusing most of what the tests compiled (the CLI alone
+# resolves some dependencies' features differently: about 26 crates are compiled again): the
+# install and the installed binary are checked the same way, and the release profile is compiled
+# by the wheel build running in the background.
 bash scripts/check-install.sh --debug
 
-# The release build below (the wheel) uses thin LTO in 16 units instead of the shipped profile's
-# fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized in parallel, which
-# keeps this command under 20 minutes on two cores. The shipped profile is what `cargo install`,
-# scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use outside this script
-# (docs/decisions.md, "Start-up and size").
-export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-
-step "python: build the portable release wheel (scripts/build-wheel.sh) and install it into .venv"
-# The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. The
-# tests use the installed wheel, never the source tree, and python/tests/test_wheel.py checks its
-# tag and glibc symbol versions and installs the same wheel into a clean venv with --no-index.
-rm -rf target/wheels
-PYTHON="$PWD/.venv/bin/python" bash scripts/build-wheel.sh target/wheels
+step "python: waiting for the release wheel, then installing it into .venv"
+# The tests use the installed wheel, never the source tree, and python/tests/test_wheel.py checks
+# its tag and glibc symbol versions and installs the same wheel into a clean venv with --no-index.
+status=0
+wait "$wheel_job" || status=$?
+wheel_job=
+sed 's/^/  [wheel] /' target/test-wheel.log
+if [ "$status" -ne 0 ]; then
+  echo "scripts/test.sh: the wheel build failed (log above, also in target/test-wheel.log)" >&2
+  exit "$status"
+fi
 export ASSAY_WHEEL
 ASSAY_WHEEL="$(ls target/wheels/assay_stop-*.whl)"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$ASSAY_WHEEL"
