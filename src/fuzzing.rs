@@ -128,7 +128,7 @@ impl ServerPath {
             self.watch.note_request();
         }
         self.pending
-            .note(id, crate::proxy::pending::RequestKind::of(|m| m == method));
+            .note(id, crate::proxy::pending::RequestKind::of(method));
     }
 
     /// What the client receives for one server line: `None`, the line unchanged; `Some(bytes)`,

@@ -513,9 +513,10 @@ fn note_forwarded(shared: &Shared, m: &Message<'_>) {
         return;
     }
     match m.id {
-        Some(id) => shared
-            .pending
-            .note(id, RequestKind::of(|method| m.method_is(method))),
+        Some(id) => {
+            let method = m.method.and_then(as_str).unwrap_or_default();
+            shared.pending.note(id, RequestKind::of(&method))
+        }
         None if m.method_is("notifications/cancelled") => shared.pending.cancelled(m.params),
         None => {}
     }
@@ -530,7 +531,12 @@ fn handle_single(
     queued: bool,
 ) -> LineAction {
     note_message(ctx.shared, head);
-    if let Some(g) = governed::client_message(&ctx.shared.policy, head) {
+    let governed = if ctx.judged.resources || ctx.judged.prompts {
+        governed::client_message(&ctx.shared.policy, head)
+    } else {
+        None
+    };
+    if let Some(g) = governed {
         let pass = g.allowed() || ctx.shared.dry_run;
         let mark = batch.mark();
         let (wrote, decision_id) = record_governed(ctx, batch.arena(), &g, &g.verdict, !pass);

@@ -76,20 +76,15 @@ pub(crate) enum RequestKind {
 }
 
 impl RequestKind {
-    /// The kind of a request with this method.
-    pub(crate) fn of(method_is: impl Fn(&str) -> bool) -> Self {
-        if method_is("tools/list") {
-            RequestKind::ToolsList
-        } else if method_is("initialize") || method_is("server/discover") {
-            RequestKind::Initialize
-        } else if method_is("resources/list") {
-            RequestKind::ResourcesList
-        } else if method_is("resources/templates/list") {
-            RequestKind::ResourceTemplatesList
-        } else if method_is("prompts/list") {
-            RequestKind::PromptsList
-        } else {
-            RequestKind::Other
+    /// The kind of a request with this method (decoded from its JSON string).
+    pub(crate) fn of(method: &str) -> Self {
+        match method {
+            "tools/list" => RequestKind::ToolsList,
+            "initialize" | "server/discover" => RequestKind::Initialize,
+            "resources/list" => RequestKind::ResourcesList,
+            "resources/templates/list" => RequestKind::ResourceTemplatesList,
+            "prompts/list" => RequestKind::PromptsList,
+            _ => RequestKind::Other,
         }
     }
 }

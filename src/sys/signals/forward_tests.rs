@@ -123,10 +123,14 @@ fn inner_host_handler_and_limit() {
     let Some(marker) = inner_marker() else { return };
     report_panics_to(&marker);
     let host = host_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SIGTERM: the host installs its handler mid-session; SIGINT: left alone; SIGHUP: ignored by
-    // the host before the session.
-    // SAFETY: SIG_IGN installs no handler.
-    unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    // SIGTERM: the host installs its handler mid-session; SIGINT: left alone (at its default,
+    // set here: a test run started as a background job inherits SIGINT ignored); SIGHUP: ignored
+    // by the host before the session.
+    // SAFETY: SIG_DFL and SIG_IGN install no handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
     let forwarding = Forwarding::install().unwrap();
     assert_ne!(disposition(libc::SIGTERM), libc::SIG_DFL);
     // SAFETY: a handler that does nothing.
