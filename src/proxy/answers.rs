@@ -345,28 +345,26 @@ mod tests;
 
 /// A forwarded line whose responses spell an id otherwise than the client spelled its request
 /// (`"id": true` for the request `1`, `"0__1"`, `1.0`): the line with each such id written as
-/// the client wrote it, and the answers as if the server had, or `None` when every id is
-/// spelled as the client's (the common case: nothing is parsed). A client whose reading of ids
-/// is strict would otherwise never see its answer — the lenient reading found it, so the
-/// strict one must too (SPEC §5, "Answers nobody asked for": one reading for every client).
-/// Members are kept; the rewritten line is compact JSON (key order may change). A line that
-/// cannot be parsed again is left as it is.
+/// the client wrote it, and its answers with the id texts the rewritten line holds, or `None`
+/// when every id is the client's value (the common case: nothing is parsed; `"\u0061"` and `"a"`
+/// are one value). A client whose reading of ids is strict would otherwise never see its answer
+/// — the lenient reading found it, so the strict one must too (SPEC §5, "Answers nobody asked
+/// for": one reading for every client). Members are kept; the rewritten line is compact JSON
+/// (key order may change). A line that cannot be parsed again is left as it is.
 pub(crate) fn respell(line: &[u8], answered: &LineAnswers) -> Option<(Vec<u8>, LineAnswers)> {
-    let pairs: Vec<(serde_json::Value, serde_json::Value)> = answered
+    use serde_json::Value;
+    let parse = |t: &str| crate::strict_json::parse_value(t).ok();
+    let pairs: Vec<(Value, Value)> = answered
         .respelled()
-        .filter_map(|(server, client)| {
-            Some((
-                crate::strict_json::parse_value(server).ok()?,
-                crate::strict_json::parse_value(client).ok()?,
-            ))
-        })
+        .filter_map(|(server, client)| Some((parse(server)?, parse(client)?)))
+        .filter(|(server, client)| server != client)
         .collect();
     if pairs.is_empty() {
         return None;
     }
     let text = std::str::from_utf8(line).ok()?;
-    let mut value = crate::strict_json::parse_value(text.trim_end()).ok()?;
-    let mut respell_one = |m: &mut serde_json::Value| {
+    let mut value = parse(text.trim_end())?;
+    let mut respell_one = |m: &mut Value| {
         let Some(obj) = m.as_object_mut() else {
             return;
         };
@@ -381,12 +379,22 @@ pub(crate) fn respell(line: &[u8], answered: &LineAnswers) -> Option<(Vec<u8>, L
         }
     };
     match &mut value {
-        serde_json::Value::Array(items) => items.iter_mut().for_each(&mut respell_one),
+        Value::Array(items) => items.iter_mut().for_each(&mut respell_one),
         other => respell_one(other),
     }
     let mut out = serde_json::to_vec(&value).ok()?;
     if line.ends_with(b"\n") {
         out.push(b'\n');
     }
-    Some((out, answered.as_client_spelled()))
+    // Every id of the line is now written as `serde_json` writes its value: the answers name
+    // them so, for the listing filter that finds the answers in the line by their id text.
+    let written = answered.with_server_ids(|server| {
+        let v = parse(server)?;
+        let v = pairs
+            .iter()
+            .find(|(s, _)| *s == v)
+            .map_or(v, |(_, client)| client.clone());
+        serde_json::to_string(&v).ok()
+    })?;
+    Some((out, written))
 }

@@ -168,16 +168,19 @@ impl LineAnswers {
             .map(|(server, a)| (&**server, &*a.spelling))
     }
 
-    /// The same answers, as if the server had spelled every id as the client did.
-    pub(crate) fn as_client_spelled(&self) -> LineAnswers {
-        LineAnswers {
-            list: self
-                .list
-                .iter()
-                .map(|(_, a)| (a.spelling.clone(), a.clone()))
-                .collect(),
-            strict: self.strict,
+    /// The same answers with each server id text mapped by `id` (`None` from it: none).
+    pub(crate) fn with_server_ids(
+        &self,
+        mut id: impl FnMut(&str) -> Option<String>,
+    ) -> Option<LineAnswers> {
+        let mut list = Vec::with_capacity(self.list.len());
+        for (server, a) in &self.list {
+            list.push((id(server)?.into_boxed_str(), a.clone()));
         }
+        Some(LineAnswers {
+            list,
+            strict: self.strict,
+        })
     }
 
     /// The client's spellings of every request the line answered.

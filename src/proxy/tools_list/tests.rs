@@ -325,3 +325,42 @@ fn removals_say_which_tool_and_why() {
         }]
     );
 }
+
+/// An answer matched under another reading of its id is respelled as the client wrote it
+/// (`answers::respell`) and still judged: the respelled line's ids are found by the filter.
+#[test]
+fn a_respelled_answer_is_still_filtered() {
+    for (client, server) in [("1", "true"), (r#""\u0031""#, "1"), ("10", r#""1_0""#)] {
+        let watch = ToolsListWatch::new(true, false);
+        let pending = PendingRequests::new();
+        watch.note_request();
+        pending.note(client, RequestKind::ToolsList);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{server},\"result\":{{\"tools\":[{{\"name\":\"echo\"}},{{\"name\":\"exec\"}}]}}}}\n"
+        );
+        let Gate::Forward(answered) = judge(line.as_bytes(), &pending).gate else {
+            panic!("{line}")
+        };
+        let (respelled, answered) =
+            crate::proxy::answers::respell(line.as_bytes(), &answered).expect("respelled");
+        let out = match on_server_line(&watch, &policy(), &respelled, &answered).line {
+            ServerLine::Forward => panic!("{line}: forwarded unfiltered"),
+            ServerLine::Rewrite(r) => {
+                let mut out = Vec::new();
+                r.write_to(&mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            }
+        };
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["result"]["tools"],
+            serde_json::json!([{"name": "echo"}]),
+            "{line}"
+        );
+        assert_eq!(
+            v["id"],
+            serde_json::from_str::<serde_json::Value>(client).unwrap(),
+            "{line}"
+        );
+    }
+}
