@@ -446,8 +446,20 @@ fn record_governed_now(
     verdict: &Verdict,
     want_id: bool,
 ) -> Result<String, WorkerError> {
+    write_now(runner, line, |out| {
+        record_governed(ctx, out, g, verdict, want_id)
+    })
+}
+
+/// Formats one decision line into `line` (with `format`, which says whether it wrote one and
+/// the event id) and writes it at once.
+fn write_now(
+    runner: &mut ActionRunner,
+    line: &mut Vec<u8>,
+    format: impl FnOnce(&mut Vec<u8>) -> (bool, String),
+) -> Result<String, WorkerError> {
     line.clear();
-    let (wrote, id) = record_governed(ctx, line, g, verdict, want_id);
+    let (wrote, id) = format(line);
     if wrote {
         runner.write_decision(line)?;
     }
@@ -476,12 +488,7 @@ fn record_now(
     verdict: &VerdictRef<'_>,
     want_id: bool,
 ) -> Result<String, WorkerError> {
-    line.clear();
-    let (wrote, id) = record(ctx, line, ev, verdict, want_id);
-    if wrote {
-        runner.write_decision(line)?;
-    }
-    Ok(id)
+    write_now(runner, line, |out| record(ctx, out, ev, verdict, want_id))
 }
 
 fn refusal(ev: &Evaluated<'_, '_>, verdict: &VerdictRef<'_>, decision_id: &str) -> Option<Vec<u8>> {
