@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::answers::LineAnswers;
 use super::governed::{self, FEATURE_METHODS, Judged};
-use super::message::{self, ClientLine, for_each_message, tool_call_id};
+use super::message::{self, ClientLine, for_each_message, raw_id, tool_call_id};
 use super::respond;
 use super::shared::Shared;
 use super::tools_list::withheld_error;
@@ -129,8 +129,7 @@ fn request(shared: &Shared, g: &Judged<'_>) -> Features {
 /// Answers a refused server request to the server (best effort: a server that stopped reading
 /// ends the session by itself).
 fn answer_server(shared: &Shared, id: Option<&str>, verdict: &Verdict, decision_id: &str) {
-    let Some(raw) = id.and_then(|id| serde_json::from_str::<&serde_json::value::RawValue>(id).ok())
-    else {
+    let Some(raw) = id.and_then(raw_id) else {
         return;
     };
     let refusal = respond::refused_request(
@@ -260,8 +259,7 @@ fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Featu
     let Some((verdict, decision_id)) = refusal.filter(|_| !shared.dry_run) else {
         return Features::Pass;
     };
-    let raw =
-        client_id.and_then(|id| serde_json::from_str::<&serde_json::value::RawValue>(id).ok());
+    let raw = client_id.and_then(raw_id);
     match raw {
         Some(raw) => {
             let mut out = respond::refused_request(

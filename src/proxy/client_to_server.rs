@@ -7,8 +7,6 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::value::RawValue;
-
 use super::emitter::{
     ActionRunner, Batch, Delivery, Emitter, LineAction, QUEUED_LINE_MAX, Source, Span,
 };
@@ -16,7 +14,7 @@ use super::endpoint::Endpoint;
 use super::governed::{self, Judged as GovernedMessage};
 use super::line::LineReader;
 use super::message::{
-    ClientLine, Judged, Message, as_str, classify, for_each_message, tool_call_id,
+    ClientLine, Judged, Message, as_str, classify, for_each_message, raw_id, tool_call_id,
 };
 use super::pending::RequestKind;
 use super::recorder::Recorder;
@@ -74,11 +72,6 @@ fn malformed(reason: &'static str) -> VerdictRef<'static> {
         reason: Cow::Borrowed(reason),
         matched_rule: None,
     }
-}
-
-/// The raw `id` text as a `RawValue` for a response (it passed the strict scan).
-fn raw_id(id: &str) -> Option<&RawValue> {
-    serde_json::from_str::<&RawValue>(id).ok()
 }
 
 impl ClientWorker {

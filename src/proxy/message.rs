@@ -54,6 +54,12 @@ pub(crate) fn as_str(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// A message's raw `id` text as a `RawValue`, to echo it byte-exact in a response (`None`: not
+/// one JSON value).
+pub(crate) fn raw_id(id: &str) -> Option<&serde_json::value::RawValue> {
+    serde_json::from_str::<&serde_json::value::RawValue>(id).ok()
+}
+
 /// A message's id as a string for the log (`tool_call_id`, `request_id`): a string id's value, a
 /// number's text; `null` or no id is none.
 pub(crate) fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {

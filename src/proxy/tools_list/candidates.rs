@@ -47,7 +47,7 @@ impl Candidates {
 /// The JSON-RPC error that replaces a message (SPEC §5): code -32603, the given id (raw JSON
 /// text; `None` is `null`).
 pub(crate) fn withheld_error(id: Option<&str>, why: &str) -> Vec<u8> {
-    let raw = id.and_then(|id| serde_json::from_str::<&serde_json::value::RawValue>(id).ok());
+    let raw = id.and_then(crate::proxy::message::raw_id);
     respond::error(raw, respond::INTERNAL_ERROR, &format!("assay: {why}"))
 }
 
