@@ -183,9 +183,12 @@ fn batch_refused() -> Verdict {
 /// requests (`inputRequests`: name → `{method, params}`) the client is to fulfil — judged like
 /// the server requests of the same methods.
 fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
-    // Most responses are not input requests: a line without the word (or an escape) is not
-    // parsed.
-    if memchr::memmem::find(line, b"input_required").is_none() && !line.contains(&b'\\') {
+    // Most responses are not input requests: a line without the word is not parsed. The word
+    // (and `resultType`) can be spelled otherwise only with `\u` escapes (none of its characters
+    // has a short escape), so `\n` in a tool's text does not make every answer parsed.
+    if memchr::memmem::find(line, b"input_required").is_none()
+        && memchr::memmem::find(line, b"\\u").is_none()
+    {
         return Features::Pass;
     }
     let Ok(text) = std::str::from_utf8(line) else {
