@@ -244,7 +244,7 @@ fn summary_of_a_root_with_every_kind_of_entry() {
             "b-incomplete",
             "incomplete",
             sid_of(&incomplete),
-            &["decision_loss"],
+            &["proxy_error"],
         ),
         line("c-unknown", "unknown", sid_of(&unknown), &["missing_file"]),
         line("d-probe", "no_session", sid_of(&probe), &["no_session"]),
