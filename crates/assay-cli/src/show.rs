@@ -42,14 +42,7 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
 /// root is a usage error (status 2) that points at `capture summary` (SPEC §10).
 pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     usable_dir(dir)?;
-    if assay::capture::is_capture_root(dir) {
-        return Err(Failure::Invalid(format!(
-            "{} is a capture root, not a capture directory: use `assay capture summary {}` \
-             (or `assay capture show` on one of its directories)",
-            dir.display(),
-            dir.display()
-        )));
-    }
+    super::capture::refuse_root(dir, "show")?;
     let report = show_capture(dir);
     let text = render(dir, &report).join("\n");
     let mut out = std::io::stdout().lock();
@@ -459,6 +452,7 @@ fn ended_cell(c: &Closure) -> String {
 /// `capture summary ROOT --format table`: every capture's row once all are judged (the columns
 /// are as wide as their widest cell), then the counts; the status is `capture summary`'s.
 pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
+    super::capture::refuse_capture(root)?;
     let mut t = Table::new(&[
         "CAPTURE",
         "STATUS",

@@ -255,8 +255,9 @@ pub(super) fn accounting_and_retention() -> Vec<Case> {
             setup: |b| {
                 b.decision_log = "incomplete";
                 b.session_end = "proxy_error";
-                b.edit_stop
-                    .push(Box::new(|v| set(v, "data/decision_events_written", json!(99))));
+                b.edit_stop.push(Box::new(|v| {
+                    set(v, "data/decision_events_written", json!(99))
+                }));
             },
             after: nothing,
             expect: Unknown,
