@@ -211,7 +211,7 @@ pub(super) fn rewrap(
     while let Some(o) = it.next() {
         if valued(o) {
             it.next();
-        } else if !joined(o) && !(drop_evidence && EVIDENCE_FLAGS.contains(&o.as_str())) {
+        } else if !(joined(o) || drop_evidence && EVIDENCE_FLAGS.contains(&o.as_str())) {
             kept.push(o.clone());
         }
     }
