@@ -681,19 +681,18 @@ def read_capture(directory: str) -> dict:
     if log is not None:
         check_log(log, expect, s, reasons, files)
 
-    hard = any(code != "decision_loss" for code, _ in reasons)
+    hard = any(code not in ("decision_loss", "proxy_error") for code, _ in reasons)
     state = s["decision_log"] if s else None
     if state is None:
         closure = "unknown"
     elif state == "complete":
         closure = "unknown" if hard else "closed"
     elif state == "incomplete":
-        causes = []
+        # decision_loss only when events were not written; proxy_error names the ending.
         if (s["decision_events_dropped"] or 0) > 0:
-            causes.append(f"{s['decision_events_dropped']} decision events were dropped")
+            reasons.append(("decision_loss", f"{STOP}: {s['decision_events_dropped']} decision events were not written"))
         if s["session_end"] == "proxy_error":
-            causes.append("the session ended with proxy_error")
-        reasons.append(("decision_loss", "; ".join(causes) or "decision_log is incomplete"))
+            reasons.append(("proxy_error", f"{STOP}: session_end is proxy_error"))
         closure = "unknown" if hard else "incomplete"
     else:
         reasons.append(("decision_log_not_retained", f"{STOP}: decision_log is {state}"))

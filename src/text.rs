@@ -9,9 +9,11 @@
 //! characters, variation selectors, private use, unassigned code points, line and paragraph
 //! separators and every space other than U+0020 — is written `\u{…}` with the code point in
 //! lowercase hex and no leading zeros (`\u{1b}`, `\u{202e}`), the spelling of a Rust string
-//! escape. A backslash is written `\\`, so an escape in the output always comes from this
-//! function and never from the text itself. The output never holds a line break: a diagnostic
-//! rendered here is one line.
+//! escape. A backslash is printed as it is (a Windows path or a regex reads as written, issue
+//! 41), except a run of backslashes right before an escape or before a literal `u{`, which is
+//! doubled: so every `\u{…}` escape in the output comes from this function and never from the
+//! text itself, and the output reads back to exactly one text ([`render`]). The output never
+//! holds a line break: a diagnostic rendered here is one line.
 //!
 //! Data: general categories from the `unicode-general-category` crate (Unicode 16.0.0); the
 //! Default_Ignorable_Code_Point and Bidi_Control ranges below are those of Unicode 16.0.0
@@ -59,7 +61,7 @@ fn in_ranges(c: char, ranges: &[(u32, u32)]) -> bool {
 
 /// Whether [`render`] prints `c` as it is (SPEC §10): U+0020, or a character of general category
 /// L, M, N, P or S that is neither a Default_Ignorable_Code_Point nor a Bidi_Control. A
-/// backslash is a punctuation character but is doubled by [`render`] all the same.
+/// backslash is a punctuation character, shown raw except before an escape ([`render`]).
 pub fn shown_raw(c: char) -> bool {
     if c == ' ' {
         return true;
@@ -72,8 +74,12 @@ pub fn shown_raw(c: char) -> bool {
         && !in_ranges(c, BIDI_CONTROL)
 }
 
-/// `text` for people: every character [`shown_raw`] refuses written `\u{…}` (lowercase hex), a
-/// backslash written `\\`, everything else as it is. The result is one line.
+/// `text` for people: every character [`shown_raw`] refuses written `\u{…}` (lowercase hex),
+/// everything else as it is — a backslash too, except that a run of N backslashes followed by a
+/// character written `\u{…}` or by a literal `u{` is written as 2N backslashes. The result is
+/// one line, and it reads back unambiguously: in a run of backslashes before `u{`, an odd count
+/// means the last one starts an escape and the others stand for half as many; an even count
+/// stands for half as many before a literal `u{`; any other run stands for itself.
 pub fn render(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     render_into(&mut out, text);
@@ -82,9 +88,22 @@ pub fn render(text: &str) -> String {
 
 /// [`render`], appended to `out`.
 pub fn render_into(out: &mut String, text: &str) {
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         if c == '\\' {
-            out.push_str("\\\\");
+            let mut run = 1;
+            while chars.next_if_eq(&'\\').is_some() {
+                run += 1;
+            }
+            // What follows the run: an escape, or a literal `u{`, would read as one.
+            let mut ahead = chars.clone();
+            let before_escape = match ahead.next() {
+                Some('u') => ahead.next() == Some('{'),
+                Some(next) => !shown_raw(next),
+                None => false,
+            };
+            let width = if before_escape { 2 * run } else { run };
+            out.extend(std::iter::repeat_n('\\', width));
         } else if shown_raw(c) {
             out.push(c);
         } else {
@@ -134,9 +153,80 @@ mod tests {
     }
 
     #[test]
-    fn a_backslash_is_doubled_so_no_escape_can_be_forged() {
+    fn a_backslash_is_doubled_only_before_an_escape_so_none_can_be_forged() {
         assert_eq!(render("a\\u{1b}"), "a\\\\u{1b}");
         assert_ne!(render("\\u{1b}"), render("\u{1b}"));
+        assert_eq!(render("\\\u{1b}"), "\\\\\\u{1b}");
+        assert_ne!(render("\\\u{1b}"), render("\\u{1b}"));
+    }
+
+    #[test]
+    fn windows_paths_and_regexes_read_as_written() {
+        for written in [
+            "C:\\Users\\me\\**",
+            "\\\\server\\share",
+            "^https://docs\\.example\\.com/",
+            "^C:\\\\Users\\\\",
+            "a\\",
+            "\\users",
+            "tail\\\\",
+        ] {
+            assert_eq!(render(written), written);
+        }
+    }
+
+    /// Reads rendered text back by the rule [`render`] documents.
+    fn read_back(shown: &str) -> String {
+        let chars: Vec<char> = shown.chars().collect();
+        let mut out = String::new();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] != '\\' {
+                out.push(chars[i]);
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < chars.len() && chars[i] == '\\' {
+                i += 1;
+            }
+            let run = i - start;
+            if chars.get(i..i + 2) != Some(&['u', '{']) {
+                out.extend(std::iter::repeat_n('\\', run));
+                continue;
+            }
+            out.extend(std::iter::repeat_n('\\', run / 2));
+            if run % 2 == 1 {
+                let close = (i..chars.len()).find(|&j| chars[j] == '}').unwrap();
+                let hex: String = chars[i + 2..close].iter().collect();
+                out.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
+                i = close + 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_short_text_reads_back_to_itself() {
+        let alphabet = ['\\', 'u', '{', '1', 'b', '}', '\u{1b}', 'x'];
+        let mut n = 0;
+        for len in 0..=5u32 {
+            for mut k in 0..alphabet.len().pow(len) {
+                let mut text = String::new();
+                for _ in 0..len {
+                    text.push(alphabet[k % alphabet.len()]);
+                    k /= alphabet.len();
+                }
+                assert_eq!(
+                    read_back(&render(&text)),
+                    text,
+                    "{text:?} -> {:?}",
+                    render(&text)
+                );
+                n += 1;
+            }
+        }
+        assert_eq!(n, 37_449);
     }
 
     /// Every code point, against an independent statement of the rule in `regex`'s Unicode

@@ -244,7 +244,7 @@ fn summary_of_a_root_with_every_kind_of_entry() {
             "b-incomplete",
             "incomplete",
             sid_of(&incomplete),
-            &["decision_loss"],
+            &["proxy_error"],
         ),
         line("c-unknown", "unknown", sid_of(&unknown), &["missing_file"]),
         line("d-probe", "no_session", sid_of(&probe), &["no_session"]),
@@ -672,4 +672,58 @@ fn concurrent_launches_share_a_root_they_race_to_create() {
         lines.last().unwrap(),
         &json!({"summary": {"closed": 4, "incomplete": 0, "unknown": 0, "no_session": 0}})
     );
+}
+
+/// Issue 41: a root given to `capture read` and one capture given to `capture summary` are
+/// usage errors (status 2) whose one line says what to run instead, never a verdict on missing
+/// files or an empty summary.
+#[test]
+fn read_of_a_root_and_summary_of_a_capture_say_what_to_run() {
+    let d = tempdir();
+    let root = d.path().join("root");
+    launch(&root, &[], "normal", &session()).expect_status(0);
+    let cap = runs(&root).remove(0);
+
+    let r = run(
+        &["capture".into(), "read".into(), root.display().to_string()],
+        b"",
+    );
+    r.expect_status(2);
+    assert!(r.stdout.is_empty(), "{}", r.report());
+    let want = format!("use `assay capture summary {}`", root.display());
+    assert!(
+        r.stderr.contains("is a capture root") && r.stderr.contains(&want),
+        "{}",
+        r.report()
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.report());
+
+    for format in ["json", "table"] {
+        let r = run(
+            &[
+                "capture".into(),
+                "summary".into(),
+                cap.display().to_string(),
+                "--format".into(),
+                format.into(),
+            ],
+            b"",
+        );
+        r.expect_status(2);
+        assert!(r.stdout.is_empty(), "{format}: {}", r.report());
+        let want = format!("use `assay capture read {}`", cap.display());
+        assert!(
+            r.stderr.contains("is a capture directory") && r.stderr.contains(&want),
+            "{format}: {}",
+            r.report()
+        );
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.report());
+    }
+    // The right command on each still works.
+    summary(&root).0.expect_status(0);
+    run(
+        &["capture".into(), "read".into(), cap.display().to_string()],
+        b"",
+    )
+    .expect_status(0);
 }

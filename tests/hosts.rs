@@ -452,3 +452,22 @@ fn the_mcp_inspector_runs_wrapped_servers_from_its_config_and_its_command_line()
     );
     only_capture_closed(&captures, "cli");
 }
+
+/// Issue 41: `--dry-run` prints the file's lines as written: a Windows path (`\\` in the JSON
+/// text) is not shown with its backslashes doubled again.
+#[test]
+fn dry_run_prints_windows_paths_as_written() {
+    let dir = tempdir();
+    let file = dir.path().join("claude.json");
+    let line = r#"{"mcpServers":{"win":{"command":"node","args":["C:\\Users\\me\\server.js"]}}}"#;
+    std::fs::write(&file, line).unwrap();
+    let r = wrap_config(&file, &["--policy", &s(&demo_policy()), "--dry-run"]);
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(out.contains(&format!("  - {line}")), "{out}");
+    assert!(
+        out.contains(r#""node","C:\\Users\\me\\server.js"]"#),
+        "{out}"
+    );
+    assert!(!out.contains(r"\\\\"), "{out}");
+}

@@ -169,10 +169,26 @@ fn a_new_policy_or_capture_root_updates_in_place_with_one_backup() {
     let out = wc(&["--policy", &q, "--capture-root", caps.to_str().unwrap()]);
     assert!(out.contains("already wrapped"), "{out}");
     assert_eq!(std::fs::read(&file).unwrap(), again);
-    // Back to no capture root.
-    wc(&["--policy", &p]);
+    // Issue 41: a new policy alone keeps the capture root, event source and label.
+    let out = wc(&["--policy", &p]);
+    assert!(out.contains("mcpServers.demo: updated in place"), "{out}");
+    assert!(!out.contains("evidence output removed"), "{out}");
     let args = read_json(&file)["mcpServers"]["demo"]["args"].clone();
-    assert!(!args.as_array().unwrap().contains(&json!("--capture-root")));
+    assert_eq!(args[3], p);
+    assert_eq!(args[5], s(&caps));
+    assert_eq!(args[7], "assay://host-config/demo");
+    assert_eq!(args[8], "--label=demo");
+    // Back to no capture root: only with --no-capture, and it says so.
+    let out = wc(&["--policy", &p, "--no-capture"]);
+    assert!(
+        out.contains("mcpServers.demo: updated in place")
+            && out.contains("evidence output removed (--no-capture)"),
+        "{out}"
+    );
+    let args = read_json(&file)["mcpServers"]["demo"]["args"].clone();
+    for gone in ["--capture-root", "--event-source", "--label=demo"] {
+        assert!(!args.as_array().unwrap().contains(&json!(gone)), "{args}");
+    }
     assert_eq!(backups(&file).len(), 1, "one backup per original");
     assert_eq!(std::fs::read(&backups(&file)[0]).unwrap(), original);
     wc(&["--unwrap"]);

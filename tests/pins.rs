@@ -816,3 +816,43 @@ fn the_policy_template_holds_the_servers_resources_and_prompts() {
         Some(assay::ReasonCode::P_POLICY_ALLOW)
     );
 }
+
+/// Issue 41: the template says `pins` is relative to the policy file and to save the policy
+/// next to the pins file; so `pins:` is the pins file's name even when `--out` is absolute, and
+/// the policy saved there loads with the pins.
+#[test]
+fn the_policy_template_names_the_pins_file_relative_to_itself() {
+    let dir = tempdir();
+    let sub = dir.path().join("team");
+    std::fs::create_dir(&sub).unwrap();
+    let pins = sub.join("demo.pins.json");
+    let server = vec!["python3".to_string(), demo_server()];
+    let r = pin(
+        &["--out", pins.to_str().unwrap(), "--policy-template"],
+        &server,
+    );
+    r.expect_status(0);
+    let text = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(text.contains("`pins` is relative to this file"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "pins: \"demo.pins.json\""),
+        "{text}"
+    );
+    assert!(!text.contains(&dir.path().display().to_string()), "{text}");
+    let policy = sub.join("policy.yaml");
+    std::fs::write(&policy, &r.stdout).unwrap();
+    let r = run(
+        &[
+            "policy".into(),
+            "check".into(),
+            policy.display().to_string(),
+        ],
+        b"",
+    );
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        out.contains("demo.pins.json") && out.contains(": 4 tool(s)"),
+        "{out}"
+    );
+}

@@ -401,8 +401,8 @@ hide_refused_tools: true
             "allow: read_file, list_*, write_file, fetch",
             "constraints:",
             "  read_file: path within /workspace, /data",
-            // Text for people (SPEC §10) writes a backslash doubled (docs/decisions.md).
-            "  fetch: url matches ^https://docs\\\\.example\\\\.com/",
+            // Text for people (SPEC §10) writes a backslash as written (issue 41).
+            "  fetch: url matches ^https://docs\\.example\\.com/",
             "schemas: write_file",
             "hide_refused_tools: true",
             "pins: none",
@@ -573,4 +573,35 @@ fn capture_package_of_a_missing_or_non_directory_source_is_a_usage_error() {
         );
         assert!(!out.exists(), "nothing is created");
     }
+}
+
+/// Issue 41: Windows-style names and patterns read as written in `policy check`, not with
+/// doubled backslashes; a control character beside them is still escaped.
+#[test]
+fn policy_check_prints_windows_paths_and_patterns_as_written() {
+    let d = tempdir();
+    let p = write(
+        d.path(),
+        "win.yaml",
+        br#"version: "1"
+tools:
+  allow: ['C:\tools\*', read_file, "bell\u0007\\"]
+constraints:
+  - tool: read_file
+    params:
+      path: { matches: '^C:\\Users\\me\\' }
+"#,
+    );
+    let r = check(&p, &[]);
+    r.expect_status(0);
+    let text = String::from_utf8_lossy(&r.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[2], r"allow: C:\tools\*, read_file, bell\u{7}\",
+        "{text}"
+    );
+    assert_eq!(
+        lines[4], r"  read_file: path matches ^C:\\Users\\me\\",
+        "{text}"
+    );
 }

@@ -204,6 +204,25 @@ def test_corrupted_copies_agree(name: str, maximal: Path, tmp_path: Path, assay_
     assert sorted(rust["files"]) == sorted(py["files"])
 
 
+PROXY_ERROR_STOP = b'"session_end": "client_closed"'
+
+
+@pytest.mark.parametrize("dropped,want", [(0, ["proxy_error"]), (2, ["decision_loss", "proxy_error"])])
+def test_proxy_error_names_its_ending_and_loss_only_when_events_were_dropped(
+        dropped: int, want: List[str], maximal: Path, tmp_path: Path, assay_bin: Path, pure: Any) -> None:
+    """A proxy_error session whose events were all written is `incomplete` with reason
+    `proxy_error` and no `decision_loss` (issue 41); both readers say so."""
+    d = tmp_path / "c"
+    shutil.copytree(maximal, d)
+    edit("session-stop.json", PROXY_ERROR_STOP, b'"session_end": "proxy_error"')(d)
+    edit("session-stop.json", b'"decision_log": "complete", "decision_events_written": 10000, "decision_events_dropped": 0',
+         f'"decision_log": "incomplete", "decision_events_written": 10000, "decision_events_dropped": {dropped}'.encode())(d)
+    rust = rust_verdict(assay_bin, d)
+    py = pure.read_capture(str(d))
+    assert rust["closure"] == py["closure"] == "incomplete", (rust["reasons"], py["reasons"])
+    assert codes(rust) == codes(py) == want, (rust["reasons"], py["reasons"])
+
+
 def test_policy_codes_are_the_one_homes(root: Path, pure: Any) -> None:
     """The pure reader's copy of the policy reason codes is src/reason_code.rs's list."""
     import re

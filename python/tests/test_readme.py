@@ -1,7 +1,7 @@
-"""Every example of README.md, docs/python.md and docs/c-abi.md runs as written.
+"""Every example of README.md and of every page of docs/ runs as written.
 
-The fenced blocks of those pages (in that order: the libraries' examples moved out of the README
-kept their tests) are read in order. A `sh` block runs with `bash -euo pipefail`, a
+The fenced blocks of README.md, docs/python.md, docs/c-abi.md, then every other docs/*.md page in
+name order (the libraries' examples moved out of the README kept their tests) are read in order. A `sh` block runs with `bash -euo pipefail`, a
 `python` block with this interpreter (which has the installed wheel), a `c` block is compiled
 against include/assay.h; all of them in one scratch directory that holds links to the checkout's
 `examples/` and `tests/`, one after the other (a block may use what an earlier one wrote), with
@@ -12,8 +12,14 @@ the installed `assay` command first on PATH. The line before a block may direct 
   `target/`);
 - `<!-- readme-test: skip (WHY) -->`: the block is not run; a reason is required.
 
-Every `sh`, `python` and `c` block is either run or skipped with a reason: none is silently left
-out."""
+A `console` block is a sample session: each `$ COMMAND` line runs with `bash -euo pipefail`, and
+the lines after it, up to the next `$ ` line, are its output sample, compared with what the command
+printed on stdout and stderr (issue 41: a sample cannot go stale). Only what differs from run to
+run is normalized ([`normalize`]): temporary paths, times, session ids and SHA-256 digests (a
+sample may shorten a digest to its first hex digits and `…`).
+
+Every `sh`, `console`, `python` and `c` block is either run or skipped with a reason: none is
+silently left out."""
 from __future__ import annotations
 
 import json
@@ -29,8 +35,11 @@ from typing import List, Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNNABLE = {"sh", "python", "c"}
-PAGES = ("README.md", "docs/python.md", "docs/c-abi.md")
+RUNNABLE = {"sh", "console", "python", "c"}
+FIRST_PAGES = ("README.md", "docs/python.md", "docs/c-abi.md")
+PAGES = FIRST_PAGES + tuple(sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+    if str(p.relative_to(ROOT)) not in FIRST_PAGES))
 DIRECTIVE = re.compile(r"<!-- readme-test: (file (?P<file>\S+)|(?P<checkout>in-checkout)|skip \((?P<why>[^)]+)\)) -->")
 
 
@@ -68,6 +77,45 @@ def page_blocks(page: str) -> List[Block]:
                          DIRECTIVE.fullmatch(before)))
         i = j + 1
     return out
+
+
+def normalize(text: str, work: Optional[Path] = None) -> str:
+    """What differs from run to run: the scratch directory, times, 32-hex ids and SHA-256
+    digests (whole, or a prefix the sample shortened with `…`)."""
+    if work is not None:
+        text = text.replace(str(work), "WORK")
+    text = re.sub(r"/tmp/[^\s:,)]+", "TMP", text)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "TIME", text)
+    text = re.sub(r"\d{8}T\d{6}\.\d{6}Z", "TIME", text)
+    text = re.sub(r"\b[0-9a-f]{64}\b|\b[0-9a-f]{4,63}…", "SHA256", text)
+    text = re.sub(r"\b[0-9a-f]{32}\b", "ID", text)
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
+def console_steps(text: str) -> List[tuple[str, str]]:
+    """A console block's `$ COMMAND` lines, each with the output sample after it."""
+    steps: List[tuple[str, List[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            assert steps, f"a console block starts with a `$ ` line: {line!r}"
+            steps[-1][1].append(line)
+    return [(cmd, "\n".join(out)) for cmd, out in steps]
+
+
+def test_console_samples_are_compared_after_normalizing_only_what_varies() -> None:
+    steps = console_steps("$ assay x\nline sha256 3f5c…\n$ assay y\n")
+    assert steps == [("assay x", "line sha256 3f5c…"), ("assay y", "")]
+    real = "line sha256 " + "3f5c" + "0" * 60 + "\n"
+    assert normalize(real) == normalize(steps[0][1])
+    assert normalize("deny: exec") != normalize("deny: exec, shell*")
+    assert normalize("at 2026-12-04T21:09:49.5Z in /tmp/x/y: ok") == "at TIME in TMP: ok"
+
+
+def test_every_page_of_docs_is_read() -> None:
+    assert "docs/policy.md" in PAGES and "docs/hosts.md" in PAGES
+    assert sum(b.lang == "console" for b in blocks()) >= 1
 
 
 def test_every_runnable_block_is_run_or_skipped_for_a_reason() -> None:
@@ -118,6 +166,16 @@ def test_readme_examples_run_as_written(tmp_path: Path) -> None:
             continue
         cwd = ROOT if d is not None and d.group("checkout") else work
         where = f"{b.page}:{b.line}"
+        if b.lang == "console":
+            for cmd, sample in console_steps(b.text):
+                r = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], cwd=cwd, env=env,
+                                   capture_output=True, text=True, timeout=600,
+                                   stdin=subprocess.DEVNULL)
+                assert r.returncode == 0, f"{where} `{cmd}` failed:\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+                got = normalize(r.stdout + r.stderr, work)
+                assert got == normalize(sample, work), f"{where} `{cmd}`: the sample is stale; the real output is:\n{r.stdout}{r.stderr}"
+            ran += 1
+            continue
         if b.lang == "sh":
             r = subprocess.run(["bash", "-euo", "pipefail", "-c", b.text], cwd=cwd, env=env,
                                capture_output=True, text=True, timeout=2400, stdin=subprocess.DEVNULL)

@@ -100,20 +100,28 @@ pub(super) fn check_agreement(
     }
 }
 
-/// The loss behind an `incomplete` log (always at least one reason).
+/// What made a log `incomplete`, each in its own words: `decision_loss` only when decision
+/// events were not written (`decision_events_dropped` > 0), `proxy_error` when the session ended
+/// with it (SPEC §4.3 makes that log `incomplete` even when every event was written). A stop with
+/// neither already has its `inconsistent_accounting` reason, so nothing is added for it.
 pub(super) fn loss_reason(s: &StopData, r: &mut Reasons) {
     let dropped = s.decision_events_dropped.unwrap_or(0);
-    let mut causes = Vec::new();
     if dropped > 0 {
-        causes.push(format!(
-            "the writer was poisoned and {dropped} decision events were dropped"
-        ));
+        r.push(
+            ClosureReasonCode::DecisionLoss,
+            format!(
+                "{STOP}: the writer was poisoned and {dropped} decision events were not written"
+            ),
+        );
     }
     if s.session_end == SessionEnd::ProxyError {
-        causes.push("the session ended with proxy_error".to_string());
+        let written = match s.decision_events_written {
+            Some(n) if dropped == 0 => format!("; all {n} decision events were written"),
+            _ => String::new(),
+        };
+        r.push(
+            ClosureReasonCode::ProxyError,
+            format!("{STOP}: session_end is proxy_error (an I/O or join error ended the session){written}"),
+        );
     }
-    if causes.is_empty() {
-        causes.push("decision_log is incomplete".to_string());
-    }
-    r.push(ClosureReasonCode::DecisionLoss, causes.join("; "));
 }

@@ -27,10 +27,15 @@ impl Reasons {
         });
     }
 
+    /// True when a reason other than the two known-loss ones (`decision_loss`, `proxy_error`)
+    /// was found: the verdict is then `unknown`.
     pub(super) fn any_hard(&self) -> bool {
-        self.0
-            .iter()
-            .any(|r| r.code != ClosureReasonCode::DecisionLoss)
+        self.0.iter().any(|r| {
+            !matches!(
+                r.code,
+                ClosureReasonCode::DecisionLoss | ClosureReasonCode::ProxyError
+            )
+        })
     }
 }
 

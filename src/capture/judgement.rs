@@ -94,8 +94,13 @@ pub enum ClosureReasonCode {
     InconsistentAccounting,
     /// The decision log was not retained (`absent`, `temporary`, `unknown`).
     DecisionLogNotRetained,
-    /// Known loss: the writer was poisoned or the session ended with `proxy_error`.
+    /// Known loss: decision events were not written (the stop record counts them in
+    /// `decision_events_dropped`).
     DecisionLoss,
+    /// The session ended with `session_end` `proxy_error` (an I/O or join error ended it): the
+    /// log is `incomplete` by SPEC §4.3's rule even when every event was written. Named apart
+    /// from [`ClosureReasonCode::DecisionLoss`], which means an event was not written.
+    ProxyError,
     /// `no-session.json`: a discovery-only run, no session existed (SPEC §10). A missing stop
     /// record is never evidence, so the verdict stays `unknown`.
     NoSession,
@@ -123,6 +128,7 @@ impl ClosureReasonCode {
             ClosureReasonCode::InconsistentAccounting => "inconsistent_accounting",
             ClosureReasonCode::DecisionLogNotRetained => "decision_log_not_retained",
             ClosureReasonCode::DecisionLoss => "decision_loss",
+            ClosureReasonCode::ProxyError => "proxy_error",
             ClosureReasonCode::NoSession => "no_session",
         }
     }
@@ -154,7 +160,8 @@ pub struct Closure {
     /// `closed`, `incomplete` or `unknown`.
     pub closure: ClosureKind,
     /// Why the verdict is not `closed`; empty exactly when it is `closed`. An `incomplete`
-    /// verdict always carries at least one `decision_loss` reason.
+    /// verdict always carries a `decision_loss` reason (events were dropped), a `proxy_error`
+    /// reason (the session ended on an error), or both, and no other.
     pub reasons: Vec<Reason>,
     /// The session id: the stop's when it parsed, else the context's, else protocol.json's;
     /// only a well-formed id (32 lowercase hex) is reported.

@@ -38,7 +38,8 @@ pub use show::{
     McpDecisionCounts, McpDecisionRow, RemovedTool, SessionFacts, show_capture,
 };
 pub use summary::{
-    CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_root, read_captures,
+    CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,
+    is_capture_root, read_captures,
 };
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};

@@ -584,7 +584,12 @@ impl ClosureReasonCode {
             ClosureReasonCode::DecisionLogNotRetained => {
                 "no decision log was retained, so nothing vouches for the decisions"
             }
-            ClosureReasonCode::DecisionLoss => "decision events were lost (known loss, counted)",
+            ClosureReasonCode::DecisionLoss => {
+                "decision events were not written (known loss, counted)"
+            }
+            ClosureReasonCode::ProxyError => {
+                "the session ended on an error (proxy_error); the log is incomplete by rule"
+            }
             ClosureReasonCode::NoSession => {
                 "the client only probed the server: no session existed, no stop record"
             }
@@ -780,6 +785,7 @@ mod tests {
             ClosureReasonCode::MissingFile,
             ClosureReasonCode::NoSession,
             ClosureReasonCode::DecisionLoss,
+            ClosureReasonCode::ProxyError,
         ] {
             assert!(!code.in_words().is_empty());
         }

@@ -49,6 +49,14 @@ pub fn is_capture_root(dir: &Path) -> bool {
     })
 }
 
+/// Whether `dir` is itself a capture directory (so `capture summary DIR` can point at `capture
+/// read`): it holds one of the files a capture holds (SPEC §7), not followed when a symlink.
+pub fn is_capture_dir(dir: &Path) -> bool {
+    crate::capture_files::ALL
+        .iter()
+        .any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
+}
+
 /// Verdicts held per worker thread at most while earlier ones are still being judged.
 pub const WINDOW_PER_WORKER: usize = 8;
 

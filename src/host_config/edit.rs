@@ -152,24 +152,66 @@ pub(super) fn wrapped_parts(text: &str, entry: &Entry) -> Option<(Vec<String>, V
 /// a rewrap replaces them and keeps every other option.
 const OWN_OPTIONS: [&str; 4] = ["--policy", "--capture-root", "--event-source", "--label"];
 
+/// The other `assay mcp wrap` options that write evidence, each with a value: a rewrap with
+/// `--no-capture` removes them with [`OWN_OPTIONS`]' evidence ones.
+const EVIDENCE_OPTIONS: [&str; 6] = [
+    "--decision-log",
+    "--session-context-out",
+    "--session-stop-out",
+    "--coverage-out",
+    "--capture-dir",
+    "--capture-root",
+];
+
+/// The evidence flag without a value.
+const EVIDENCE_FLAGS: [&str; 1] = ["--decision-log-new"];
+
+/// Whether `option` is `name` given as `--opt=V`.
+fn is_joined(option: &str, name: &str) -> bool {
+    option
+        .strip_prefix(name)
+        .is_some_and(|r| r.starts_with('='))
+}
+
+/// Whether a wrapped entry's options write any evidence (a capture root or directory, an
+/// evidence file, an event source).
+pub(super) fn has_evidence(options: &[String]) -> bool {
+    options.iter().any(|o| {
+        EVIDENCE_OPTIONS
+            .iter()
+            .chain(&["--event-source"])
+            .any(|e| o == e || is_joined(o, e))
+            || EVIDENCE_FLAGS.contains(&o.as_str())
+    })
+}
+
 /// The edits that make a wrapped entry run `prefix` (SPEC §10: a different `--policy` or
 /// `--capture-root` updates the entry in place): an empty list when it already does, `None`
 /// when its server command cannot be found (no `"--"` followed by a command). Options of the old
-/// entry that assay does not write (`--verbose`, `--idle-drain 5`) are kept after the new ones.
-pub(super) fn rewrap(text: &str, entry: &Entry, prefix: &Prefix) -> Option<Vec<Edit>> {
+/// entry that assay does not write (`--verbose`, `--idle-drain 5`) are kept after the new ones;
+/// with `drop_evidence` (`--no-capture`) the evidence options among them are not.
+pub(super) fn rewrap(
+    text: &str,
+    entry: &Entry,
+    prefix: &Prefix,
+    drop_evidence: bool,
+) -> Option<Vec<Edit>> {
     let command = entry.command?;
     let args = entry.args?;
     let (old, _) = wrapped_parts(text, entry)?;
     let sep = separator(text, entry)?;
+    let valued =
+        |o: &str| OWN_OPTIONS.contains(&o) || (drop_evidence && EVIDENCE_OPTIONS.contains(&o));
+    let joined = |o: &str| {
+        OWN_OPTIONS.iter().any(|own| is_joined(o, own))
+            || (drop_evidence && EVIDENCE_OPTIONS.iter().any(|e| is_joined(o, e)))
+    };
     let mut kept = Vec::new();
     let mut it = old.iter();
     while let Some(o) = it.next() {
-        if OWN_OPTIONS.contains(&o.as_str()) {
+        if valued(o) {
             it.next();
-        } else if !OWN_OPTIONS
-            .iter()
-            .any(|own| o.strip_prefix(own).is_some_and(|r| r.starts_with('=')))
-        {
+        } else if !(joined(o) || drop_evidence && EVIDENCE_FLAGS.contains(&o.as_str())) {
             kept.push(o.clone());
         }
     }

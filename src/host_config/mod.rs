@@ -27,8 +27,8 @@ pub use error::HostConfigError;
 pub use file::{FileRewrite, backup_path, inspect_file, rewrite_file};
 pub use hosts::Host;
 pub use rewrite::{
-    EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, Wrapping, entry_label, inspect,
-    rewrite, rewrite_selected,
+    Capture, EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, Wrapping, entry_label,
+    inspect, rewrite, rewrite_selected,
 };
 pub use warnings::{HOST_PATH, Warning, warnings};
 

@@ -23,9 +23,24 @@ pub struct WrapWith {
     pub assay: PathBuf,
     /// The policy file (written as given: make it absolute, hosts start servers in any directory).
     pub policy: PathBuf,
-    /// A capture root: each entry then also gets `--event-source assay://host-config/<name>` and
-    /// `--label=<name>` (its entry name), so its captures say which server they are.
-    pub capture_root: Option<PathBuf>,
+    /// What happens to the entry's evidence options.
+    pub capture: Capture,
+}
+
+/// What a wrap does with an entry's evidence options (issue 41: re-wrapping never turns
+/// evidence off unless asked to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capture {
+    /// Keep what an already wrapped entry has (`--capture-root`, `--event-source`, `--label` and
+    /// any other evidence option); a newly wrapped entry gets none.
+    Keep,
+    /// This capture root: each entry gets `--capture-root ROOT` and, unless it already has its
+    /// own, `--event-source assay://host-config/<name>` and `--label=<name>` (its entry name), so
+    /// its captures say which server they are.
+    Root(PathBuf),
+    /// No evidence output (`--no-capture`): every evidence option of a wrapped entry is removed
+    /// (its report says so, [`EntryReport::evidence_removed`]).
+    Off,
 }
 
 impl WrapWith {
@@ -36,9 +51,13 @@ impl WrapWith {
     /// # Errors
     /// [`crate::ErrorKind::Config`] naming the option.
     pub fn check(&self) -> crate::Result<()> {
+        let root = match &self.capture {
+            Capture::Root(root) => Some(root),
+            Capture::Keep | Capture::Off => None,
+        };
         for (option, path) in [
             (crate::ConfigOption::Policy, Some(&self.policy)),
-            (crate::ConfigOption::CaptureRoot, self.capture_root.as_ref()),
+            (crate::ConfigOption::CaptureRoot, root),
         ] {
             if let Some(p) = path {
                 if !p.is_absolute() {
@@ -51,7 +70,7 @@ impl WrapWith {
         }
         crate::Policy::load(&self.policy)
             .map_err(|e| crate::Error::config(crate::ConfigOption::Policy, e.to_string()))?;
-        if let Some(root) = &self.capture_root {
+        if let Some(root) = root {
             crate::config::check_root(root)?;
         }
         Ok(())
@@ -127,6 +146,9 @@ pub struct EntryReport {
     pub wrapping: Option<Wrapping>,
     /// What happened.
     pub change: EntryChange,
+    /// The rewrite removed the entry's evidence output ([`Capture::Off`] on an entry that had
+    /// some): its sessions leave no capture from now on.
+    pub evidence_removed: bool,
     /// For a changed entry: the lines of the original text its edits touched.
     pub before: String,
     /// For a changed entry: the same lines in the new text.
@@ -167,23 +189,43 @@ fn segment(s: &str) -> String {
     out
 }
 
-fn prefix_for(w: &WrapWith, name: &str) -> Prefix {
+/// The options before `--` of an entry wrapped with `w`; `old` are the options it ran with
+/// before (empty for an entry not wrapped yet). Every evidence option the action does not change
+/// is kept from `old` ([`Capture`]).
+fn prefix_for(w: &WrapWith, name: &str, old: &[String]) -> Prefix {
     let mut elements = vec![
         "mcp".to_string(),
         "wrap".to_string(),
         "--policy".to_string(),
         w.policy.to_string_lossy().into_owned(),
     ];
-    if let Some(root) = &w.capture_root {
-        elements.push("--capture-root".to_string());
-        elements.push(root.to_string_lossy().into_owned());
-        elements.push("--event-source".to_string());
-        elements.push(format!("assay://host-config/{}", segment(name)));
+    let root = match &w.capture {
+        Capture::Root(root) => Some(root.to_string_lossy().into_owned()),
+        Capture::Keep => option_value(old, "--capture-root"),
+        Capture::Off => None,
+    };
+    if w.capture != Capture::Off {
+        if let Some(root) = &root {
+            elements.push("--capture-root".to_string());
+            elements.push(root.clone());
+        }
+        let event_source = option_value(old, "--event-source").or_else(|| {
+            root.as_ref()
+                .map(|_| format!("assay://host-config/{}", segment(name)))
+        });
+        if let Some(source) = event_source {
+            elements.push("--event-source".to_string());
+            elements.push(source);
+        }
         // `=`: an entry name may begin with `-`. A name `--label` cannot take (empty, or with a
         // control character) gets none: the server then runs with the default label instead of
         // failing at every launch.
-        if !name.is_empty() && !name.chars().any(char::is_control) {
-            elements.push(format!("--label={name}"));
+        let label = option_value(old, "--label").or_else(|| {
+            (root.is_some() && !name.is_empty() && !name.chars().any(char::is_control))
+                .then(|| name.to_string())
+        });
+        if let Some(label) = label {
+            elements.push(format!("--label={label}"));
         }
     }
     Prefix {
@@ -344,6 +386,7 @@ pub fn rewrite_selected(
         }
         for entry in &section.entries {
             let kind = classify(text, section.name, entry)?;
+            let mut evidence_removed = false;
             let wrapped = matches!(kind, Kind::Stdio) && edit::is_wrapped(text, entry);
             let (change, new_edits) = match (kind, action) {
                 (Kind::Remote, _) => (EntryChange::Remote, Vec::new()),
@@ -352,11 +395,18 @@ pub fn rewrite_selected(
                     (EntryChange::NotSelected, Vec::new())
                 }
                 (Kind::Stdio, RewriteAction::Wrap(w)) => {
-                    let prefix = prefix_for(w, &entry.name);
+                    let old = if wrapped {
+                        edit::wrapped_parts(text, entry).map_or_else(Vec::new, |(o, _)| o)
+                    } else {
+                        Vec::new()
+                    };
+                    let prefix = prefix_for(w, &entry.name, &old);
+                    let drop_evidence = w.capture == Capture::Off;
+                    evidence_removed = drop_evidence && edit::has_evidence(&old);
                     if !wrapped {
                         (EntryChange::Wrapped, edit::wrap(text, entry, &prefix))
                     } else {
-                        match edit::rewrap(text, entry, &prefix) {
+                        match edit::rewrap(text, entry, &prefix, drop_evidence) {
                             None => (EntryChange::NoSeparator, Vec::new()),
                             Some(e) if e.is_empty() => (EntryChange::AlreadyWrapped, e),
                             Some(e) => (EntryChange::Updated, e),
@@ -392,6 +442,7 @@ pub fn rewrite_selected(
                     server,
                     wrapping,
                     change,
+                    evidence_removed: evidence_removed && matches!(change, EntryChange::Updated),
                     before: String::new(),
                     after: String::new(),
                 },
@@ -427,23 +478,26 @@ pub fn rewrite_selected(
 /// The `--policy` and `--capture-root` values among a wrapped entry's options (`--opt V` or
 /// `--opt=V`).
 fn wrapping_of(options: &[String]) -> Wrapping {
-    let value = |name: &str| {
-        let eq = format!("{name}=");
-        let mut found = None;
-        let mut it = options.iter();
-        while let Some(o) = it.next() {
-            if o == name {
-                found = it.next().cloned();
-            } else if let Some(v) = o.strip_prefix(&eq) {
-                found = Some(v.to_string());
-            }
-        }
-        found
-    };
     Wrapping {
-        policy: value("--policy"),
-        capture_root: value("--capture-root"),
+        policy: option_value(options, "--policy"),
+        capture_root: option_value(options, "--capture-root"),
     }
+}
+
+/// The value of option `name` among a wrapped entry's options (`--opt V` or `--opt=V`; the last
+/// one, as the command line reads them).
+fn option_value(options: &[String], name: &str) -> Option<String> {
+    let eq = format!("{name}=");
+    let mut found = None;
+    let mut it = options.iter();
+    while let Some(o) = it.next() {
+        if o == name {
+            found = it.next().cloned();
+        } else if let Some(v) = o.strip_prefix(&eq) {
+            found = Some(v.to_string());
+        }
+    }
+    found
 }
 
 /// Every entry of the host configuration `bytes` as it is: for each, whether it runs through

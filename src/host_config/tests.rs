@@ -11,7 +11,7 @@ fn wrap_with(root: Option<&str>) -> RewriteAction {
     RewriteAction::Wrap(WrapWith {
         assay: PathBuf::from("/opt/assay/bin/assay"),
         policy: PathBuf::from("/home/me/assay.yaml"),
-        capture_root: root.map(PathBuf::from),
+        capture: root.map_or(Capture::Keep, |r| Capture::Root(PathBuf::from(r))),
     })
 }
 
@@ -239,7 +239,7 @@ fn a_new_policy_or_root_updates_in_place_and_unwrap_still_restores_every_byte() 
         let other = RewriteAction::Wrap(WrapWith {
             assay: PathBuf::from("/opt/assay/bin/assay"),
             policy: PathBuf::from("/home/me/other.yaml"),
-            capture_root: None,
+            capture: Capture::Off,
         });
         let second = rewrite(first.text.as_bytes(), &other).unwrap();
         assert!(second.changed());
@@ -454,4 +454,84 @@ fn a_name_no_label_can_hold_gets_no_label() {
         assert!(!args.iter().any(|a| a.starts_with("--label")), "{args:?}");
         assert_eq!(args[args.len() - 1], "x");
     }
+}
+
+/// Issue 41: a re-wrap that names only a policy keeps the entry's capture root, event source and
+/// label (evidence stays on); `Capture::Off` removes every evidence option and says so.
+#[test]
+fn a_rewrap_keeps_the_evidence_options_it_does_not_change() {
+    let text = r#"{"mcpServers":{"fs":{"command":"/opt/assay/bin/assay","args":["mcp","wrap","--policy","/home/me/assay.yaml","--capture-root","/home/me/caps","--event-source","urn:me:fs","--label","mine","--decision-log-new","--decision-log","/home/me/d.ndjson","--verbose","--","npx","server"]}}}"#;
+    let action = |capture| {
+        RewriteAction::Wrap(WrapWith {
+            assay: PathBuf::from("/opt/assay/bin/assay"),
+            policy: PathBuf::from("/home/me/other.yaml"),
+            capture,
+        })
+    };
+    let args = |r: &Rewrite| parse(&r.text)["mcpServers"]["fs"]["args"].clone();
+
+    let kept = rewrite(text.as_bytes(), &action(Capture::Keep)).unwrap();
+    assert_eq!(kept.entries[0].change, EntryChange::Updated);
+    assert!(!kept.entries[0].evidence_removed);
+    assert_eq!(
+        args(&kept),
+        json!([
+            "mcp",
+            "wrap",
+            "--policy",
+            "/home/me/other.yaml",
+            "--capture-root",
+            "/home/me/caps",
+            "--event-source",
+            "urn:me:fs",
+            "--label=mine",
+            "--decision-log-new",
+            "--decision-log",
+            "/home/me/d.ndjson",
+            "--verbose",
+            "--",
+            "npx",
+            "server"
+        ])
+    );
+    // A new root keeps the entry's own event source and label.
+    let moved = rewrite(
+        text.as_bytes(),
+        &action(Capture::Root(PathBuf::from("/srv/caps"))),
+    )
+    .unwrap();
+    let a = args(&moved);
+    assert_eq!(
+        (&a[5], &a[7], &a[8]),
+        (
+            &json!("/srv/caps"),
+            &json!("urn:me:fs"),
+            &json!("--label=mine")
+        )
+    );
+
+    let off = rewrite(text.as_bytes(), &action(Capture::Off)).unwrap();
+    assert_eq!(off.entries[0].change, EntryChange::Updated);
+    assert!(off.entries[0].evidence_removed);
+    assert_eq!(
+        args(&off),
+        json!([
+            "mcp",
+            "wrap",
+            "--policy",
+            "/home/me/other.yaml",
+            "--verbose",
+            "--",
+            "npx",
+            "server"
+        ])
+    );
+    // Off on an entry without evidence removes nothing and says nothing.
+    let again = rewrite(off.text.as_bytes(), &action(Capture::Off)).unwrap();
+    assert_eq!(again.entries[0].change, EntryChange::AlreadyWrapped);
+    assert!(!again.entries[0].evidence_removed);
+    // Keep on an entry wrapped by assay with a root gives back the very same text.
+    let first = wrap(CLAUDE);
+    let same = rewrite(first.text.as_bytes(), &wrap_with(None)).unwrap();
+    assert_eq!(same.text, first.text);
 }

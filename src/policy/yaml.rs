@@ -55,10 +55,24 @@ pub(super) fn parse(ctx: &Ctx<'_>, bytes: &[u8]) -> Result<Value, PolicyError> {
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
             let at = e.marker();
-            ctx.syntax(
-                "YAML",
-                &format!("{} at line {} column {}", e.info(), at.line(), at.col() + 1),
-            )
+            let found = format!("{} at line {} column {}", e.info(), at.line(), at.col() + 1);
+            let rest = text.chars().skip(at.index()).collect::<String>();
+            let at_end = rest.lines().all(|l| {
+                let l = l.trim_start_matches(' ');
+                l.is_empty() || l.starts_with('#')
+            });
+            let detail = match reader.innermost_flow() {
+                // Issue 41: the parser meets an unclosed `[` at the end of the file; the line
+                // to fix is where it opened.
+                Some((c, line, column)) if at_end => format!(
+                    "the `{c}` opened at line {line} column {column} is never closed ({found}, the end of the file)"
+                ),
+                Some((c, line, column)) => {
+                    format!("{found}, inside the `{c}` opened at line {line} column {column}")
+                }
+                None => found,
+            };
+            ctx.syntax("YAML", &detail)
         })?;
         if reader.event(event, span)? {
             break;
@@ -74,6 +88,10 @@ struct Frame {
     kind: Kind,
     /// Inside `[...]`/`{...}` (flow style).
     flow: bool,
+    /// For a collection opened by `[` or `{`: that character and its line and column, so a
+    /// syntax error inside it can say where it opened (an unclosed `[` is reported at the end
+    /// of the file by the parser).
+    opened: Option<(char, usize, usize)>,
     /// How its parent reaches it. Key paths for messages are built from these only when an
     /// error needs one: a path held per collection would cost its depth times its key lengths,
     /// for every collection of a file.
@@ -177,6 +195,11 @@ impl<'c, 't> Reader<'c, 't> {
             root: None,
             documents: 0,
         }
+    }
+
+    /// The innermost open collection written with `[` or `{`: the character, its line and column.
+    fn innermost_flow(&self) -> Option<(char, usize, usize)> {
+        self.stack.iter().rev().find_map(|f| f.opened)
     }
 
     fn refuse(&self, m: &Marker, what: Refusal) -> PolicyError {
@@ -311,7 +334,19 @@ impl<'c, 't> Reader<'c, 't> {
         let flow = matches!(opener, Some(b'[' | b'{'))
             || self.stack.last().is_some_and(|parent| parent.flow);
         let step = self.next_step();
-        self.stack.push(Frame { kind, flow, step });
+        let opened = match opener {
+            Some(c @ (b'[' | b'{')) => {
+                let (line, column) = at(&span.start);
+                Some((char::from(c), line, column))
+            }
+            _ => None,
+        };
+        self.stack.push(Frame {
+            kind,
+            flow,
+            opened,
+            step,
+        });
         Ok(())
     }
 
@@ -508,6 +543,31 @@ mod tests {
         assert_eq!(v, Some(json!({"a": "it's"})));
         let v = read("\u{feff}a: \"\\u00e9\\t\"\r\nb: é\r\n").ok();
         assert_eq!(v, Some(json!({"a": "é\t", "b": "é"})));
+    }
+
+    /// Issue 41: an unclosed `[` or `{` is reported where it opened, not at the end of the file.
+    #[test]
+    fn an_unclosed_flow_collection_names_the_line_it_opened_on() {
+        let detail = |doc: &str| match read(doc) {
+            Err(PolicyError::Syntax { detail, .. }) => detail,
+            other => panic!("{doc:?}: {other:?}"),
+        };
+        let d = detail("version: \"1\"\ntools:\n  allow: [a, b\n\n# end\n\n");
+        assert!(
+            d.starts_with("the `[` opened at line 3 column 10 is never closed"),
+            "{d}"
+        );
+        let d = detail("tools: {allow: [a]\n");
+        assert!(
+            d.starts_with("the `{` opened at line 1 column 8 is never closed"),
+            "{d}"
+        );
+        // An error inside an open collection, before the end, names both places.
+        let d = detail("tools:\n  allow: [a, b\n  deny: []\n");
+        assert!(
+            d.contains("at line 3 column 7, inside the `[` opened at line 2 column 10"),
+            "{d}"
+        );
     }
 
     #[test]

@@ -222,8 +222,12 @@ pub(crate) struct WrapConfigArgs {
     pub policy: Option<PathBuf>,
     /// Give every launch of every wrapped server a new capture directory under ROOT (made
     /// absolute); each entry also gets its name as label and event source.
-    #[arg(long, value_name = "ROOT", conflicts_with = "unwrap")]
+    #[arg(long, value_name = "ROOT", conflicts_with_all = ["unwrap", "no_capture"])]
     pub capture_root: Option<PathBuf>,
+    /// Remove the evidence options (capture root, event source, label, evidence files) of
+    /// entries already wrapped; without it a re-wrap keeps them.
+    #[arg(long, conflicts_with = "unwrap")]
+    pub no_capture: bool,
     /// Print the change and write nothing.
     #[arg(long)]
     pub dry_run: bool,

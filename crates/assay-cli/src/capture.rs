@@ -35,6 +35,7 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
         // Anything else (a directory, or one that cannot be inspected) is the reader's to judge.
         _ => {}
     }
+    refuse_root(dir, "read")?;
     let closure = read_capture(dir);
     let mut out = std::io::stdout().lock();
     let text = serde_json::to_string_pretty(&closure).unwrap_or_else(|_| closure.to_json());
@@ -49,6 +50,7 @@ pub(crate) fn read(dir: &Path) -> Result<ExitCode, Failure> {
 /// goes away the remaining captures are not judged and the status is 3: a summary that was not
 /// delivered is never "all closed".
 pub(crate) fn summary(root: &Path) -> Result<ExitCode, Failure> {
+    refuse_capture(root)?;
     let mut out = std::io::stdout().lock();
     let mut write_error = None;
     let counts = read_captures(root, |v| match writeln!(out, "{}", v.summary_line()) {
@@ -66,6 +68,35 @@ pub(crate) fn summary(root: &Path) -> Result<ExitCode, Failure> {
         .and_then(|()| out.flush())
         .map_err(Failure::output(exit::FAILURE))?;
     Ok(exit::code(counts.exit_status()))
+}
+
+/// A capture root given where one capture is meant (`capture read`, `capture show`): a usage
+/// error (status 2) in one line that says what to run instead, never a verdict on missing files.
+pub(crate) fn refuse_root(dir: &Path, command: &str) -> Result<(), Failure> {
+    if !assay::capture::is_capture_root(dir) {
+        return Ok(());
+    }
+    Err(Failure::Invalid(format!(
+        "{} is a capture root, not a capture directory: use `assay capture summary {}` \
+         (or `assay capture {command}` on one of its directories)",
+        dir.display(),
+        dir.display()
+    )))
+}
+
+/// One capture given where a capture root is meant (`capture summary`): a usage error (status
+/// 2) in one line that says what to run instead, never an empty summary.
+pub(crate) fn refuse_capture(root: &Path) -> Result<(), Failure> {
+    if !assay::capture::is_capture_dir(root) {
+        return Ok(());
+    }
+    Err(Failure::Invalid(format!(
+        "{} is a capture directory, not a capture root: use `assay capture read {}` \
+         (or `assay capture show {}`)",
+        root.display(),
+        root.display(),
+        root.display()
+    )))
 }
 
 /// Writes the package, then prints its manifest. The package is complete before anything is

@@ -102,7 +102,14 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
     if args.policy_template {
         // stdout is the policy; the table is for the person running the command.
         let _ = std::io::stderr().write_all(table.as_bytes());
-        let policy = pins::policy_template(listing, &out.display().to_string());
+        // Issue 41: `pins` in a policy is relative to the policy file (SPEC §5.1), and the
+        // template says to save it next to the pins file: so it names the pins file by its
+        // file name, never by the path it was written at (absolute or relative to here).
+        let name = out.file_name().map_or_else(
+            || out.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let policy = pins::policy_template(listing, &name);
         let mut stdout = std::io::stdout().lock();
         stdout
             .write_all(policy.as_bytes())

@@ -42,14 +42,7 @@ fn usable_dir(dir: &Path) -> Result<(), Failure> {
 /// root is a usage error (status 2) that points at `capture summary` (SPEC §10).
 pub(crate) fn show(dir: &Path) -> Result<ExitCode, Failure> {
     usable_dir(dir)?;
-    if assay::capture::is_capture_root(dir) {
-        return Err(Failure::Invalid(format!(
-            "{} is a capture root, not a capture directory: use `assay capture summary {}` \
-             (or `assay capture show` on one of its directories)",
-            dir.display(),
-            dir.display()
-        )));
-    }
+    super::capture::refuse_root(dir, "show")?;
     let report = show_capture(dir);
     let text = render(dir, &report).join("\n");
     let mut out = std::io::stdout().lock();
@@ -78,16 +71,33 @@ fn verdict_line(c: &Closure) -> String {
     }
 }
 
-/// How a server the wrapper killed after the session reads (SPEC §10): not a bare signal.
+/// How a server the wrapper killed after the session reads (SPEC §10): not a bare signal. Said
+/// where the kill is not the normal ending (the session ended with `proxy_error`, or the capture
+/// is not `closed`).
 const KILLED_BY_ASSAY: &str = "killed by assay (SIGKILL, after the session)";
 
+/// The same kill where it is the normal ending of a `closed` session whose server does not exit
+/// when its input ends (issue 41): the client left, the wrapper ended the server.
+const ENDED_BY_ASSAY: &str =
+    "ended by assay after the client left (SIGKILL: the server did not exit on end of input)";
+
+/// The words for a SIGKILL the wrapper requested: [`ENDED_BY_ASSAY`] in a `closed` capture of a
+/// `client_closed` session, else [`KILLED_BY_ASSAY`].
+fn kill_words(closed: bool, end: Option<SessionEnd>) -> &'static str {
+    if closed && end == Some(SessionEnd::ClientClosed) {
+        ENDED_BY_ASSAY
+    } else {
+        KILLED_BY_ASSAY
+    }
+}
+
 /// How the server ended, in words: `exited with code 0`, `killed by signal 15 (SIGTERM)`,
-/// [`KILLED_BY_ASSAY`].
-fn ending(s: &StopData) -> String {
+/// [`ENDED_BY_ASSAY`], [`KILLED_BY_ASSAY`]; `closed` is the capture's verdict.
+fn ending(s: &StopData, closed: bool) -> String {
     match s.termination {
         Termination::Exited => format!("exited with code {}", s.exit_code.unwrap_or(-1)),
         Termination::Signaled if s.assay_kill_requested && s.signal == Some(SIGKILL) => {
-            KILLED_BY_ASSAY.to_string()
+            kill_words(closed, Some(s.session_end)).to_string()
         }
         Termination::Signaled => {
             let n = s.signal.unwrap_or(0);
@@ -205,7 +215,7 @@ fn render(dir: &Path, r: &CaptureReport) -> Vec<String> {
                 "session end",
                 session_end(s.session_end).to_string(),
             );
-            field(&mut lines, "server", ending(s));
+            field(&mut lines, "server", ending(s, c.is_closed()));
             field(
                 &mut lines,
                 "kill requested",
@@ -449,7 +459,14 @@ fn ended_cell(c: &Closure) -> String {
         && int("signal") == Some(i64::from(SIGKILL));
     match stop_field(c, "termination").and_then(serde_json::Value::as_str) {
         Some("exited") => format!("exited {}", int("exit_code").unwrap_or(-1)),
-        Some("signaled") if killed_by_assay => KILLED_BY_ASSAY.to_string(),
+        Some("signaled") if killed_by_assay => {
+            let end = match stop_field(c, "session_end").and_then(serde_json::Value::as_str) {
+                Some("client_closed") => Some(SessionEnd::ClientClosed),
+                Some("proxy_error") => Some(SessionEnd::ProxyError),
+                _ => None,
+            };
+            kill_words(c.is_closed(), end).to_string()
+        }
         Some("signaled") => format!("signal {}", int("signal").unwrap_or(0)),
         Some(other) => text::render(other),
         None => "-".to_string(),
@@ -459,6 +476,7 @@ fn ended_cell(c: &Closure) -> String {
 /// `capture summary ROOT --format table`: every capture's row once all are judged (the columns
 /// are as wide as their widest cell), then the counts; the status is `capture summary`'s.
 pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
+    super::capture::refuse_capture(root)?;
     let mut t = Table::new(&[
         "CAPTURE",
         "STATUS",
@@ -501,4 +519,26 @@ pub(crate) fn summary_table(root: &Path) -> Result<ExitCode, Failure> {
         .and_then(|()| out.flush())
         .map_err(Failure::output(exit::FAILURE))?;
     Ok(exit::code(counts.exit_status()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 41: SPEC §10's words stay for a kill that is not the normal ending.
+    #[test]
+    fn a_kill_reads_as_the_normal_ending_only_in_a_closed_client_closed_session() {
+        assert_eq!(
+            kill_words(true, Some(SessionEnd::ClientClosed)),
+            ENDED_BY_ASSAY
+        );
+        for (closed, end) in [
+            (false, Some(SessionEnd::ClientClosed)),
+            (false, Some(SessionEnd::ProxyError)),
+            (true, Some(SessionEnd::ProxyError)),
+            (true, None),
+        ] {
+            assert_eq!(kill_words(closed, end), KILLED_BY_ASSAY, "{closed} {end:?}");
+        }
+    }
 }

@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use assay::host_config::{RewriteAction, WrapWith, entry_label, rewrite_file, warnings};
+use assay::host_config::{Capture, RewriteAction, WrapWith, entry_label, rewrite_file, warnings};
 use assay::text;
 
 use super::args::WrapConfigArgs;
@@ -34,7 +34,12 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
                     status: exit::FAILURE,
                 })?,
                 policy: absolute(policy)?,
-                capture_root: args.capture_root.as_deref().map(absolute).transpose()?,
+                capture: match (&args.capture_root, args.no_capture) {
+                    (Some(root), _) => Capture::Root(absolute(root)?),
+                    (None, true) => Capture::Off,
+                    // Issue 41: a re-wrap keeps the evidence options it does not change.
+                    (None, false) => Capture::Keep,
+                },
             };
             with.check().map_err(Failure::library)?;
             RewriteAction::Wrap(with)
@@ -72,9 +77,14 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
     let mut lines = Vec::new();
     for e in &done.rewrite.entries {
         lines.push(format!(
-            "{}: {}",
+            "{}: {}{}",
             text::render(&entry_label(e)),
-            e.change.describe()
+            e.change.describe(),
+            if e.evidence_removed {
+                "; evidence output removed (--no-capture): its sessions leave no capture"
+            } else {
+                ""
+            }
         ));
         if args.dry_run && !e.before.is_empty() {
             lines.extend(e.before.lines().map(|l| format!("  - {}", text::render(l))));

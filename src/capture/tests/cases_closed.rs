@@ -213,14 +213,25 @@ pub(super) fn closed_and_incomplete() -> Vec<Case> {
             codes: &[R::DecisionLoss],
         },
         Case {
-            name: "proxy_error",
+            name: "proxy_error, every event written: no decision_loss",
             setup: |b| {
                 b.decision_log = "incomplete";
                 b.session_end = "proxy_error";
             },
             after: nothing,
             expect: Incomplete,
-            codes: &[R::DecisionLoss],
+            codes: &[R::ProxyError],
+        },
+        Case {
+            name: "proxy_error after a poisoned writer: both named",
+            setup: |b| {
+                b.decision_log = "incomplete";
+                b.session_end = "proxy_error";
+                b.dropped = 3;
+            },
+            after: nothing,
+            expect: Incomplete,
+            codes: &[R::DecisionLoss, R::ProxyError],
         },
     ]
 }

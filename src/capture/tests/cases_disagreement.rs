@@ -248,7 +248,20 @@ pub(super) fn accounting_and_retention() -> Vec<Case> {
             setup: |b| b.decision_log = "incomplete",
             after: nothing,
             expect: Unknown,
-            codes: &[R::InconsistentAccounting, R::DecisionLoss],
+            codes: &[R::InconsistentAccounting],
+        },
+        Case {
+            name: "proxy_error with a miscounted log",
+            setup: |b| {
+                b.decision_log = "incomplete";
+                b.session_end = "proxy_error";
+                b.edit_stop.push(Box::new(|v| {
+                    set(v, "data/decision_events_written", json!(99))
+                }));
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::CountMismatch, R::ProxyError],
         },
         Case {
             name: "complete with null accounting",
