@@ -27,12 +27,16 @@ pub struct Launch {
     pub problems: Vec<String>,
 }
 
+/// The entries of a host configuration, each with how its host starts it (`None`: not a stdio
+/// entry).
+pub type LaunchEntries = Vec<(EntryReport, Option<Launch>)>;
+
 /// Every entry of the host configuration `path` (see [`inspect`]) with, for each stdio entry,
 /// how its host starts it. Returns the file read (a symlink's target) too.
 ///
 /// # Errors
 /// As [`inspect_file`](super::inspect_file).
-pub fn launch_entries(path: &Path) -> Result<(PathBuf, Vec<(EntryReport, Option<Launch>)>)> {
+pub fn launch_entries(path: &Path) -> Result<(PathBuf, LaunchEntries)> {
     let real = resolve(path)?;
     let (bytes, _) = read_config(&real)?;
     let invalid = |e: String| Error::invalid_argument(format!("{}: {e}", path.display()));

@@ -27,7 +27,7 @@ mod warnings;
 pub use error::HostConfigError;
 pub use file::{FileRewrite, backup_path, inspect_file, rewrite_file};
 pub use hosts::Host;
-pub use launch::{Launch, launch_entries};
+pub use launch::{Launch, LaunchEntries, launch_entries};
 pub use rewrite::{
     EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, Wrapping, entry_label, inspect,
     rewrite, rewrite_selected,
