@@ -12,6 +12,7 @@ mod capture_root;
 mod cli;
 mod coverage;
 mod differential;
+mod doctor;
 mod evidence;
 mod faults;
 mod fidelity;

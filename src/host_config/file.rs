@@ -38,7 +38,7 @@ pub struct FileRewrite {
     pub written: bool,
 }
 
-fn read_config(path: &Path) -> Result<(Vec<u8>, std::fs::Metadata)> {
+pub(super) fn read_config(path: &Path) -> Result<(Vec<u8>, std::fs::Metadata)> {
     use crate::input_file::{self, BoundedError, FinalLink};
     // The one opener (SPEC §10): a FIFO or device is refused at once, never waited on.
     let refused = |what: &str, e: BoundedError| match e {
@@ -101,7 +101,7 @@ pub fn inspect_file(path: &Path) -> Result<(PathBuf, Vec<EntryReport>)> {
     Ok((real, entries))
 }
 
-fn resolve(path: &Path) -> Result<PathBuf> {
+pub(super) fn resolve(path: &Path) -> Result<PathBuf> {
     path.canonicalize().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::invalid_argument(format!("{} does not exist", path.display()))

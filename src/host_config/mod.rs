@@ -19,6 +19,7 @@ mod edit;
 mod error;
 mod file;
 mod hosts;
+mod launch;
 mod locate;
 mod rewrite;
 mod warnings;
@@ -26,6 +27,7 @@ mod warnings;
 pub use error::HostConfigError;
 pub use file::{FileRewrite, backup_path, inspect_file, rewrite_file};
 pub use hosts::Host;
+pub use launch::{Launch, LaunchEntries, launch_entries};
 pub use rewrite::{
     Capture, EntryChange, EntryReport, Rewrite, RewriteAction, WrapWith, Wrapping, entry_label,
     inspect, rewrite, rewrite_selected,

@@ -174,6 +174,7 @@ fn list_server(
         next_id: 1,
         capabilities,
         catalog,
+        initialized: false,
     };
     let listed = client.list();
     // Close the server's input first, as MCP clients do, then the bounded cleanup (SPEC §3.1).
@@ -182,6 +183,83 @@ fn list_server(
         let _ = crate::sys::child::cleanup(&mut child);
     }
     listed
+}
+
+/// An MCP client over the pipes of a server the caller started and ends (`assay mcp doctor`):
+/// the requests, answers to the server's requests and strict reading of [`list_server_tools`],
+/// without spawning or ending the server. Its reader thread ends when the server's output closes.
+pub struct PipeClient {
+    client: Client,
+    declared: Vec<String>,
+}
+
+impl PipeClient {
+    /// A client writing to the server's `stdin` and reading its `stdout`; every answer must
+    /// come within `timeout` of this call.
+    pub fn new(
+        stdin: File,
+        stdout: File,
+        timeout: Duration,
+        capabilities: ClientCapabilities,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || read_lines(stdout, &tx));
+        Self {
+            client: Client {
+                stdin: Some(stdin),
+                lines: rx,
+                deadline: Instant::now() + timeout,
+                timeout,
+                next_id: 1,
+                capabilities,
+                catalog: false,
+                initialized: false,
+            },
+            declared: Vec::new(),
+        }
+    }
+
+    /// `initialize`, `notifications/initialized` and every page of `tools/list`, as
+    /// [`list_server_tools`] sends them (no catalog).
+    ///
+    /// # Errors
+    /// As [`list_server_tools`], but for starting the server.
+    pub fn list_tools(&mut self) -> Result<ToolListing, ListError> {
+        let (listing, declared) = self.client.tools()?;
+        self.declared = declared;
+        Ok(listing)
+    }
+
+    /// Whether the server answered `initialize` with a revision assay knows.
+    pub fn initialized(&self) -> bool {
+        self.client.initialized
+    }
+
+    /// Whether the server's `initialize` result declared `capability` (`prompts`, `resources`).
+    pub fn declares(&self, capability: &str) -> bool {
+        self.declared.iter().any(|d| d == capability)
+    }
+
+    /// Every page of `prompts/list`: the prompts' names.
+    ///
+    /// # Errors
+    /// As [`list_server_tools`] for its requests.
+    pub fn list_prompts(&mut self) -> Result<Vec<String>, ListError> {
+        self.client.list_names("prompts/list", "prompts", "name")
+    }
+
+    /// Every page of `resources/list`: the resources' URIs.
+    ///
+    /// # Errors
+    /// As [`list_server_tools`] for its requests.
+    pub fn list_resources(&mut self) -> Result<Vec<String>, ListError> {
+        self.client.list_names("resources/list", "resources", "uri")
+    }
+
+    /// Closes the server's input (an MCP client's first step of ending a server).
+    pub fn close_input(&mut self) {
+        self.client.stdin = None;
+    }
 }
 
 fn read_lines(stdout: File, tx: &mpsc::Sender<Result<Vec<u8>, String>>) {
@@ -219,6 +297,8 @@ struct Client {
     capabilities: ClientCapabilities,
     /// Also list resources, resource templates and prompts.
     catalog: bool,
+    /// The server answered `initialize` with a revision assay knows.
+    initialized: bool,
 }
 
 #[derive(Deserialize)]
@@ -355,7 +435,9 @@ impl Client {
         }
     }
 
-    fn list(&mut self) -> Result<ToolListing, ListError> {
+    /// `initialize`, `notifications/initialized` and every page of `tools/list`; the listing
+    /// has no catalog, and the capability names the server declared are returned beside it.
+    fn tools(&mut self) -> Result<(ToolListing, Vec<String>), ListError> {
         let newest = PROTOCOL_REVISIONS[PROTOCOL_REVISIONS.len() - 1];
         let params = format!(
             r#"{{"protocolVersion":"{newest}","capabilities":{},"clientInfo":{{"name":"assay","version":"{}"}}}}"#,
@@ -399,6 +481,7 @@ impl Client {
                 ),
             });
         }
+        self.initialized = true;
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -450,10 +533,24 @@ impl Client {
                 )));
             }
         }
-        let catalog = if self.catalog {
+        Ok((
+            ToolListing {
+                protocol_version,
+                server_info,
+                instructions,
+                tools,
+                catalog: None,
+            },
+            declared,
+        ))
+    }
+
+    fn list(&mut self) -> Result<ToolListing, ListError> {
+        let (mut listing, declared) = self.tools()?;
+        if self.catalog {
             let has = |c: &str| declared.iter().any(|d| d == c);
             let resources = has("resources");
-            Some(ServerCatalog {
+            listing.catalog = Some(ServerCatalog {
                 resources: if resources {
                     Some(self.list_names("resources/list", "resources", "uri")?)
                 } else {
@@ -473,17 +570,9 @@ impl Client {
                 } else {
                     None
                 },
-            })
-        } else {
-            None
-        };
-        Ok(ToolListing {
-            protocol_version,
-            server_info,
-            instructions,
-            tools,
-            catalog,
-        })
+            });
+        }
+        Ok(listing)
     }
 
     /// Every page of the list `method` answers: the string `key` of each entry of the result's

@@ -18,8 +18,8 @@ pub use crate::pins_file::{
     PinsError, ServerCatalog, ToolListing, check,
 };
 pub use listing::{
-    ClientCapabilities, ListError, PROTOCOL_REVISIONS, list_server_catalog_as, list_server_tools,
-    list_server_tools_as,
+    ClientCapabilities, ListError, PROTOCOL_REVISIONS, PipeClient, list_server_catalog_as,
+    list_server_tools, list_server_tools_as,
 };
 
 /// How [`write_pins`] treats an existing file.

@@ -21,6 +21,7 @@ const COMPLETIONS_ABOUT: &str =
 const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy";
 const WRAP_CONFIG_ABOUT: &str = "Rewrite the stdio servers of a host configuration (FILE or --host; every server, or those named by --server) to run through `assay mcp wrap`, after writing a backup beside the file on the first change; `--unwrap` restores them";
 const HOSTS_ABOUT: &str = "List the host configurations found on this machine (Claude Desktop, Claude Code, Cursor, VS Code), each server entry, and whether it runs through assay (with which policy)";
+const DOCTOR_ABOUT: &str = "Start every server entry of a host configuration (FILE or --host; every server, or those named by --server) as the host would, list its tools, close it as MCP clients do, and report per entry: wrapped (policy), started, tools listed and hidden, pins, close-to-exit time, the capture's verdict, processes left behind; exit 0 every wrapped entry healthy, 1 one is not, 2 usage, 3 nothing to check";
 const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write pins for them (--out) or check them against pins (--check): exit 0 match, 1 drift, 2 usage, 3 the server could not be listed";
 
 /// Parses `argv` as [`Cli`], building only the part of the command line that `argv` reaches.
@@ -67,6 +68,7 @@ pub(crate) fn command() -> clap::Command {
             ))
             .subcommand(leaf("pin", PIN_ABOUT, PinArgs::augment_args))
             .subcommand(leaf("hosts", HOSTS_ABOUT, HostsArgs::augment_args))
+            .subcommand(leaf("doctor", DOCTOR_ABOUT, DoctorArgs::augment_args))
     };
     clap::Command::new("assay")
         .version(assay::VERSION)
@@ -150,6 +152,41 @@ pub(crate) enum McpCommand {
     Pin(PinArgs),
     #[command(about = HOSTS_ABOUT)]
     Hosts(HostsArgs),
+    #[command(about = DOCTOR_ABOUT)]
+    Doctor(DoctorArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DoctorArgs {
+    /// The host's configuration file (read only, never written).
+    #[arg(required_unless_present = "host", conflicts_with = "host")]
+    pub file: Option<PathBuf>,
+    /// Instead of FILE: the host whose usual configuration file to check (printed first).
+    #[arg(long, value_name = "HOST", value_parser = host_parser())]
+    pub host: Option<assay::host_config::Host>,
+    /// Only the entry named NAME (repeatable); an unknown name is a usage error.
+    #[arg(long, value_name = "NAME")]
+    pub server: Vec<String>,
+    /// Give up on an entry's answers after SECS seconds (its close is bounded apart: 2 s, SIGTERM,
+    /// 2 s, SIGKILL).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// `text`: a table for people; `json`: one JSON object per entry, one per line.
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+    /// Keep the doctor's own captures in DIR (a new directory; its parent must exist) instead
+    /// of removing them.
+    #[arg(long, value_name = "DIR")]
+    pub keep_captures: Option<PathBuf>,
+}
+
+/// How `assay mcp doctor` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DoctorFormat {
+    /// A table: one row per entry, then each failing reason in words.
+    Text,
+    /// One JSON object per entry, one per line.
+    Json,
 }
 
 #[derive(Args, Debug)]

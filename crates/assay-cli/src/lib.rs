@@ -12,6 +12,12 @@ mod args;
 mod capture;
 mod completions;
 mod demo;
+mod doctor;
+mod doctor_close;
+mod doctor_plan;
+mod doctor_procs;
+mod doctor_report;
+mod doctor_run;
 pub mod exit;
 mod hosts;
 mod messages;
@@ -74,6 +80,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         Command::Mcp(McpCommand::WrapConfig(args)) => wrap_config_cmd::run(args),
         Command::Mcp(McpCommand::Pin(args)) => pin::run(args),
         Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
+        Command::Mcp(McpCommand::Doctor(args)) => doctor::run(args),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {

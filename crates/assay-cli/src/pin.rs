@@ -128,37 +128,9 @@ fn write(args: &PinArgs, out: &Path, listing: &ToolListing) -> Result<ExitCode, 
 fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
     let c = pins::check(listing, pins);
     let mut text = String::new();
-    for name in &c.added {
-        text.push_str(&format!(
-            "+ {}: listed but not pinned\n",
-            text::render(name)
-        ));
-    }
-    for name in &c.removed {
-        text.push_str(&format!(
-            "- {}: pinned but not listed\n",
-            text::render(name)
-        ));
-    }
-    for t in &c.changed {
-        text.push_str(&format!(
-            "~ {}: definition changed (pinned {}…, listed {}…)\n",
-            text::render(&t.name),
-            &t.pinned_sha256[..12],
-            &t.listed_sha256[..12],
-        ));
-        // The diff's lines are the server's text: each is rendered on its own line.
-        for line in t.diff.split('\n').filter(|l| !l.is_empty()) {
-            text.push_str(&text::render(line));
-            text.push('\n');
-        }
-    }
-    if let Some(diff) = &c.instructions {
-        text.push_str("~ (instructions): the server's instructions changed\n");
-        for line in diff.split('\n').filter(|l| !l.is_empty()) {
-            text.push_str(&text::render(line));
-            text.push('\n');
-        }
+    for line in check_lines(&c) {
+        text.push_str(&line);
+        text.push('\n');
     }
     text.push_str(&format!(
         "{} of {} listed tool(s) match their pins; {} added, {} removed, {} changed ({})\n",
@@ -180,6 +152,39 @@ fn check(listing: &ToolListing, pins: &Pins) -> Result<ExitCode, Failure> {
         eprint_assay("the server's tools differ from the pins");
         Ok(exit::code(exit::INCOMPLETE))
     }
+}
+
+/// What differs between a listing and its pins, one rendered line each (`mcp pin --check`,
+/// `mcp doctor`): each added, removed and changed tool (with its diff, when there is one) and
+/// changed instructions.
+pub(crate) fn check_lines(c: &pins::PinCheck) -> Vec<String> {
+    let mut lines = Vec::new();
+    for name in &c.added {
+        lines.push(format!("+ {}: listed but not pinned", text::render(name)));
+    }
+    for name in &c.removed {
+        lines.push(format!("- {}: pinned but not listed", text::render(name)));
+    }
+    for t in &c.changed {
+        lines.push(format!(
+            "~ {}: definition changed (pinned {}…, listed {}…)",
+            text::render(&t.name),
+            t.pinned_sha256.get(..12).unwrap_or(&t.pinned_sha256),
+            t.listed_sha256.get(..12).unwrap_or(&t.listed_sha256),
+        ));
+        // The diff's lines are the server's text: each is rendered on its own line.
+        lines.extend(
+            t.diff
+                .split('\n')
+                .filter(|l| !l.is_empty())
+                .map(text::render),
+        );
+    }
+    if let Some(diff) = &c.instructions {
+        lines.push("~ (instructions): the server's instructions changed".to_string());
+        lines.extend(diff.split('\n').filter(|l| !l.is_empty()).map(text::render));
+    }
+    lines
 }
 
 fn server_name(listing: &ToolListing) -> String {
