@@ -6,9 +6,18 @@ use std::path::Path;
 use crate::util::*;
 
 fn capture(mode: &str, input: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    capture_with(mode, input, &[])
+}
+
+fn capture_with(
+    mode: &str,
+    input: &[u8],
+    extra: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let opts = capture_opts(&cap);
+    let mut opts = capture_opts(&cap);
+    opts.extend(extra.iter().map(|s| s.to_string()));
     run(
         &wrap_args(&strs(&opts), &["python3", &fault_server(), mode]),
         input,
@@ -88,8 +97,11 @@ fn one_changed_byte_in_log_stop_or_context_reads_unknown() {
 
 #[test]
 fn proxy_error_sessions_read_incomplete() {
-    // A grandchild holds the server's stdout: the session ends as proxy_error.
-    let (_d, cap) = capture("grandchild", &session());
+    // A client line over `max_line_bytes` ends the session as proxy_error (SPEC §3 item 6).
+    let long = call(4, "echo", &format!(r#"{{"text":"{}"}}"#, "x".repeat(300)));
+    let mut input = session();
+    input.extend_from_slice(&script(&[&long]));
+    let (_d, cap) = capture_with("normal", &input, &["--max-line-bytes", "200"]);
     let (r, v) = read_verdict(&cap);
     r.expect_status(1);
     assert_eq!(v["closure"], "incomplete");

@@ -213,21 +213,24 @@ fn summary_of_a_root_with_every_kind_of_entry() {
     let d = tempdir();
     let root = d.path().join("root");
     std::fs::create_dir(&root).unwrap();
-    let make = |name: &str, mode: &str, input: &[u8]| -> PathBuf {
+    let make_with = |name: &str, mode: &str, input: &[u8], extra: &[&str]| -> PathBuf {
         let cap = root.join(name);
+        let mut opts = capture_opts(&cap);
+        opts.extend(extra.iter().map(|s| s.to_string()));
         let r = run(
-            &wrap_args(
-                &strs(&capture_opts(&cap)),
-                &["python3", &fault_server(), mode],
-            ),
+            &wrap_args(&strs(&opts), &["python3", &fault_server(), mode]),
             input,
         );
         assert!(r.status.is_some(), "{}", r.report());
         cap
     };
+    let make = |name: &str, mode: &str, input: &[u8]| make_with(name, mode, input, &[]);
     let closed = make("a-closed", "normal", &session());
-    // A grandchild holds the server's stdout: proxy_error, `incomplete`.
-    let incomplete = make("b-incomplete", "grandchild", &session());
+    // A client line over `max_line_bytes`: proxy_error, `incomplete`.
+    let long = call(4, "echo", &format!(r#"{{"text":"{}"}}"#, "x".repeat(300)));
+    let mut input = session();
+    input.extend_from_slice(&script(&[&long]));
+    let incomplete = make_with("b-incomplete", "normal", &input, &["--max-line-bytes", "200"]);
     let unknown = make("c-unknown", "normal", &session());
     std::fs::remove_file(unknown.join("session-stop.json")).unwrap();
     let probe = make("d-probe", "normal", &script(&[DISCOVER]));

@@ -87,7 +87,7 @@ fn capture_files_have_the_documented_shapes_and_mode_0600() {
     let s = &stop["data"];
     assert_eq!(
         s.as_object().unwrap().len(),
-        16,
+        17,
         "every stop key, always: {s}"
     );
     assert_eq!(s["session_context_id"], ctx["id"]);
