@@ -230,7 +230,12 @@ fn summary_of_a_root_with_every_kind_of_entry() {
     let long = call(4, "echo", &format!(r#"{{"text":"{}"}}"#, "x".repeat(300)));
     let mut input = session();
     input.extend_from_slice(&script(&[&long]));
-    let incomplete = make_with("b-incomplete", "normal", &input, &["--max-line-bytes", "200"]);
+    let incomplete = make_with(
+        "b-incomplete",
+        "normal",
+        &input,
+        &["--max-line-bytes", "200"],
+    );
     let unknown = make("c-unknown", "normal", &session());
     std::fs::remove_file(unknown.join("session-stop.json")).unwrap();
     let probe = make("d-probe", "normal", &script(&[DISCOVER]));

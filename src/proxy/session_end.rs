@@ -225,7 +225,7 @@ pub(crate) fn run_workers(
             }
         } else if now >= window_end {
             if state.pending.contains(&Worker::ServerToClient) {
-                state.abandon_output(GRANDCHILD);
+                state.abandon_output(&holders_named(&watch));
             }
             break;
         }
@@ -238,6 +238,20 @@ pub(crate) fn run_workers(
         client_too_long: state.client_too_long,
         idle_ended: drained.idle_ended,
     }
+}
+
+/// The abandonment message, naming the processes that still hold the server's stdout (their
+/// command names through the one text renderer: a server chooses them).
+fn holders_named(watch: &Watch) -> String {
+    let holders = child::group::pipe_holders(watch.server_stdout.as_fd());
+    if holders.is_empty() {
+        return GRANDCHILD.to_string();
+    }
+    let named: Vec<String> = holders
+        .iter()
+        .map(|(pid, comm)| format!("pid {pid} ({})", crate::text::render(comm)))
+        .collect();
+    format!("{GRANDCHILD}: held by {}", named.join(", "))
 }
 
 /// How the drain ended.

@@ -135,6 +135,35 @@ pub(crate) fn live_members(pgid: libc::pid_t, except: &[libc::pid_t]) -> Option<
     )
 }
 
+/// The processes other than this one that hold the pipe `fd` is an end of (its inode, as
+/// `/proc/PID/fd` links name it: `pipe:[INODE]`), with their command names (peer-chosen text:
+/// render it before showing it). Best effort: processes this one may not inspect are missed.
+pub(crate) fn pipe_holders(fd: std::os::fd::BorrowedFd<'_>) -> Vec<(libc::pid_t, String)> {
+    let Some((_, ino)) = crate::sys::fd::object_of(fd) else {
+        return Vec::new();
+    };
+    let want = format!("pipe:[{ino}]");
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    let mut out = Vec::new();
+    for p in processes().unwrap_or_default() {
+        if p.pid == me || !p.alive() {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", p.pid)) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == want.as_str()));
+        if holds {
+            let comm = std::fs::read_to_string(format!("/proc/{}/comm", p.pid)).unwrap_or_default();
+            out.push((p.pid, comm.trim_end_matches('\n').to_string()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
