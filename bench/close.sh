@@ -20,5 +20,5 @@ fi
 sha=no
 if grep -qw sha_ni /proc/cpuinfo; then sha=yes; fi
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), SHA extensions: $sha, $(nproc) CPUs, $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $ASSAY_BIN ($("$ASSAY_BIN" --version)), tree $(git -C "$root" rev-parse --short HEAD), $rounds rounds, node $(node --version)"
+echo "# $ASSAY_BIN ($("$ASSAY_BIN" --version)), bench scripts at $(git -C "$root" rev-parse --short HEAD), $rounds rounds, node $(node --version)"
 exec "$python" "$here/close_client.py" "$ASSAY_BIN" "$rounds"
