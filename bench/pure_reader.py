@@ -318,6 +318,13 @@ def check_stop(m, reasons):
     f.check("signal", _opt(i32), "is not a 32-bit integer or null")
     f.check("core_dumped", _opt(lambda v: isinstance(v, bool)), "is not a boolean or null")
     f.check("assay_kill_requested", lambda v: isinstance(v, bool), "is not a boolean")
+    # SPEC §4.3: a boolean when present (older records lack it); true needs a kill attempt.
+    if "group_killed" in data:
+        gk = data["group_killed"]
+        if not isinstance(gk, bool):
+            f.bad("group_killed", "is not a boolean")
+        elif gk and data.get("assay_kill_requested") is False:
+            f.bad("group_killed", "is true while assay_kill_requested is false")
     f.one_of("decision_log", {"complete", "incomplete", "temporary", "absent", "unknown"})
     f.check("decision_events_written", _opt(u64), "is not a u64 or null")
     f.check("decision_events_dropped", _opt(u64), "is not a u64 or null")

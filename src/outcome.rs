@@ -139,8 +139,14 @@ pub struct StopData {
     pub signal: Option<i32>,
     /// Core dump flag, when signaled.
     pub core_dumped: Option<bool>,
-    /// A kill was attempted after `try_wait` returned no status.
+    /// The wrapper sent the kill attempt to the server's process group (after `try_wait`
+    /// returned no status, or to end what was left of the group after its leader exited).
     pub assay_kill_requested: bool,
+    /// Processes of the server's group other than its leader were still alive when the kill
+    /// attempt was made (SPEC §3 item 9, §4.3). Absent from records written before it existed
+    /// (read as `false`).
+    #[serde(default)]
+    pub group_killed: bool,
     /// Decision log state.
     pub decision_log: DecisionLogState,
     /// Successful decision-line writes of this invocation.
@@ -306,6 +312,7 @@ mod tests {
                 signal: None,
                 core_dumped: None,
                 assay_kill_requested: false,
+                group_killed: false,
                 decision_log: DecisionLogState::Incomplete,
                 decision_events_written: Some(1),
                 decision_events_dropped: Some(1),

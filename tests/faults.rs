@@ -53,6 +53,8 @@ pub(crate) struct Expected {
     /// `None`: a boolean either way (whether a core was dumped depends on the machine).
     pub core_dumped: Option<Value>,
     pub kill_requested: bool,
+    /// SPEC §4.3 `group_killed`: other processes of the server's group ran at the kill attempt.
+    pub group_killed: bool,
     pub decision_log: &'static str,
     /// `None`: checked by the row itself (written + dropped there).
     pub written: Option<u64>,
@@ -80,6 +82,7 @@ pub(crate) fn assert_log_write_failure(r: &Run, cap: &Path, calls: u64) -> (u64,
             signal: Value::Null,
             core_dumped: Some(Value::Null),
             kill_requested: false,
+            group_killed: false,
             decision_log: "incomplete",
             written: None,
             dropped: None,
@@ -112,6 +115,7 @@ pub(crate) fn assert_stop_record(cap: &Path, e: &Expected) {
             "decision_log",
             "decision_prefix_sha256",
             "exit_code",
+            "group_killed",
             "non_claims",
             "server_id",
             "server_pid",
@@ -138,6 +142,7 @@ pub(crate) fn assert_stop_record(cap: &Path, e: &Expected) {
         None => assert!(s["core_dumped"].is_boolean(), "{s}"),
     }
     assert_eq!(s["assay_kill_requested"], e.kill_requested, "{s}");
+    assert_eq!(s["group_killed"], e.group_killed, "{s}");
     assert_eq!(s["decision_log"], e.decision_log, "{s}");
     if let Some(w) = e.written {
         assert_eq!(s["decision_events_written"], w, "{s}");
@@ -185,6 +190,7 @@ pub(crate) fn ended(termination: &'static str, exit_code: Value, signal: Value) 
         signal,
         core_dumped: Some(Value::Null),
         kill_requested: false,
+        group_killed: false,
         decision_log: "complete",
         written: Some(2),
         dropped: Some(0),
@@ -263,23 +269,42 @@ fn child_closing_stdout_but_running_is_killed_at_cleanup() {
     assert!(r.elapsed < Duration::from_secs(5));
 }
 
+/// SPEC §3 item 9, §3.1: the server is a process tree. A grandchild that holds the server's
+/// stdout after the server exited is a process of the server's group: the cleanup ends the
+/// group (one SIGKILL to it), the pipe closes, and the session is a healthy `client_closed`
+/// with the leader's own status, `assay_kill_requested` and `group_killed`.
 #[test]
-fn grandchild_holding_the_pipe_is_abandoned_as_proxy_error() {
+fn grandchild_holding_the_pipe_is_ended_with_the_group() {
     let (r, stop, d) = fault("grandchild", &[], &session());
     stop.expect("stop written");
-    r.expect_status(3);
-    // proxy_error: known loss, so the log is `incomplete` and the capture too.
+    r.expect_status(0);
     let mut e = ended("exited", json!(0), Value::Null);
-    e.session_end = "proxy_error";
-    e.decision_log = "incomplete";
-    e.verdict = 1;
+    e.kill_requested = true;
+    e.group_killed = true;
     assert_stop_record(&d.path().join("cap"), &e);
-    assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
+    // Before the client's SIGTERM (2 s after its end of input), as MCP hosts close.
+    assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
+}
+
+/// A descendant that left the group (`setsid`) holding the pipe: the command line is the
+/// subreaper of its sessions, so it is reparented to the wrapper and ended in the same window.
+/// The group itself had nothing left to kill: the record says so.
+#[test]
+fn a_descendant_that_left_the_group_is_ended_by_the_subreaper() {
+    let (r, stop, d) = fault("setsid-grandchild", &[], &session());
+    stop.expect("stop written");
+    r.expect_status(0);
+    assert_stop_record(
+        &d.path().join("cap"),
+        &ended("exited", json!(0), Value::Null),
+    );
+    let log = std::fs::read_to_string(d.path().join("cap/proxy-stderr.log")).unwrap();
     assert!(
-        r.stderr.contains("child exited with status 0"),
-        "{}",
+        log.contains("ended 1 process that had left the server's process group"),
+        "{log}\n{}",
         r.report()
     );
+    assert!(r.elapsed < Duration::from_secs(4), "{:?}", r.elapsed);
 }
 
 #[test]

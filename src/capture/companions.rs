@@ -188,7 +188,20 @@ pub(super) fn check_stop<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Opti
     f.opt_i32("exit_code");
     f.opt_i32("signal");
     f.opt_bool("core_dumped");
-    f.bool("assay_kill_requested");
+    let kill_requested = f.bool("assay_kill_requested");
+    // SPEC §4.3: a boolean when present (records written before it existed lack it); `true`
+    // claims other processes were alive at a kill attempt, so it needs one.
+    match data.get("group_killed") {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) if kill_requested != Some(false) => {}
+        Some(Value::Bool(true)) => {
+            f.bad(
+                "group_killed",
+                "is true while assay_kill_requested is false",
+            );
+        }
+        Some(_) => f.bad("group_killed", "is not a boolean"),
+    }
     f.one_of(
         "decision_log",
         &["complete", "incomplete", "temporary", "absent", "unknown"],

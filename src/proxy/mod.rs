@@ -418,6 +418,13 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         // behind holds it.
         tee.finish(Duration::from_secs(1));
     }
+    if run.cleanup.orphans_ended > 0 {
+        let n = run.cleanup.orphans_ended;
+        diag.say(&format!(
+            "ended {n} process{} that had left the server's process group (reparented to this process, its subreaper)",
+            if n == 1 { "" } else { "es" }
+        ));
+    }
     if run.idle_ended {
         diag.say(&format!(
             "the client closed its input and the server wrote nothing for {:.1} s with no request pending: treated as done",
@@ -770,6 +777,7 @@ fn settle_stop_data(
         signal: run.cleanup.status.signal,
         core_dumped: run.cleanup.status.core_dumped,
         assay_kill_requested: run.cleanup.kill_requested,
+        group_killed: run.cleanup.group_killed,
         decision_log,
         decision_events_written: accounting.as_ref().map(|a| a.written),
         decision_events_dropped: accounting.as_ref().map(|a| a.dropped),

@@ -115,7 +115,7 @@ impl ClientProgress {
 }
 
 const STALLED_CLIENT: &str = "the client accepted no output for 2 s after the server's output ended; the rest was not delivered";
-const GRANDCHILD: &str = "server output stayed open after the child ended (a grandchild holds the pipe?); worker abandoned";
+const GRANDCHILD: &str = "server output stayed open after the server's process group was ended (a process that left the group holds the pipe); worker abandoned";
 
 /// Waits for the session to end, drains, runs the bounded cleanup and settles the workers.
 pub(crate) fn run_workers(
@@ -197,10 +197,12 @@ pub(crate) fn run_workers(
     // when the drain already gave it that window after the child's exit, it gets no other. A
     // worker still delivering the bounded rest of a closed output to a client that keeps
     // reading is never abandoned.
-    let window_end = if drained.window_spent {
-        Instant::now()
-    } else if cleanup.kill_requested {
+    // After a group kill the pipe's last writers are gone (or going): the worker gets the
+    // window from the kill, whatever the drain spent before it.
+    let window_end = if cleanup.kill_requested {
         cleanup.window_start + KILL_POLL_BOUND
+    } else if drained.window_spent {
+        Instant::now()
     } else {
         Instant::now() + KILL_POLL_BOUND
     };
@@ -303,6 +305,9 @@ fn drain(
         if exited_at.is_none() && !matches!(child.try_wait(), Ok(None)) {
             exited_at = Some(now);
         }
+        // The leader exited while other processes of its group hold the pipe (a launcher's
+        // child): they get the same window, then the cleanup ends the group and the worker
+        // gets the window after that kill.
         if exited_at.is_some_and(|t| now >= t + KILL_POLL_BOUND) {
             drained.window_spent = true;
             return drained;

@@ -145,6 +145,10 @@ impl WrapOutcome {
         self.inner.stop.assay_kill_requested
     }
     #[getter]
+    fn group_killed(&self) -> bool {
+        self.inner.stop.group_killed
+    }
+    #[getter]
     fn decision_log<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.stop.decision_log)
     }

@@ -19,6 +19,8 @@ use super::exit;
 use super::messages::{Failure, eprint_assay};
 
 pub(crate) fn run(args: PinArgs) -> Result<ExitCode, Failure> {
+    // As `mcp wrap` (SPEC §3 item 9): a server's daemonized descendants end with it.
+    let _ = assay::become_subreaper();
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Failure::message(
             "--timeout must be a positive number of seconds",

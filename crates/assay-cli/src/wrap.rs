@@ -10,6 +10,14 @@ use super::messages::{Failure, eprint_assay};
 /// Runs the session; the status is the outcome's (SPEC §10). The outcome's diagnostics are
 /// printed here; a session that could not run is a [`Failure`].
 pub(crate) fn run(config: WrapConfig) -> Result<ExitCode, Failure> {
+    // SPEC §3 item 9: descendants of the server that leave its process group (a daemonizing
+    // server) are reparented to this process and ended with the session. Best effort: a kernel
+    // without the option (before 3.4) leaves them to init, as before.
+    if let Err(e) = assay::become_subreaper() {
+        eprint_assay(&format!(
+            "cannot become a child subreaper ({e}): a server process that leaves its process group may outlive this session"
+        ));
+    }
     let io = ClientIo::take_stdio().map_err(|error| Failure::Io {
         what: "cannot use stdin/stdout",
         error,

@@ -47,12 +47,12 @@ pub(super) fn refused(e: &io::Error) -> bool {
 }
 
 /// Blocks every signal in the calling thread until dropped.
-struct AllBlocked {
+pub(super) struct AllBlocked {
     old: libc::sigset_t,
 }
 
 impl AllBlocked {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         // SAFETY: sigfillset and pthread_sigmask write only the sets they are given and this
         // thread's mask; a zeroed sigset_t is a valid (empty) set to start from.
         unsafe {
@@ -73,7 +73,7 @@ impl Drop for AllBlocked {
 }
 
 /// Takes ownership of a pidfd the kernel wrote (`-1`: none).
-fn owned(fd: libc::c_int) -> Option<OwnedFd> {
+pub(super) fn owned(fd: libc::c_int) -> Option<OwnedFd> {
     // SAFETY: a non-negative `fd` was just created by the kernel for this spawn and nothing else
     // owns it.
     let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })?;
@@ -88,13 +88,13 @@ const STACK_BYTES: usize = 64 * 1024;
 
 /// The shared-memory child's stack: one private anonymous mapping with a guard page at the
 /// bottom.
-struct ChildStack {
+pub(super) struct ChildStack {
     base: *mut libc::c_void,
     len: usize,
 }
 
 impl ChildStack {
-    fn new() -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
             .ok()
@@ -124,7 +124,7 @@ impl ChildStack {
     }
 
     /// The initial stack pointer: the top of the mapping, 16-byte aligned (page aligned).
-    fn top(&self) -> *mut libc::c_void {
+    pub(super) fn top(&self) -> *mut libc::c_void {
         // SAFETY: one past the end of the mapping, which is where a stack starts.
         unsafe { self.base.cast::<u8>().add(self.len).cast() }
     }

@@ -15,7 +15,8 @@
 //!   reads this file);
 //! - calls only these libc functions, all async-signal-safe system-call wrappers: `read`,
 //!   `write`, `open`, `close`, `dup2`, `fcntl`, `sigaction`, `sigprocmask`, `prctl`, `getppid`,
-//!   `syscall` (`close_range`, `getdents64`), `execve`, `_exit`, and `__errno_location`.
+//!   `setpgid`, `syscall` (`close_range`, `getdents64`), `execve`, `_exit`, and
+//!   `__errno_location`.
 //!
 //! It never returns: it execs, or it writes `errno` to the error pipe (close-on-exec, so end of
 //! file there tells the parent the exec succeeded) and calls `_exit(127)`.
@@ -122,6 +123,13 @@ fn prepare_and_exec(args: &ChildArgs) -> c_int {
         // SAFETY: closes this process's copy of the write end.
         unsafe { libc::close(go_write) };
         wait_for_go(go_read);
+    }
+    // SPEC §3 item 9: the server is a process tree, in a process group of its own whose leader
+    // is this process; every signal the wrapper sends goes to the whole group. Done before
+    // anything else, so the parent finds the group in place when the spawn returns.
+    // SAFETY: setpgid(0, 0) only changes this process's process group.
+    if unsafe { libc::setpgid(0, 0) } != 0 {
+        return errno();
     }
     let mut target: c_int = 0;
     for &source in &args.stdio {
@@ -352,7 +360,7 @@ fn mark_records(listed: &[u8], dir: c_int, keep: c_int) {
 
 /// The descriptor number a `/proc/self/fd` entry names (decimal digits up to the NUL); `None`
 /// for `.`, `..` and anything else.
-fn descriptor_number(name: &[u8]) -> Option<c_int> {
+pub(super) fn descriptor_number(name: &[u8]) -> Option<c_int> {
     let mut n: c_int = 0;
     let mut digits = 0u32;
     for &b in name {

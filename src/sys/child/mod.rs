@@ -37,12 +37,16 @@
 
 mod activity;
 mod clone;
+pub(crate) mod group;
 mod in_child;
+pub(crate) mod orphans;
 mod process;
 mod program;
 mod spawn;
 #[cfg(test)]
 pub(crate) mod spawn_tests;
+mod watchdog;
+mod watchdog_code;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -92,7 +96,13 @@ pub(crate) fn observe(status: ExitStatus) -> ChildStatus {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cleanup {
     pub status: ChildStatus,
+    /// The wrapper sent the group kill (SPEC §4.3 `assay_kill_requested`).
     pub kill_requested: bool,
+    /// Processes of the server's group other than its leader (and the watchdog) still ran when
+    /// the kill attempt was made (SPEC §4.3 `group_killed`).
+    pub group_killed: bool,
+    /// Processes that had left the server's group and were ended by the subreaper (the CLI).
+    pub orphans_ended: usize,
     /// When the kill attempt was made (the start of the 2 s window), if it was.
     pub window_start: Instant,
 }
@@ -161,48 +171,132 @@ pub(crate) fn nap(d: Duration) {
     }
 }
 
-/// The bounded cleanup of SPEC §3.1.
+/// The bounded cleanup of SPEC §3.1, over the server's process group (§3 item 9): the
+/// leader's status is observed as before; whatever else of the group still runs is ended with
+/// one SIGKILL to the whole group, and the session waits (at most [`KILL_POLL_BOUND`] from the
+/// kill) until no process of the group is left. In a process that is the subreaper of its
+/// sessions (the CLI), descendants that left the group are ended in the same window.
 pub(crate) fn cleanup(child: &mut ServerProcess) -> Cleanup {
-    match poll_status(
+    let polled = poll_status(
         child,
         EXIT_GRACE,
         Duration::from_micros(20),
         Duration::from_millis(2),
-    ) {
-        Polled::Status(s) => {
-            return Cleanup {
-                status: observe(s),
-                kill_requested: false,
-                window_start: Instant::now(),
-            };
-        }
-        // SPEC §3.1: ECHILD → unknown, and never a kill: the PID may belong to another process.
+    );
+    let mut c = match polled {
+        Polled::Status(s) => after_leader_exit(child, observe(s)),
+        // SPEC §3.1: ECHILD → unknown, and never a kill by PID: the PID may belong to another
+        // process. The group's number is still ours while its watchdog runs, so the rest of the
+        // group is ended through it.
         Polled::Unobservable => {
-            return Cleanup {
-                status: ChildStatus::UNKNOWN,
-                kill_requested: false,
-                window_start: Instant::now(),
-            };
+            let mut c = kill_group(child, false);
+            c.status = ChildStatus::UNKNOWN;
+            c
         }
-        Polled::Running => {}
-    }
-    // One kill attempt. The child may exit concurrently; nothing claims the kill caused the exit,
-    // and an error from kill (already reaped, ESRCH) is not treated as anything but an attempt.
-    let _ = child.kill();
-    let window_start = Instant::now();
-    let status = match poll_status(
-        child,
-        KILL_POLL_BOUND,
-        KILL_POLL_INTERVAL,
-        KILL_POLL_INTERVAL,
-    ) {
-        Polled::Status(s) => observe(s),
-        Polled::Running | Polled::Unobservable => ChildStatus::UNKNOWN,
+        Polled::Running => kill_group(child, true),
     };
+    c.orphans_ended = orphans::end_all(c.window_start + KILL_POLL_BOUND);
+    c
+}
+
+/// The leader exited by itself: the rest of its group, if any runs, is ended.
+fn after_leader_exit(child: &mut ServerProcess, status: ChildStatus) -> Cleanup {
+    let quiet = Cleanup {
+        status,
+        kill_requested: false,
+        group_killed: false,
+        orphans_ended: 0,
+        window_start: Instant::now(),
+    };
+    let Some(pgid) = child.group_id() else {
+        return quiet;
+    };
+    // The watchdog is a member: without it, what is left of the group is exactly the rest of
+    // the server (group.rs on why the number stays ours meanwhile).
+    child.retire_watchdog();
+    group::reap_members(pgid);
+    if !group::has_members(pgid) {
+        return quiet;
+    }
+    // Something is left: zombies waiting for their reaper, or processes that still run.
+    if group::live_members(pgid, &[]) == Some(0) {
+        wait_group_empty(pgid, quiet.window_start + KILL_POLL_BOUND);
+        return quiet;
+    }
+    group::signal(pgid, libc::SIGKILL);
+    let window_start = Instant::now();
+    wait_group_empty(pgid, window_start + KILL_POLL_BOUND);
     Cleanup {
         status,
         kill_requested: true,
+        group_killed: true,
+        orphans_ended: 0,
         window_start,
+    }
+}
+
+/// One kill attempt (SIGKILL) for the whole group while its watchdog keeps the group's number
+/// ours; then the leader's status is polled for at most [`KILL_POLL_BOUND`] (when
+/// `observe_leader`), and the group waited for within the same window. When the leader's
+/// status can never be observed (`observe_leader` false: someone else reaped it), the group is
+/// killed only if a process of it other than the watchdog still runs.
+fn kill_group(child: &mut ServerProcess, observe_leader: bool) -> Cleanup {
+    let leader = libc::pid_t::try_from(child.id()).unwrap_or(0);
+    let (others, sent) = match (child.live_group(), child.watchdog_pid()) {
+        (Some(pgid), Some(dog)) => {
+            let others = group::live_members(pgid, &[leader, dog]).is_none_or(|n| n > 0);
+            let send = observe_leader || others;
+            (others, send && group::signal(pgid, libc::SIGKILL))
+        }
+        _ => (false, false),
+    };
+    // Without a group (or should the group kill fail), the leader through its own handle —
+    // never by PID once its status is unobservable.
+    if !sent && observe_leader {
+        let _ = child.kill();
+    }
+    let window_start = Instant::now();
+    let status = if observe_leader {
+        match poll_status(
+            child,
+            KILL_POLL_BOUND,
+            KILL_POLL_INTERVAL,
+            KILL_POLL_INTERVAL,
+        ) {
+            Polled::Status(s) => observe(s),
+            Polled::Running | Polled::Unobservable => ChildStatus::UNKNOWN,
+        }
+    } else {
+        ChildStatus::UNKNOWN
+    };
+    child.retire_watchdog();
+    if let Some(pgid) = child.group_id() {
+        wait_group_empty(pgid, window_start + KILL_POLL_BOUND);
+    }
+    Cleanup {
+        status,
+        kill_requested: sent || observe_leader,
+        group_killed: sent && others,
+        orphans_ended: 0,
+        window_start,
+    }
+}
+
+/// Waits (until `deadline`) until no process of the group runs, collecting the status of every
+/// member that is a child of this process (the leader's is collected already). A zombie is no
+/// running process: one whose parent ended waits for its reaper (init, or a host's subreaper),
+/// which may take its time; it keeps the group's number from reuse meanwhile.
+fn wait_group_empty(pgid: libc::pid_t, deadline: Instant) {
+    loop {
+        group::reap_members(pgid);
+        if !group::has_members(pgid) || group::live_members(pgid, &[]) == Some(0) {
+            return;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        nap(Duration::from_millis(2).min(deadline - now));
     }
 }
 

@@ -13,6 +13,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
+use super::watchdog::Watchdog;
 use crate::sys::signals::ForwardTarget;
 
 /// A server process this process spawned. Dropping it never waits and never kills (the
@@ -27,6 +28,9 @@ pub(crate) struct ServerProcess {
     /// The status was collected (the PID is no longer ours).
     reaped: bool,
     forward: Option<ForwardTarget>,
+    /// The server's process group (its ID is the leader's PID) and the watchdog that ends it if
+    /// the wrapper dies (SPEC §3 item 9); `None` only for a child that never exec'd.
+    group: Option<Watchdog>,
 }
 
 impl std::fmt::Debug for ServerProcess {
@@ -56,6 +60,48 @@ impl ServerProcess {
             status: None,
             reaped: false,
             forward: None,
+            group: None,
+        }
+    }
+
+    /// Starts the watchdog of the server's process group (the leader, this process, has
+    /// exec'd and is the group's leader).
+    pub(super) fn watch_group(&mut self) -> io::Result<()> {
+        self.group = Some(Watchdog::start(self.pid)?);
+        Ok(())
+    }
+
+    /// The server's process group ID, while the session keeps it in use (its watchdog has not
+    /// been retired).
+    pub(crate) fn live_group(&self) -> Option<libc::pid_t> {
+        self.group
+            .as_ref()
+            .filter(|w| !w.is_retired())
+            .map(|_| self.pid)
+    }
+
+    /// The process group ID (the leader's PID), whether or not it is still in use.
+    pub(crate) fn group_id(&self) -> Option<libc::pid_t> {
+        self.group.as_ref().map(|_| self.pid)
+    }
+
+    /// The watchdog's PID, while it runs.
+    pub(crate) fn watchdog_pid(&self) -> Option<libc::pid_t> {
+        self.group
+            .as_ref()
+            .filter(|w| !w.is_retired())
+            .map(Watchdog::pid)
+    }
+
+    /// Ends the group's watchdog (SIGKILL to it alone) after pointing the signal forwarding back
+    /// at the leader's handle: from here on the group's number is no longer kept in use by the
+    /// session.
+    pub(crate) fn retire_watchdog(&mut self) {
+        if let Some(t) = &self.forward {
+            t.clear_group();
+        }
+        if let Some(w) = self.group.as_mut() {
+            w.retire();
         }
     }
 
@@ -73,7 +119,11 @@ impl ServerProcess {
     /// Aims the signal forwarding of this session at the server (SPEC §3 item 9); the target is
     /// cleared before the server is reaped and before its pidfd is closed.
     pub(crate) fn forward_signals_to(&mut self, target: ForwardTarget) {
-        target.aim(self.pidfd.as_ref().map(AsRawFd::as_raw_fd), self.pid);
+        target.aim(
+            self.pidfd.as_ref().map(AsRawFd::as_raw_fd),
+            self.pid,
+            self.live_group(),
+        );
         self.forward = Some(target);
     }
 
@@ -170,6 +220,9 @@ impl Drop for ServerProcess {
         }
         if let Some(t) = self.forward.take() {
             t.clear();
+        }
+        if let Some(w) = self.group.as_mut() {
+            w.retire();
         }
     }
 }

@@ -140,10 +140,19 @@ fn start<A: AsRef<std::ffi::OsStr>>(
     // The child's ends (the error pipe's write end included) are closed here: from now on end
     // of file on the error pipe means the child exec'd.
     drop((stdin_child, stdout_child, stderr, report_write));
-    let child = ServerProcess::adopt(created.pid, created.pidfd);
+    let mut child = ServerProcess::adopt(created.pid, created.pidfd);
     if let Some(errno) = exec_error(report_read)? {
         child.reap_exited();
         return Err(io::Error::from_raw_os_error(errno));
+    }
+    // SPEC §3 item 9: the server's process group gets its watchdog before anything else can
+    // happen to the session. Without one the server does not run: it could outlive the wrapper.
+    if let Err(e) = child.watch_group() {
+        let _ = child.kill();
+        child.reap_exited();
+        return Err(io::Error::other(format!(
+            "cannot start the watchdog of the server's process group: {e}"
+        )));
     }
     drop(plan);
     Ok(Spawned {

@@ -42,6 +42,10 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 static TARGET_PIDFD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 static TARGET_PID: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+/// The server's process group, when the session aims at the whole group (SPEC §3 item 9): the
+/// signal goes to every process of it. Cleared before the group's watchdog, which keeps the
+/// number in use, is retired (child/group.rs).
+static TARGET_PGID: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 static RECEIVED: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 
 /// The process that installed the handler. A handler running in any other process runs in a
@@ -102,6 +106,16 @@ impl Drop for Locked {
 }
 
 fn send(slot: usize, sig: libc::c_int) {
+    let pgid = TARGET_PGID[slot].load(SeqCst);
+    if pgid > 1 {
+        // SAFETY: kill(2) is async-signal-safe and only reads its arguments; the group's number
+        // stays the server's while it is set (its watchdog, an unreaped child of ours, is a
+        // member until after the number is cleared).
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+        return;
+    }
     let fd = TARGET_PIDFD[slot].load(SeqCst);
     if fd >= 0 {
         // SAFETY: pidfd_send_signal only reads its arguments; a NULL siginfo sends the signal as
@@ -189,6 +203,7 @@ struct Claim {
 
 impl Claim {
     fn clear_target(&self) {
+        TARGET_PGID[self.slot].store(0, SeqCst);
         TARGET_PIDFD[self.slot].store(-1, SeqCst);
         TARGET_PID[self.slot].store(0, SeqCst);
         quiesce();
@@ -212,11 +227,17 @@ pub(crate) struct ForwardTarget {
 impl ForwardTarget {
     /// Points the forwarding at the server (`pidfd`, or `pid` where there is none), and forwards
     /// a signal that arrived before it had a target.
-    pub(crate) fn aim(&self, pidfd: Option<RawFd>, pid: libc::pid_t) {
+    ///
+    /// With `pgid` the signals go to the server's whole process group (SPEC §3 item 9), until
+    /// [`clear_group`](Self::clear_group); the leader's handle is the target after that.
+    pub(crate) fn aim(&self, pidfd: Option<RawFd>, pid: libc::pid_t, pgid: Option<libc::pid_t>) {
         let slot = self.claim.slot;
         match pidfd {
             Some(fd) => TARGET_PIDFD[slot].store(fd, SeqCst),
             None => TARGET_PID[slot].store(pid, SeqCst),
+        }
+        if let Some(pgid) = pgid {
+            TARGET_PGID[slot].store(pgid, SeqCst);
         }
         let early = RECEIVED[slot].load(SeqCst);
         if early != 0 {
@@ -228,6 +249,13 @@ impl ForwardTarget {
     /// target (so its pidfd may be closed, or its PID reaped).
     pub(crate) fn clear(&self) {
         self.claim.clear_target();
+    }
+
+    /// Signals go to the leader's handle only from here on; returns once no handler can still
+    /// be using the group's number (so the process that keeps it in use may be retired).
+    pub(crate) fn clear_group(&self) {
+        TARGET_PGID[self.claim.slot].store(0, SeqCst);
+        quiesce();
     }
 }
 
@@ -264,6 +292,7 @@ impl Forwarding {
             for slot in 0..SLOTS {
                 TARGET_PIDFD[slot].store(-1, SeqCst);
                 TARGET_PID[slot].store(0, SeqCst);
+                TARGET_PGID[slot].store(0, SeqCst);
                 RECEIVED[slot].store(0, SeqCst);
                 CLAIMED[slot].store(false, SeqCst);
             }

@@ -85,9 +85,10 @@ fn inner_storm() {
     assert!(sent > 100, "{sent} signals sent");
     assert!(forwarding.received() == Some(libc::SIGTERM));
     for v in &mut victims {
+        let st = v.child.try_wait().unwrap();
         assert!(
-            v.child.try_wait().unwrap().is_none(),
-            "a process that was never a target got a signal"
+            st.is_none(),
+            "a process that was never a target got a signal: {st:?}"
         );
         let c = cleanup(&mut v.child);
         assert_eq!(c.status.signal, Some(libc::SIGKILL));
