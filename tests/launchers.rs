@@ -444,15 +444,12 @@ fn check_stop(
     check("exit_code", e.exit_code.map(|c| json!(c)));
     check("signal", e.signal.map(|c| json!(c)));
     check("assay_kill_requested", e.kill_requested.map(|b| json!(b)));
-    // `group_killed` (issue 45) is checked where the record has it, until the core lands.
-    if s.get("group_killed").is_some() {
-        check("group_killed", e.group_killed.map(|b| json!(b)));
-        if !s["group_killed"].is_boolean() {
-            wrong.push(format!(
-                "group_killed is {}, want a boolean",
-                s["group_killed"]
-            ));
-        }
+    check("group_killed", e.group_killed.map(|b| json!(b)));
+    if !s["group_killed"].is_boolean() {
+        wrong.push(format!(
+            "group_killed is {}, want a boolean",
+            s["group_killed"]
+        ));
     }
     // SPEC §10: the exit status follows the observed status.
     if let Some(status) = status {
