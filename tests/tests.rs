@@ -23,6 +23,7 @@ mod hosts;
 mod hosts_per_server;
 mod input_files;
 mod interop;
+mod launchers;
 mod layering;
 mod lenient_fold;
 mod lifecycle;
