@@ -172,8 +172,8 @@ fn pins_state(pins: &assay::pins::Pins, listings: &[&assay::capture::ListingRow]
             if !seen.insert(r.name.clone()) {
                 continue;
             }
-            match r.reason_code.as_str() {
-                "P_TOOL_DRIFT" => c.changed.push(ChangedTool {
+            match assay::ReasonCode::parse(&r.reason_code) {
+                Some(assay::ReasonCode::P_TOOL_DRIFT) => c.changed.push(ChangedTool {
                     name: r.name.clone(),
                     pinned_sha256: pins
                         .get(&r.name)
@@ -181,7 +181,7 @@ fn pins_state(pins: &assay::pins::Pins, listings: &[&assay::capture::ListingRow]
                     listed_sha256: r.sha256.clone().unwrap_or_default(),
                     diff: String::new(),
                 }),
-                "P_TOOL_UNPINNED" => c.added.push(r.name.clone()),
+                Some(assay::ReasonCode::P_TOOL_UNPINNED) => c.added.push(r.name.clone()),
                 _ => {}
             }
         }
