@@ -277,7 +277,14 @@ fn run_case(l: &Launcher, ending: Ending) -> Result<(), String> {
     } else {
         AFTER_EXIT
     };
-    let left = marked.wait_gone(ended_at + bound);
+    let mut left = marked.wait_gone(ended_at + bound);
+    if ending == Ending::Sigkill {
+        // SPEC §3 item 9: a SIGKILL of the wrapper ends every process of the server's group
+        // (the watchdog); a descendant that left the group and the session (`setsid`) is
+        // reached only by the subreaper, which died with the wrapper (docs/decisions.md).
+        // `wait_gone` has killed it; what is left to judge is the group.
+        left.retain(|p| !p.left_the_session());
+    }
     let capture = one_capture(&capture_root)?;
     let verdict = verdict_of(&capture, ending)?;
     let record = check_stop(l, ending, sigterm_sent, &capture, wrapper_status)?;
@@ -633,10 +640,11 @@ fn npx_mcp_remote_streamable_http() {
         tool: "echo",
         arguments: MESSAGE,
         hidden: "get-env",
-        expect: |ending, sigterm_sent| match ending {
-            Ending::TsSdk | Ending::PythonSdk if !sigterm_sent => Expect::exited(0),
-            _ => Expect::default(),
-        },
+        // mcp-remote closes its HTTP session at stdin EOF before it exits: waiting on the
+        // network it uses no CPU, and on a loaded machine it may stay silent past the idle
+        // drain (SPEC §3 item 7), which then ends it (SIGKILL, `assay_kill_requested`). Either
+        // ending is a closed capture; the verdict and the tree are checked for every ending.
+        expect: |_, _| Expect::default(),
     });
 }
 

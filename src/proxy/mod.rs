@@ -412,7 +412,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         &cancel,
         client_bytes,
     )?;
-    let run = run_session(streams, recorder, &shared, &mut guard, &cancel, &plan)?;
+    let signals = forwarding.as_ref().map(|f| f.probe());
+    let run = run_session(
+        streams, recorder, &shared, &mut guard, &cancel, &plan, signals,
+    )?;
     if let Some(tee) = tee {
         // The server is reaped: its stderr reaches end of file now, unless a process it left
         // behind holds it.
@@ -683,6 +686,7 @@ fn run_session(
     guard: &mut ChildGuard,
     cancel: &Cancel,
     plan: &SessionPlan,
+    signals: Option<crate::sys::signals::SignalProbe>,
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
         reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
@@ -719,6 +723,7 @@ fn run_session(
         client_bytes: streams.client_bytes,
         server_stdout: streams.server_stdout_probe,
         threads,
+        signals,
     };
     let run = run_workers(&rx, child, cancel, plan, watch);
     // Cleaned up by run_workers: the guard has nothing left to do.

@@ -25,6 +25,7 @@ use super::shared::Shared;
 use super::workers::{Report, Worker, WorkerError};
 use crate::config::SessionPlan;
 use crate::sys::child::{self, KILL_POLL_BOUND};
+use crate::sys::signals::SignalProbe;
 
 pub(crate) struct RunResult {
     pub proxy_error: bool,
@@ -63,6 +64,8 @@ pub(crate) struct Watch {
     pub server_stdout: crate::sys::fork_close::Tracked<OwnedFd>,
     /// The worker threads, joined once they reported.
     pub threads: Vec<(Worker, JoinHandle<()>)>,
+    /// Whether a signal was forwarded to the server (with `forward_signals`).
+    pub signals: Option<SignalProbe>,
 }
 
 impl Watch {
@@ -85,6 +88,18 @@ impl Watch {
     /// earlier output to the client): the server is not idle, whatever the client's pace.
     fn server_output_waiting(&self) -> bool {
         self.server_stdout_events().contains(PollFlags::POLLIN)
+    }
+
+    /// SPEC §3 item 9: the host sent the wrapper a signal, it was forwarded to the server's
+    /// group, and the server's leader has ended; what still holds the server's output (a
+    /// launcher's child that trapped the signal, a daemon that left the group) is not waited
+    /// for: the session ends, and the cleanup ends the rest of the tree.
+    fn ended_by_signal(&self, child: &mut child::ServerProcess) -> bool {
+        self.signals
+            .as_ref()
+            .is_some_and(|s| s.received().is_some())
+            && !matches!(child.try_wait(), Ok(None))
+            && !self.server_output_closed()
     }
 }
 
@@ -150,6 +165,11 @@ pub(crate) fn run_workers(
                     if p.stalled(&watch, Instant::now()) {
                         state.abandon_output(STALLED_CLIENT);
                     }
+                } else if watch.ended_by_signal(child) {
+                    // Not an error: the host asked for the end. Both workers stop here.
+                    state.ended_by_session = true;
+                    cancel.cancel();
+                    break;
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
@@ -161,7 +181,10 @@ pub(crate) fn run_workers(
     // Phase 1b: the server's output ended first and the client output is closed. The client
     // closes its side (client_closed), or sends a line that cannot be forwarded (proxy_error),
     // or stays silent: after SERVER_EOF_GRACE the session ends without it.
-    if !state.proxy_error && state.pending.contains(&Worker::ClientToServer) {
+    if !state.proxy_error
+        && !state.ended_by_session
+        && state.pending.contains(&Worker::ClientToServer)
+    {
         let deadline = Instant::now() + SERVER_EOF_GRACE;
         while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
             let now = Instant::now();
@@ -318,6 +341,11 @@ fn drain(
         // means the child is gone.
         if exited_at.is_none() && !matches!(child.try_wait(), Ok(None)) {
             exited_at = Some(now);
+        }
+        // A forwarded signal ended the leader: the cleanup ends the rest now, and the worker
+        // gets the window after that kill.
+        if exited_at.is_some() && watch.ended_by_signal(child) {
+            return drained;
         }
         // The leader exited while other processes of its group hold the pipe (a launcher's
         // child): they get the same window, then the cleanup ends the group and the worker

@@ -112,6 +112,12 @@ impl Proc {
         })
     }
 
+    /// A session leader of its own (`setsid`): it left the server's process group and the
+    /// wrapper's session.
+    pub(super) fn left_the_session(&self) -> bool {
+        self.session == self.pid
+    }
+
     /// One line per process: pid, parent, group, session, state, command line.
     pub(super) fn describe(procs: &[Proc]) -> String {
         procs

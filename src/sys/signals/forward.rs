@@ -323,10 +323,34 @@ impl Forwarding {
 
     /// The last forwarded signal, if any arrived.
     pub(crate) fn received(&self) -> Option<i32> {
-        match RECEIVED[self.claim.slot].load(SeqCst) {
-            0 => None,
-            s => Some(s),
+        received(&self.claim)
+    }
+
+    /// A handle the session's end watches: whether a signal was forwarded (SPEC §3 item 9: the
+    /// session then ends).
+    pub(crate) fn probe(&self) -> SignalProbe {
+        SignalProbe {
+            claim: self.claim.clone(),
         }
+    }
+}
+
+/// Whether a forwarded signal arrived in one session (see [`Forwarding::probe`]).
+pub(crate) struct SignalProbe {
+    claim: Arc<Claim>,
+}
+
+impl SignalProbe {
+    /// The last forwarded signal, if any arrived.
+    pub(crate) fn received(&self) -> Option<i32> {
+        received(&self.claim)
+    }
+}
+
+fn received(claim: &Claim) -> Option<i32> {
+    match RECEIVED[claim.slot].load(SeqCst) {
+        0 => None,
+        s => Some(s),
     }
 }
 

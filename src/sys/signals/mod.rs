@@ -7,7 +7,7 @@
 mod forward;
 mod mask;
 
-pub(crate) use forward::{ForwardTarget, Forwarding, InstallError};
+pub(crate) use forward::{ForwardTarget, Forwarding, InstallError, SignalProbe};
 pub(crate) use mask::{ThreadMask, block_write_signals_in_this_thread};
 #[cfg(test)]
 mod forward_tests;
