@@ -180,7 +180,8 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
 
 /// SPEC §3 item 6 and §5: replacing a maximal answer to `tools/list` (hiding on) stays within
 /// 4× `max_line_bytes` — a list of non-tools, more tools than a listing event records (removed or
-/// kept), a batch of answers of which only the first was asked for.
+/// kept), a batch of answers of which only the first was asked for, a batch of notifications
+/// that loses its one answer to nobody, a batch the strict rules refuse.
 #[test]
 fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
     let dir = tempdir();
@@ -198,6 +199,8 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
         ("refused", "error"),
         ("kept", "error"),
         ("batch", "errors"),
+        ("batch-kept", "trimmed"),
+        ("batch-unreadable", "error"),
     ] {
         let args = wrap_args(
             &["--policy", &policy.display().to_string()],
@@ -222,6 +225,15 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
                     "{head}"
                 );
                 assert!(out < 300, "{out}");
+            }
+            "trimmed" => {
+                assert!(
+                    head.starts_with(r#"[{"id":1,"result":{"tools":[]}},{"method":"x"},"#),
+                    "{head}"
+                );
+                assert!(tail.ends_with(",{\"method\":\"x\"}]\n"), "{tail}");
+                // Everything but the answer to nobody.
+                assert!(out > MAX_LINE - 100 && out < MAX_LINE, "{out}");
             }
             _ => {
                 assert!(

@@ -106,6 +106,7 @@ fn strict_line(line: &[u8]) -> bool {
 }
 
 /// One message of a walked line.
+#[derive(Clone, Copy)]
 struct Message {
     start: usize,
     end: usize,
@@ -113,82 +114,103 @@ struct Message {
     response: Option<Option<(usize, usize)>>,
 }
 
-/// The messages of a line, as the walk reads them; `None` when the strict rules refuse it.
-fn messages(text: &str) -> Option<(Vec<Message>, bool)> {
-    struct Collect {
+/// Walks `text` with the strict rules, handing each of its messages to `each` as it is read
+/// (nothing is collected: a batch holds up to one message per few bytes of the line, SPEC §3
+/// item 6). `None` when the strict rules refuse the line — `each` may have seen some of its
+/// messages by then.
+fn each_message(text: &str, each: impl FnMut(&Message)) -> Option<()> {
+    struct Each<F> {
         base: usize,
-        list: Vec<Message>,
+        each: F,
     }
-    impl<'a> Hooks<'a> for Collect {
+    impl<'a, F: FnMut(&Message)> Hooks<'a> for Each<F> {
         fn message(&mut self, m: &MessageInfo<'a>) {
             let id = m.id.map(|id| {
                 let start = (id.as_ptr() as usize).saturating_sub(self.base);
                 (start, start + id.len())
             });
-            self.list.push(Message {
+            (self.each)(&Message {
                 start: m.start,
                 end: m.end,
                 response: (m.has_result || m.has_error).then_some(id),
             });
         }
     }
-    let mut c = Collect {
+    let mut e = Each {
         base: text.as_ptr() as usize,
-        list: Vec::new(),
+        each,
     };
-    walk::walk(text, &mut c).ok()?;
-    let batch = text
-        .trim_start_matches([' ', '\t', '\r', '\n'])
-        .starts_with('[');
-    Some((c.list, batch))
+    walk::walk(text, &mut e).ok()
 }
 
 /// The walked reading of a line; `None` when the strict rules refuse it.
+///
+/// A line that is not a batch holds at most one message, read in one walk. A batch is walked
+/// twice, holding nothing per element: once to know the strict rules take all of it (a client
+/// reads a batch all or nothing, and no answer may be taken from the pending requests before
+/// that is known: a refused line is read tolerantly, against the same pending requests), once
+/// to take the answers of its responses in order and copy the elements that stay.
 fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> {
-    let (list, batch) = messages(text)?;
+    let batch = text
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .starts_with('[');
     let mut answers = LineAnswers::read(Some(true));
-    let mut keep = Vec::with_capacity(list.len());
-    let mut unsolicited = 0;
-    for m in &list {
-        let kept = match m.response {
-            None => true,
-            Some(id) => {
-                let answer = id.and_then(|(s, e)| {
-                    let id = text.get(s..e)?;
-                    pending.answer(id).map(|a| (id, a))
-                });
-                match answer {
-                    Some((id, a)) => {
-                        answers.push(id, a);
-                        true
-                    }
-                    None => {
-                        unsolicited += 1;
-                        false
-                    }
-                }
-            }
+    // Whether message `m` stays: it is no response, or it answers a pending request.
+    let answer = |m: &Message, answers: &mut LineAnswers| match m.response {
+        None => true,
+        Some(id) => {
+            let answered = id.and_then(|(s, e)| {
+                let id = text.get(s..e)?;
+                pending.answer(id).map(|a| (id, a))
+            });
+            answered.map(|(id, a)| answers.push(id, a)).is_some()
+        }
+    };
+    if !batch {
+        let mut only = None;
+        each_message(text, |m| only = Some(*m))?;
+        let unsolicited = match only {
+            Some(m) if !answer(&m, &mut answers) => 1,
+            _ => 0,
         };
-        keep.push(kept);
+        let gate = if unsolicited == 0 {
+            Gate::Forward(answers)
+        } else {
+            Gate::Drop
+        };
+        return Some(Judged { gate, unsolicited });
     }
+    let mut responses = false;
+    each_message(text, |m| responses |= m.response.is_some())?;
+    if !responses {
+        return Some(Judged {
+            gate: Gate::Forward(answers),
+            unsolicited: 0,
+        });
+    }
+    // The batch without its unsolicited elements, the others byte-exact. The copy is made as
+    // the elements are read (whether it is needed is known at the end); its pages are touched
+    // only as far as it is written.
+    let mut out = Vec::with_capacity(line.len());
+    out.push(b'[');
+    let (mut kept, mut unsolicited) = (0usize, 0usize);
+    // The same walk again: it reads the line as the first one did.
+    each_message(text, |m| {
+        if answer(m, &mut answers) {
+            if kept > 0 {
+                out.push(b',');
+            }
+            kept += 1;
+            out.extend_from_slice(text.get(m.start..m.end).unwrap_or("").as_bytes());
+        } else {
+            unsolicited += 1;
+        }
+    })?;
     let gate = if unsolicited == 0 {
         Gate::Forward(answers)
-    } else if !batch || !keep.contains(&true) {
+    } else if kept == 0 {
         Gate::Drop
     } else {
-        // The batch without its unsolicited elements, the others byte-exact.
-        let mut out = Vec::with_capacity(line.len());
-        out.push(b'[');
-        let mut first = true;
-        for (m, kept) in list.iter().zip(&keep) {
-            if *kept {
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.extend_from_slice(text.get(m.start..m.end).unwrap_or("").as_bytes());
-            }
-        }
         out.push(b']');
         if line.ends_with(b"\n") {
             out.push(b'\n');
@@ -198,37 +220,38 @@ fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> 
     Some(Judged { gate, unsolicited })
 }
 
-/// The tolerant reading of a line the strict rules refuse.
+/// The tolerant reading of a line the strict rules refuse. It is read twice, holding nothing
+/// per message (SPEC §3 item 6): once to know whether every response in it answers a pending
+/// request, once to take the answers.
 fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
-    let found = unreadable::messages(line);
-    let responses: Vec<Option<&str>> = found.iter().filter(|m| m.answer).map(|m| m.id).collect();
-    let all_answer = responses
-        .iter()
-        .all(|id| id.is_some_and(|id| pending.would_answer(id)));
+    let mut all_answer = true;
+    each_response(line, |id| {
+        all_answer = all_answer && id.is_some_and(|id| pending.would_answer(id));
+    });
     if all_answer {
         let mut answers = LineAnswers::read(Some(false));
-        for id in responses.into_iter().flatten() {
-            if let Some(a) = pending.answer(id) {
+        each_response(line, |id| {
+            if let Some((id, a)) = id.and_then(|id| pending.answer(id).map(|a| (id, a))) {
                 answers.push(id, a);
             }
-        }
+        });
         return Judged {
             gate: Gate::Forward(answers),
             unsolicited: 0,
         };
     }
-    // Something unsolicited: nothing of the line passes; the requests it answered get errors.
+    // Something unsolicited: nothing of the line passes; the requests it answered get errors
+    // (at most one per pending request).
+    const WITHHELD: &str = "server line withheld: it cannot be read strictly and holds a response to no pending request";
     let mut errors = Vec::new();
     let mut unsolicited = 0;
-    for id in &responses {
-        match id.and_then(|id| pending.answer(id)) {
-            Some(a) => errors.push(super::tools_list::candidates::withheld_error(
-                Some(&a.spelling),
-                "server line withheld: it cannot be read strictly and holds a response to no pending request",
-            )),
-            None => unsolicited += 1,
-        }
-    }
+    each_response(line, |id| match id.and_then(|id| pending.answer(id)) {
+        Some(a) => errors.push(super::tools_list::candidates::withheld_error(
+            Some(&a.spelling),
+            WITHHELD,
+        )),
+        None => unsolicited += 1,
+    });
     let gate = match errors.len() {
         0 => Gate::Drop,
         1 => {
@@ -249,6 +272,16 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
         }
     };
     Judged { gate, unsolicited }
+}
+
+/// The id of each response the tolerant reading finds in `line`, in order (`None`: its id
+/// cannot be read), handed to `each` as it is read.
+fn each_response<'a>(line: &'a [u8], mut each: impl FnMut(Option<&'a str>)) {
+    unreadable::each_message(line, |m| {
+        if m.answer {
+            each(m.id);
+        }
+    });
 }
 
 /// What a glance at a line tells.

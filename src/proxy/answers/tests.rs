@@ -228,12 +228,14 @@ fn json() -> impl Strategy<Value = String> {
 fn responses(line: &[u8]) -> Vec<Option<String>> {
     if let Ok(text) = std::str::from_utf8(line) {
         if strict_line(line) {
-            if let Some((list, _)) = messages(text) {
-                return list
-                    .iter()
-                    .filter_map(|m| m.response)
-                    .map(|id| id.map(|(s, e)| text[s..e].to_string()))
-                    .collect();
+            let mut found = Vec::new();
+            let read = each_message(text, |m| {
+                if let Some(id) = m.response {
+                    found.push(id.map(|(s, e)| text[s..e].to_string()));
+                }
+            });
+            if read.is_some() {
+                return found;
             }
         }
     }

@@ -26,15 +26,22 @@ pub(crate) struct Tolerated<'a> {
 /// stream decoder such as Go's `json.Decoder` reads `{…}{…}` as two messages). Bounded by the
 /// line: at most one entry per top-level element.
 pub(crate) fn messages(line: &[u8]) -> Vec<Tolerated<'_>> {
-    let mut t = Tolerant { b: line, i: 0 };
     let mut out = Vec::new();
+    each_message(line, |m| out.push(m));
+    out
+}
+
+/// The messages [`messages`] finds, handed to `each` as they are read, in order: nothing is
+/// collected (a batch holds up to one message per few bytes of the line, SPEC §3 item 6).
+pub(crate) fn each_message<'a>(line: &'a [u8], mut each: impl FnMut(Tolerated<'a>)) {
+    let mut t = Tolerant { b: line, i: 0 };
     loop {
         t.ws();
         let before = t.i;
         match t.peek() {
             Some(b'{') => {
                 if let Some(m) = t.object_id() {
-                    out.push(m);
+                    each(m);
                 }
             }
             Some(b'[') => {
@@ -45,7 +52,7 @@ pub(crate) fn messages(line: &[u8]) -> Vec<Tolerated<'_>> {
                     match t.peek() {
                         Some(b'{') => {
                             if let Some(m) = t.object_id() {
-                                out.push(m);
+                                each(m);
                             }
                         }
                         Some(b']') => {
@@ -80,7 +87,6 @@ pub(crate) fn messages(line: &[u8]) -> Vec<Tolerated<'_>> {
             t.i += 1;
         }
     }
-    out
 }
 
 /// The raw id text of every message of `line` with an id member (see [`messages`]).
