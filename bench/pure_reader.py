@@ -53,6 +53,32 @@ POLICY_CODES = {
     "P_LIMIT_PER_TOOL", "P_REPEATED_CALL",
 }
 
+# Which codes each event type carries (SPEC §4.1a; the Rust reader's table is `Carrier` in
+# src/reason_code.rs, python/tests/test_pure_reader.py holds the two together).
+TOOL_DECISION_CODES = {
+    "P_POLICY_ALLOW", "P_TOOL_DENIED", "P_TOOL_NOT_ALLOWED", "P_ARG_CONSTRAINT", "P_ARG_SCHEMA",
+    "P_MALFORMED", "P_BATCH_REFUSED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT", "P_TOOL_UNLISTED",
+    "P_LIMIT_TOOL_CALLS", "P_LIMIT_PER_TOOL", "P_REPEATED_CALL",
+}
+MCP_DECISION_CODES = {
+    "P_POLICY_ALLOW", "P_MALFORMED", "P_BATCH_REFUSED", "P_RESOURCE_DENIED",
+    "P_RESOURCE_NOT_ALLOWED", "P_PROMPT_DENIED", "P_PROMPT_NOT_ALLOWED", "P_CLIENT_FEATURE_DENIED",
+}
+_TOOLS_REMOVED = {"P_TOOL_DENIED", "P_TOOL_NOT_ALLOWED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT"}
+_RESOURCES_REMOVED = {"P_RESOURCE_DENIED", "P_RESOURCE_NOT_ALLOWED"}
+_INSTRUCTIONS_REMOVED = {"P_INSTRUCTIONS_DRIFT"}
+# A listing's `method` and the codes its removals can carry; a listing without `method` (written
+# before listings named it) may remove anything a named list can.
+LISTING_REMOVAL_CODES = {
+    "tools/list": _TOOLS_REMOVED,
+    "resources/list": _RESOURCES_REMOVED,
+    "resources/templates/list": _RESOURCES_REMOVED,
+    "prompts/list": {"P_PROMPT_DENIED", "P_PROMPT_NOT_ALLOWED"},
+    "initialize": _INSTRUCTIONS_REMOVED,
+    "server/discover": _INSTRUCTIONS_REMOVED,
+}
+ANY_LIST_REMOVAL_CODES = set().union(*LISTING_REMOVAL_CODES.values())
+
 HEX64 = re.compile(r"[0-9a-f]{64}")
 SESSION_ID = re.compile(r"[0-9a-f]{32}")
 UTC_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?Z")
@@ -462,6 +488,8 @@ def decision_line_problems(i, line, expect):
         out.append(("schema_mismatch", "data.arguments and data.arguments_truncated go together"))
     if (d["decision"] == "allow") != (d["reason_code"] == "P_POLICY_ALLOW"):
         out.append(("schema_mismatch", "decision allow goes with P_POLICY_ALLOW only"))
+    if d["reason_code"] not in TOOL_DECISION_CODES:
+        out.append(("schema_mismatch", f"a tool decision does not carry {d['reason_code']}"))
     if d["seq"] != i:
         out.append(("count_mismatch", f"seq {d['seq']} where {i} was expected"))
     sid = expect["session_id"] or d["session_id"]
@@ -556,6 +584,7 @@ def listing_line_problems(i, ev, expect):
         and all(isinstance(t, dict) and _is_str(t.get("name")) and "sha256" in t and _nullable_str(t["sha256"])
                 and _is_str(t.get("reason_code")) and t["reason_code"] in POLICY_CODES for t in d["removed"])
         and isinstance(d["replaced_by_error"], bool)
+        and ("method" not in d or _is_str(d["method"]))
     )
     if not typed:
         return [("schema_mismatch", "a listing field has the wrong type or value")]
@@ -566,6 +595,17 @@ def listing_line_problems(i, ev, expect):
         out.append(("schema_mismatch", "a data.removed sha256 is not 64 hex or null"))
     if any(t["reason_code"] == "P_POLICY_ALLOW" for t in d["removed"]):
         out.append(("schema_mismatch", "a data.removed reason_code is P_POLICY_ALLOW"))
+    method = d.get("method")
+    if method is None:
+        carried = ANY_LIST_REMOVAL_CODES
+    elif method in LISTING_REMOVAL_CODES:
+        carried = LISTING_REMOVAL_CODES[method]
+    else:
+        carried = None
+        out.append(("schema_mismatch", "data.method is not a method a listing answers"))
+    if carried is not None and any(t["reason_code"] != "P_POLICY_ALLOW" and t["reason_code"] not in carried
+                                   for t in d["removed"]):
+        out.append(("schema_mismatch", "a data.removed reason_code is not one this list carries"))
     return out
 
 
@@ -593,6 +633,8 @@ def mcp_line_problems(i, ev, expect):
         out.append(("schema_mismatch", "data.params_sha256 is not 64 hex or null"))
     if (d["decision"] == "allow") != (d["reason_code"] == "P_POLICY_ALLOW"):
         out.append(("schema_mismatch", "decision allow goes with P_POLICY_ALLOW only"))
+    if d["reason_code"] not in MCP_DECISION_CODES:
+        out.append(("schema_mismatch", f"an MCP decision does not carry {d['reason_code']}"))
     return out
 
 

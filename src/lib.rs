@@ -64,5 +64,6 @@ pub use config::WrapConfig;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};
+pub use reason_code::Carrier;
 pub use sys::child::orphans::become_subreaper;
 pub use sys::restore_default_sigchld;

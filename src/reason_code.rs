@@ -86,6 +86,103 @@ reason_codes! {
     P_REPEATED_CALL,
 }
 
+/// Where a reason code is written (SPEC §4.1, §4.1a): each event type, and each list a listing
+/// event can remove entries from. [`ReasonCode::carried_by`] is the one table of which codes
+/// each can carry; the writers only write those, and both capture readers refuse any other (an
+/// edited capture claiming, say, a `tools/call` denied for instructions drift is not `closed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Carrier {
+    /// An `assay.tool.decision` (a `tools/call`).
+    ToolDecision,
+    /// An `assay.mcp.decision` (another governed method, either direction).
+    McpDecision,
+    /// A `removed` entry of an `assay.tool.listing` of a `tools/list` answer.
+    ToolsList,
+    /// ... of a `resources/list` or `resources/templates/list` answer.
+    ResourcesList,
+    /// ... of a `prompts/list` answer.
+    PromptsList,
+    /// ... of an `initialize` or `server/discover` answer: the pinned `instructions`.
+    Instructions,
+    /// ... of a listing written before listing events named their `method`: any list.
+    AnyList,
+}
+
+impl Carrier {
+    /// The methods a listing event names (`data.method`, SPEC §4.1a), each with the carrier of
+    /// its removals.
+    pub const LISTING_METHODS: &'static [(&'static str, Carrier)] = &[
+        ("tools/list", Carrier::ToolsList),
+        ("resources/list", Carrier::ResourcesList),
+        ("resources/templates/list", Carrier::ResourcesList),
+        ("prompts/list", Carrier::PromptsList),
+        ("initialize", Carrier::Instructions),
+        ("server/discover", Carrier::Instructions),
+    ];
+
+    /// The carrier of a listing's removals: by its `method`, [`Carrier::AnyList`] when it names
+    /// none (an older capture), `None` when it names a method no listing is written for.
+    pub fn of_listing(method: Option<&str>) -> Option<Carrier> {
+        match method {
+            None => Some(Carrier::AnyList),
+            Some(m) => Self::LISTING_METHODS
+                .iter()
+                .find(|(name, _)| *name == m)
+                .map(|(_, c)| *c),
+        }
+    }
+}
+
+impl ReasonCode {
+    /// Whether an event of `carrier` can carry this code (the table of [`Carrier`]).
+    pub fn carried_by(self, carrier: Carrier) -> bool {
+        use Carrier as C;
+        use ReasonCode as R;
+        let tool_list_removal = matches!(
+            self,
+            R::P_TOOL_DENIED | R::P_TOOL_NOT_ALLOWED | R::P_TOOL_UNPINNED | R::P_TOOL_DRIFT
+        );
+        let resource = matches!(self, R::P_RESOURCE_DENIED | R::P_RESOURCE_NOT_ALLOWED);
+        let prompt = matches!(self, R::P_PROMPT_DENIED | R::P_PROMPT_NOT_ALLOWED);
+        match carrier {
+            C::ToolDecision => matches!(
+                self,
+                R::P_POLICY_ALLOW
+                    | R::P_TOOL_DENIED
+                    | R::P_TOOL_NOT_ALLOWED
+                    | R::P_ARG_CONSTRAINT
+                    | R::P_ARG_SCHEMA
+                    | R::P_MALFORMED
+                    | R::P_BATCH_REFUSED
+                    | R::P_TOOL_UNPINNED
+                    | R::P_TOOL_DRIFT
+                    | R::P_TOOL_UNLISTED
+                    | R::P_LIMIT_TOOL_CALLS
+                    | R::P_LIMIT_PER_TOOL
+                    | R::P_REPEATED_CALL
+            ),
+            C::McpDecision => {
+                resource
+                    || prompt
+                    || matches!(
+                        self,
+                        R::P_POLICY_ALLOW
+                            | R::P_MALFORMED
+                            | R::P_BATCH_REFUSED
+                            | R::P_CLIENT_FEATURE_DENIED
+                    )
+            }
+            C::ToolsList => tool_list_removal,
+            C::ResourcesList => resource,
+            C::PromptsList => prompt,
+            C::Instructions => self == R::P_INSTRUCTIONS_DRIFT,
+            C::AnyList => {
+                tool_list_removal || resource || prompt || self == R::P_INSTRUCTIONS_DRIFT
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for ReasonCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -128,6 +225,42 @@ mod tests {
             assert!(ReasonCode::parse(s).is_some(), "{s} missing");
         }
         assert_eq!(ReasonCode::ALL.len(), spec.split_whitespace().count());
+    }
+
+    /// Every code is carried by some event type; no removal is an allow; a listing that names
+    /// no method accepts exactly what the named lists accept between them.
+    #[test]
+    fn every_code_has_a_carrier_and_the_lists_add_up() {
+        use super::Carrier;
+        let all = [
+            Carrier::ToolDecision,
+            Carrier::McpDecision,
+            Carrier::ToolsList,
+            Carrier::ResourcesList,
+            Carrier::PromptsList,
+            Carrier::Instructions,
+        ];
+        for &code in ReasonCode::ALL {
+            assert!(
+                all.iter().any(|&c| code.carried_by(c)),
+                "{code} has no carrier"
+            );
+            let named = Carrier::LISTING_METHODS
+                .iter()
+                .any(|(_, c)| code.carried_by(*c));
+            assert_eq!(code.carried_by(Carrier::AnyList), named, "{code}");
+        }
+        assert!(!ReasonCode::P_POLICY_ALLOW.carried_by(Carrier::AnyList));
+        assert!(!ReasonCode::P_INSTRUCTIONS_DRIFT.carried_by(Carrier::ToolDecision));
+        assert!(!ReasonCode::P_ARG_SCHEMA.carried_by(Carrier::McpDecision));
+        assert!(!ReasonCode::P_PROMPT_DENIED.carried_by(Carrier::ToolsList));
+        assert_eq!(Carrier::of_listing(None), Some(Carrier::AnyList));
+        assert_eq!(
+            Carrier::of_listing(Some("prompts/list")),
+            Some(Carrier::PromptsList)
+        );
+        assert_eq!(Carrier::of_listing(Some("tools/call")), None);
+        assert_eq!(Carrier::of_listing(Some("Tools/list")), None);
     }
 
     /// The library code of a source file: without its `#[cfg(test)]` module (at the end) and

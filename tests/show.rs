@@ -442,7 +442,13 @@ fn show_lists_the_listings_and_other_governed_methods() {
         .find(|l| l.trim_start().starts_with(&format!("{n} ")) && l.contains(" 7 "))
         .unwrap_or_else(|| panic!("no listing row: {out}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[2..], ["7", "2", "2"], "{out}");
+    // A listing written before listings named their list reads as a tools/list result.
+    assert_eq!(cells[2..], ["tools/list", "7", "2", "2"], "{out}");
+    // Each entry shown is named, with the start of its digest.
+    assert!(
+        out.contains(&format!("  - seq {n}: shown echo (sha256 ")),
+        "{out}"
+    );
     assert!(
         out.contains(&format!(
             "  - seq {n}: removed ev\\u{{1b}}[2Jil\\u{{202e}} (P_TOOL_DRIFT)"

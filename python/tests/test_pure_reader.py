@@ -232,6 +232,50 @@ def test_policy_codes_are_the_one_homes(root: Path, pure: Any) -> None:
     assert pure.POLICY_CODES == listed
 
 
+def _carrier_line(kind: str, code: str) -> Callable[[int, int], bytes]:
+    """Line 1 of a small log carries `code` in an event of `kind` (`tool`, `mcp`, or a listing's
+    method); the other lines are plain tool decisions."""
+    def line(seq: int, pad: int) -> bytes:
+        if seq != 1:
+            return decision(seq, pad)
+        verdict = "allow" if code == "P_POLICY_ALLOW" else "deny"
+        if kind == "tool":
+            ev = json.loads(decision(seq, pad))
+            ev["data"].update({"decision": verdict, "reason_code": code})
+        elif kind == "mcp":
+            ev = json.loads(other_event(2, pad))
+            ev["id"] = f"evt_decision_{SID}_{seq}"
+            ev["data"].update({"seq": seq, "decision": verdict, "reason_code": code})
+        else:
+            ev = json.loads(other_event(1, pad))
+            ev["data"]["method"] = kind
+            ev["data"]["removed"] = [{"name": "x", "sha256": None, "reason_code": code}]
+        return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+    return line
+
+
+def test_reason_codes_per_event_type_agree_with_the_rust_reader(tmp_path: Path, assay_bin: Path, pure: Any) -> None:
+    """SPEC §4.1a: which codes each event type (and each listing's list) carries. The pure
+    reader's table is `Carrier`'s in src/reason_code.rs: every code in every carrier is read by
+    both readers, and both close exactly the captures the table allows."""
+    kinds = {"tool": pure.TOOL_DECISION_CODES, "mcp": pure.MCP_DECISION_CODES}
+    kinds.update(pure.LISTING_REMOVAL_CODES)
+    n = 0
+    for kind, carried in kinds.items():
+        for code in sorted(pure.POLICY_CODES):
+            if kind in pure.LISTING_REMOVAL_CODES and code == "P_POLICY_ALLOW":
+                continue
+            d = tmp_path / f"c{n}"
+            n += 1
+            write_capture(d, decisions=3, pad=0, line=_carrier_line(kind, code))
+            rust = rust_verdict(assay_bin, d)
+            py = pure.read_capture(str(d))
+            want = "closed" if code in carried else "unknown"
+            assert rust["closure"] == py["closure"] == want, (kind, code, rust["reasons"], py["reasons"])
+    # Every code has some carrier.
+    assert set().union(*kinds.values()) | {"P_POLICY_ALLOW"} == pure.POLICY_CODES
+
+
 OTHER_EVENT_CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
     "listing_shown_digest": edit("decisions.ndjson", b'"shown":[{"name":"read_file","sha256":"',
                                  b'"shown":[{"name":"read_file","sha256":"X'),
@@ -252,6 +296,15 @@ OTHER_EVENT_CORRUPTIONS: Dict[str, Callable[[Path], None]] = {
     "context_governed_number": edit("session-context.json", b'"resources"', b'7'),
     "context_record_arguments_string": edit("session-context.json", b'"record_arguments": true',
                                             b'"record_arguments": "true"'),
+    # Reason codes per event type (SPEC §4.1a: `Carrier` in src/reason_code.rs).
+    "listing_method_unknown": edit("decisions.ndjson", b'"request_id":"5"', b'"method":"tools/call","request_id":"5"'),
+    "listing_method_number": edit("decisions.ndjson", b'"request_id":"5"', b'"method":5,"request_id":"5"'),
+    "listing_method_null": edit("decisions.ndjson", b'"request_id":"5"', b'"method":null,"request_id":"5"'),
+    "listing_method_wrong_list": edit("decisions.ndjson", b'"request_id":"5"', b'"method":"prompts/list","request_id":"5"'),
+    "mcp_tool_only_code": edit("decisions.ndjson", b'"decision":"deny","reason_code":"P_RESOURCE_DENIED"',
+                               b'"decision":"deny","reason_code":"P_ARG_SCHEMA"'),
+    "tool_decision_instructions_code": edit("decisions.ndjson", b'"decision":"deny","reason_code":"P_TOOL_DENIED"',
+                                            b'"decision":"deny","reason_code":"P_INSTRUCTIONS_DRIFT"'),
     "mcp_not_enforced": edit("decisions.ndjson", b'"enforced":true,"policy_sha256":"' + POLICY_SHA.encode() + b'","params',
                              b'"enforced":false,"policy_sha256":"' + POLICY_SHA.encode() + b'","params'),
 }

@@ -258,6 +258,10 @@ pub(super) struct ListingData<'a> {
     #[serde(borrow)]
     pub(super) session_id: JStr<'a>,
     pub(super) seq: u64,
+    /// The method of the request the listing answers; absent in listings written before
+    /// listings named it (then a `tools/list` answer or the instructions), never null.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(super) method: Option<JStr<'a>>,
     #[serde(borrow)]
     pub(super) request_id: JStr<'a>,
     #[serde(borrow)]

@@ -20,7 +20,7 @@ use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::outcome::{DecisionLogState, StopData};
-use crate::reason_code::ReasonCode;
+use crate::reason_code::{Carrier, ReasonCode};
 use crate::strict_json;
 
 pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
@@ -91,6 +91,32 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
             format_args!("data.removed[{k}].reason_code is P_POLICY_ALLOW, which removes nothing"),
         );
     }
+    // Which list it is, and what a removal from that list can be (the one table).
+    match Carrier::of_listing(d.method.as_deref()) {
+        None => lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            "data.method is not a method a listing answers",
+        ),
+        Some(carrier) => {
+            if let Some((k, code)) = d
+                .removed
+                .iter()
+                .map(|t| t.0.reason_code)
+                .enumerate()
+                .find(|(_, c)| *c != ReasonCode::P_POLICY_ALLOW && !c.carried_by(carrier))
+            {
+                lr.push(
+                    ClosureReasonCode::SchemaMismatch,
+                    i,
+                    format_args!(
+                        "data.removed[{k}].reason_code {code} is not one a listing of {} carries",
+                        d.method.as_deref().unwrap_or("an unnamed list")
+                    ),
+                );
+            }
+        }
+    }
     let _ = (&d.request_id, d.replaced_by_error);
     for t in &d.shown {
         let _ = &t.0.name;
@@ -152,6 +178,23 @@ fn check_kind_fields(
         && (d.decision == Decision::Allow) != (d.reason_code == ReasonCode::P_POLICY_ALLOW)
     {
         schema("decision allow goes with reason_code P_POLICY_ALLOW and only with it");
+    }
+    // The one table of which codes each event type carries.
+    let carrier = match kind {
+        LineKind::Tool => Some(Carrier::ToolDecision),
+        LineKind::Mcp => Some(Carrier::McpDecision),
+        LineKind::Listing => None,
+    };
+    if carrier.is_some_and(|c| !d.reason_code.carried_by(c)) {
+        lr.push(
+            ClosureReasonCode::SchemaMismatch,
+            i,
+            format_args!(
+                "reason_code {} is not one an {} event carries",
+                d.reason_code,
+                kind.type_name()
+            ),
+        );
     }
     if d.seq != i as u64 {
         lr.push(

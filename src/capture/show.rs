@@ -142,15 +142,34 @@ pub struct ListingRow {
     pub seq: u64,
     /// The event time (RFC 3339, UTC).
     pub time: String,
-    /// The client's `tools/list` request id, as a string.
+    /// The method of the request the listing answers (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`, or `initialize` / `server/discover` for the
+    /// server's instructions); `None` in listings written before listings named it (then a
+    /// `tools/list` answer, or the instructions).
+    pub method: Option<String>,
+    /// The client's request id, as a string.
     pub request_id: String,
-    /// Each tool the client was shown: its name and definition digest.
+    /// Each entry the client was shown (a tool, resource, template or prompt): its name (a URI
+    /// or URI template for resources) and definition digest.
     pub shown: Vec<ListedTool>,
     /// Each tool removed from what the client was shown (`(instructions)` for drifted server
     /// instructions), with its digest (if any) and why.
     pub removed: Vec<RemovedTool>,
     /// The whole result was unreadable and the client got the `-32603` error instead.
     pub replaced_by_error: bool,
+}
+
+impl ListingRow {
+    /// Whether the listing answers `tools/list` (or names no method: written before listings
+    /// named it, when only `tools/list` answers and the instructions had listing events).
+    pub fn lists_tools(&self) -> bool {
+        self.method.as_deref().is_none_or(|m| m == "tools/list")
+    }
+
+    /// The list it shows, for people: its method, or `tools/list` for a listing that names none.
+    pub fn list_name(&self) -> &str {
+        self.method.as_deref().unwrap_or("tools/list")
+    }
 }
 
 /// A tool a client was shown.
@@ -216,8 +235,12 @@ pub struct DecisionCounts {
     pub refused_lines: u64,
     /// Listing events (SPEC §4.1a), not counted as decisions.
     pub listings: u64,
-    /// Tools removed from listings, over all listing events.
+    /// Tools removed from listings, over the listing events of `tools/list` answers (and of
+    /// listings that name no method: written before listings named it).
     pub removed_tools: u64,
+    /// Entries removed from the other listings (resources, resource templates, prompts, the
+    /// server's instructions).
+    pub removed_other: u64,
 }
 
 /// How many decisions on governed methods other than `tools/call` (SPEC §4.1a, §5.2) the shown
@@ -264,7 +287,11 @@ impl DecisionLines {
                 }
                 LogLine::Listing(l) => {
                     c.listings += 1;
-                    c.removed_tools += l.removed.len() as u64;
+                    if l.lists_tools() {
+                        c.removed_tools += l.removed.len() as u64;
+                    } else {
+                        c.removed_other += l.removed.len() as u64;
+                    }
                 }
                 LogLine::Refused { .. } => c.refused_lines += 1,
             }
@@ -421,6 +448,8 @@ struct RowEvent<D> {
 #[derive(Deserialize)]
 struct ListingData {
     seq: u64,
+    #[serde(default)]
+    method: Option<String>,
     request_id: String,
     shown: Vec<ListedTool>,
     removed: Vec<RemovedTool>,
@@ -456,6 +485,7 @@ fn row(line: &str) -> Option<LogLine> {
             Some(LogLine::Listing(ListingRow {
                 seq: d.seq,
                 time: ev.time,
+                method: d.method,
                 request_id: d.request_id,
                 shown: d.shown,
                 removed: d.removed,

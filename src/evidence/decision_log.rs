@@ -72,6 +72,23 @@ pub(crate) struct DecisionEntry<'a> {
     pub arguments: Option<(&'a str, bool)>,
 }
 
+/// One listing event (SPEC §4.1a `assay.tool.listing`): what a client was shown of one answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListingEntry<'a> {
+    /// The method of the request the listing answers (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`; `initialize` or `server/discover` for the
+    /// server's instructions).
+    pub method: &'a str,
+    /// The client's request id, as a string.
+    pub request_id: &'a str,
+    /// Each entry shown, with its definition digest.
+    pub shown: &'a [(&'a str, &'a HexDigest)],
+    /// Each entry removed, with its digest (`None`: it could not be digested) and reason.
+    pub removed: &'a [(&'a str, Option<&'a HexDigest>, ReasonCode)],
+    /// The whole result was unreadable and the client got the `-32603` error instead.
+    pub replaced_by_error: bool,
+}
+
 /// One decision on a governed method other than `tools/call` (SPEC §4.1a `assay.mcp.decision`,
 /// §5.2): a `resources/read`, a `prompts/get`, a server's request to the client.
 #[derive(Clone)]
@@ -305,22 +322,16 @@ impl DecisionFormat {
     }
 
     /// Appends listing event `seq` (SPEC §4.1a `assay.tool.listing`) as one line to `out`: the
-    /// client's `tools/list` request id (as a string), each tool it was shown with its
+    /// `method` of the request it answers (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`; `initialize` or `server/discover` for the
+    /// instructions), the client's request id (as a string), each entry it was shown with its
     /// definition digest, each tool removed with its digest (`None`: the definition could not
     /// be digested) and reason, and whether the whole result was replaced by the `-32603`
     /// error. The session id, source and policy digest are this format's. Names are
     /// server-written text and are escaped like every other string; the line is compact JSON
     /// plus `\n`, the same bytes `serde_json` writes for it (the tests hold the two together).
     /// It shares `seq` with decision lines and is written by the same [`DecisionLog`].
-    pub(crate) fn push_listing_line(
-        &mut self,
-        out: &mut Vec<u8>,
-        seq: u64,
-        request_id: &str,
-        shown: &[(&str, &HexDigest)],
-        removed: &[(&str, Option<&HexDigest>, ReasonCode)],
-        replaced_by_error: bool,
-    ) {
+    pub(crate) fn push_listing_line(&mut self, out: &mut Vec<u8>, seq: u64, l: &ListingEntry<'_>) {
         let mut digits = [0u8; 20];
         let seq = decimal(&mut digits, seq);
         out.extend_from_slice(self.listing_head.as_bytes());
@@ -329,10 +340,12 @@ impl DecisionFormat {
         self.clock.push_now(out);
         out.extend_from_slice(self.data_head.as_bytes());
         out.extend_from_slice(seq);
+        out.extend_from_slice(b",\"method\":");
+        push_json_str(out, l.method);
         out.extend_from_slice(b",\"request_id\":");
-        push_json_str(out, request_id);
+        push_json_str(out, l.request_id);
         out.extend_from_slice(b",\"shown\":[");
-        for (i, (name, sha256)) in shown.iter().enumerate() {
+        for (i, (name, sha256)) in l.shown.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
@@ -343,7 +356,7 @@ impl DecisionFormat {
             out.push(b'}');
         }
         out.extend_from_slice(b"],\"removed\":[");
-        for (i, (name, sha256, code)) in removed.iter().enumerate() {
+        for (i, (name, sha256, code)) in l.removed.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
@@ -356,7 +369,11 @@ impl DecisionFormat {
             out.extend_from_slice(b"\"}");
         }
         out.extend_from_slice(b"],\"replaced_by_error\":");
-        out.extend_from_slice(if replaced_by_error { b"true" } else { b"false" });
+        out.extend_from_slice(if l.replaced_by_error {
+            b"true"
+        } else {
+            b"false"
+        });
         out.extend_from_slice(self.listing_tail.as_bytes());
     }
 
@@ -748,6 +765,7 @@ mod tests {
     struct ListingData<'a> {
         session_id: &'a str,
         seq: u64,
+        method: &'a str,
         request_id: &'a str,
         shown: Vec<Shown<'a>>,
         removed: Vec<Removed<'a>>,
@@ -800,9 +818,21 @@ mod tests {
             for removed in &removed_sets {
                 for (replaced, request_id) in [(false, "1"), (true, "\"x\"\u{7f}")] {
                     let seq = [0u64, 7, u64::MAX][(n % 3) as usize];
+                    let method = ["tools/list", "prompts/list", "resources/templates/list"]
+                        [(n % 3) as usize];
                     n += 1;
                     let mut line = Vec::new();
-                    format.push_listing_line(&mut line, seq, request_id, shown, removed, replaced);
+                    format.push_listing_line(
+                        &mut line,
+                        seq,
+                        &ListingEntry {
+                            method,
+                            request_id,
+                            shown,
+                            removed,
+                            replaced_by_error: replaced,
+                        },
+                    );
                     let parsed: serde_json::Value = serde_json::from_slice(&line).unwrap();
                     let time = parsed["time"].as_str().unwrap().to_string();
                     let id = format!("evt_listing_{sid}_{seq}");
@@ -814,6 +844,7 @@ mod tests {
                         ListingData {
                             session_id: sid,
                             seq,
+                            method,
                             request_id,
                             shown: shown
                                 .iter()
@@ -847,7 +878,17 @@ mod tests {
         let mut a = Vec::new();
         format.push_line(&mut a, 3, &entry());
         let mut b = Vec::new();
-        format.push_listing_line(&mut b, 4, "2", &[], &[], false);
+        format.push_listing_line(
+            &mut b,
+            4,
+            &ListingEntry {
+                method: "tools/list",
+                request_id: "2",
+                shown: &[],
+                removed: &[],
+                replaced_by_error: false,
+            },
+        );
         let mut c = Vec::new();
         format.push_line(&mut c, 5, &entry());
         let strip_time = |l: &[u8]| {

@@ -62,9 +62,10 @@ impl RawId {
 pub(crate) enum RequestKind {
     /// `tools/list`: its answer is judged by the listing filter (SPEC §5, §5.1).
     ToolsList,
-    /// `initialize` or `server/discover`: its answer may carry the server's `instructions`
-    /// (SPEC §5.1).
+    /// `initialize`: its answer may carry the server's `instructions` (SPEC §5.1).
     Initialize,
+    /// `server/discover`: likewise.
+    Discover,
     /// `resources/list`: its answer is filtered when the policy governs resources (SPEC §5.2).
     ResourcesList,
     /// `resources/templates/list`: likewise.
@@ -80,7 +81,8 @@ impl RequestKind {
     pub(crate) fn of(method: &str) -> Self {
         match method {
             "tools/list" => RequestKind::ToolsList,
-            "initialize" | "server/discover" => RequestKind::Initialize,
+            "initialize" => RequestKind::Initialize,
+            "server/discover" => RequestKind::Discover,
             "resources/list" => RequestKind::ResourcesList,
             "resources/templates/list" => RequestKind::ResourceTemplatesList,
             "prompts/list" => RequestKind::PromptsList,
@@ -125,12 +127,13 @@ impl LineAnswers {
     }
 
     /// The client's spelling of the `initialize` or `server/discover` request the line
-    /// answered, if it answered one.
-    pub(crate) fn initialize(&self) -> Option<&str> {
-        self.list
-            .iter()
-            .find(|(_, a)| a.kind == RequestKind::Initialize)
-            .map(|(_, a)| &*a.spelling)
+    /// answered, if it answered one, and that request's method.
+    pub(crate) fn initialize(&self) -> Option<(&str, &'static str)> {
+        self.list.iter().find_map(|(_, a)| match a.kind {
+            RequestKind::Initialize => Some((&*a.spelling, "initialize")),
+            RequestKind::Discover => Some((&*a.spelling, "server/discover")),
+            _ => None,
+        })
     }
 
     /// The `tools/list` request a message with the server id text `id` answered: its index

@@ -16,6 +16,7 @@ use super::message::tool_call_id;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
+use crate::evidence::decision_log::ListingEntry;
 use crate::policy::ReasonCode;
 use crate::sha256::HexDigest;
 
@@ -150,7 +151,7 @@ const INSTRUCTIONS_ENTRY: &str = "(instructions)";
 /// An answer to `initialize` or `server/discover` whose `instructions` differ from the pin
 /// (SPEC §5.1): the line without them, or an error when it cannot be read. `None`: unchanged.
 fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Option<Vec<u8>> {
-    let spelling = answered.initialize()?;
+    let (spelling, method) = answered.initialize()?;
     let pins = shared.policy.pins()?;
     match instructions::judge(line, pins.instructions()) {
         instructions::Judged::Same => None,
@@ -165,10 +166,13 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
                 f.push_listing_line(
                     out,
                     seq,
-                    &request_id,
-                    &[],
-                    &[(INSTRUCTIONS_ENTRY, None, code)],
-                    false,
+                    &ListingEntry {
+                        method,
+                        request_id: &request_id,
+                        shown: &[],
+                        removed: &[(INSTRUCTIONS_ENTRY, None, code)],
+                        replaced_by_error: false,
+                    },
                 );
             });
             Some(out)
@@ -221,10 +225,13 @@ fn record_listing(shared: &Shared, listing: &Listing, method: &str, noun: &str) 
         f.push_listing_line(
             out,
             seq,
-            &request_id,
-            &shown,
-            &removed,
-            listing.replaced_by_error,
+            &ListingEntry {
+                method,
+                request_id: &request_id,
+                shown: &shown,
+                removed: &removed,
+                replaced_by_error: listing.replaced_by_error,
+            },
         );
     });
 }

@@ -80,7 +80,12 @@ pub(crate) fn finding(plan: &Plan, ran: &Ran) -> Finding {
         })
         .collect();
     let mut hidden: Vec<(String, String)> = Vec::new();
-    for r in listings.iter().flat_map(|l| &l.removed) {
+    // Tools: the removals of `tools/list` answers (a hidden prompt or resource is not a tool).
+    for r in listings
+        .iter()
+        .filter(|l| l.lists_tools())
+        .flat_map(|l| &l.removed)
+    {
         let entry = (r.name.clone(), r.reason_code.clone());
         if r.name != "(instructions)" && !hidden.contains(&entry) {
             hidden.push(entry);
@@ -150,6 +155,13 @@ pub(crate) fn finding(plan: &Plan, ran: &Ran) -> Finding {
 /// changed, as `P_TOOL_UNPINNED` added; a pinned tool neither shown nor removed is gone.
 fn pins_state(pins: &assay::pins::Pins, listings: &[&assay::capture::ListingRow]) -> PinsState {
     let file = pins.path().display().to_string();
+    // Pins cover the tools and the instructions: a listing of resources or prompts says nothing
+    // of them.
+    let listings: Vec<&assay::capture::ListingRow> = listings
+        .iter()
+        .copied()
+        .filter(|l| l.lists_tools() || matches!(l.list_name(), "initialize" | "server/discover"))
+        .collect();
     if listings.is_empty() {
         return PinsState::Unknown {
             file,
@@ -158,7 +170,7 @@ fn pins_state(pins: &assay::pins::Pins, listings: &[&assay::capture::ListingRow]
     }
     let mut c = PinCheck::default();
     let mut seen = BTreeSet::new();
-    for row in listings {
+    for row in &listings {
         for t in &row.shown {
             if seen.insert(t.name.clone()) {
                 c.matching.push(t.name.clone());

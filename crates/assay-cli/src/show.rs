@@ -304,9 +304,13 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
     }
     if n.listings > 0 {
         counts.push_str(&format!(
-            ", {} listings ({} tools removed)",
+            ", {} listings ({} tools removed",
             n.listings, n.removed_tools
         ));
+        if n.removed_other > 0 {
+            counts.push_str(&format!(", {} other entries removed", n.removed_other));
+        }
+        counts.push(')');
     }
     // Decisions on the other governed methods, counted apart (they are not calls).
     let m = n.mcp_decisions;
@@ -399,9 +403,11 @@ fn other_methods(lines: &mut Vec<String>, d: &DecisionLines) {
     lines.extend(t.lines("  "));
 }
 
-/// What the client was shown of each judged `tools/list` result (SPEC §4.1a
-/// `assay.tool.listing`), when the log holds any: a row per listing, then one line per removed
-/// tool with its reason. Tool names are the server's text, rendered for people.
+/// What the client was shown of each judged list result (SPEC §4.1a `assay.tool.listing`:
+/// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`, and the
+/// instructions of `initialize`), when the log holds any: a row per listing headed by its list,
+/// then one line per entry shown (with the first 12 digits of its digest) and per entry removed
+/// (with its reason). Names are the server's text, rendered for people.
 fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
     let rows: Vec<&ListingRow> = d
         .lines
@@ -414,8 +420,8 @@ fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
     if rows.is_empty() {
         return;
     }
-    lines.push("listings (what the client was shown of each tools/list result)".to_string());
-    let mut t = Table::new(&["SEQ", "TIME", "REQUEST", "SHOWN", "REMOVED"]);
+    lines.push("listings (what the client was shown of each list result)".to_string());
+    let mut t = Table::new(&["SEQ", "TIME", "LIST", "REQUEST", "SHOWN", "REMOVED"]);
     for row in &rows {
         let removed = if row.replaced_by_error {
             format!(
@@ -428,6 +434,7 @@ fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
         t.row(vec![
             row.seq.to_string(),
             text::render(&row.time),
+            text::render(row.list_name()),
             text::render(&row.request_id),
             row.shown.len().to_string(),
             removed,
@@ -435,6 +442,14 @@ fn listings(lines: &mut Vec<String>, d: &DecisionLines) {
     }
     lines.extend(t.lines("  "));
     for row in rows {
+        for r in &row.shown {
+            lines.push(format!(
+                "  - seq {}: shown {} (sha256 {}…)",
+                row.seq,
+                text::render(&r.name),
+                text::render(r.sha256.get(..12).unwrap_or(&r.sha256))
+            ));
+        }
         for r in &row.removed {
             lines.push(format!(
                 "  - seq {}: removed {} ({})",

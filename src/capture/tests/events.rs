@@ -6,9 +6,11 @@ use super::super::decision_line::{Expect, LineReasons, Parsed};
 use super::super::fast_line_parser;
 use super::super::log::check_line;
 use super::*;
-use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, Direction, McpDecisionEntry};
+use crate::evidence::decision_log::{
+    DecisionEntry, DecisionFormat, Direction, ListingEntry, McpDecisionEntry,
+};
 use crate::policy::Decision;
-use crate::reason_code::ReasonCode;
+use crate::reason_code::{Carrier, ReasonCode};
 use crate::sha256::HexDigest;
 
 fn closed(v: &Closure) -> bool {
@@ -146,6 +148,34 @@ fn each_new_types_fields_are_checked() {
             R::IdMismatch,
         ),
         (1, "type", json!("assay.tool.listings"), R::SchemaMismatch),
+        // The list a listing names, and what a removal from that list can be (the one table).
+        (1, "data/method", json!("tools/call"), R::SchemaMismatch),
+        (1, "data/method", json!("Tools/list"), R::SchemaMismatch),
+        (1, "data/method", Value::Null, R::SchemaMismatch),
+        (1, "data/method", json!(7), R::SchemaMismatch),
+        // Its removals are a tool and the instructions: neither is a prompt.
+        (1, "data/method", json!("prompts/list"), R::SchemaMismatch),
+        // A tools/list answer holds no instructions.
+        (1, "data/method", json!("tools/list"), R::SchemaMismatch),
+        // A decision on another governed method carries no tool-only code.
+        (
+            2,
+            "data/reason_code",
+            json!("P_ARG_SCHEMA"),
+            R::SchemaMismatch,
+        ),
+        (
+            2,
+            "data/reason_code",
+            json!("P_INSTRUCTIONS_DRIFT"),
+            R::SchemaMismatch,
+        ),
+        (
+            2,
+            "data/reason_code",
+            json!("P_REPEATED_CALL"),
+            R::SchemaMismatch,
+        ),
         // assay.mcp.decision
         (2, "data/direction", json!("sideways"), R::SchemaMismatch),
         (2, "data/direction", json!(1), R::SchemaMismatch),
@@ -304,6 +334,8 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
     let digest = HexDigest::of(b"{\"name\":\"read_file\"}");
     let mut log = Vec::new();
     let mut seq = 0u64;
+    // Whether each line takes the fast path (tool and MCP decisions) or not (listings).
+    let mut fast: Vec<bool> = Vec::new();
     for &code in ReasonCode::ALL {
         let decision = if code == ReasonCode::P_POLICY_ALLOW {
             Decision::Allow
@@ -321,54 +353,69 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
             tool_definition_sha256: None,
             arguments: None,
         };
-        format.push_line(&mut log, seq, &entry);
-        seq += 1;
-        let recorded = DecisionEntry {
-            arguments: Some((
-                "{\"path\":\"/tmp/\\\"x\",\"token\":\"[redacted]\"}",
-                code == ReasonCode::P_ARG_SCHEMA,
-            )),
-            ..entry
-        };
-        format.push_line(&mut log, seq, &recorded);
-        seq += 1;
-        for direction in [Direction::ClientToServer, Direction::ServerToClient] {
-            let mcp = McpDecisionEntry {
-                method: "resources/read",
-                direction,
-                target: Some("file:///workspace/\"a\"\u{202e}"),
-                request_id: Some("4"),
-                decision,
-                reason_code: code,
-                reason: "the reason",
-                matched_rule: Some("resources.deny:file:///workspace/**"),
-                params_sha256: Some(&digest),
-            };
-            format.push_mcp_decision_line(&mut log, seq, &mcp);
+        // Each code is written only where its event type carries it (the table of `Carrier`).
+        if code.carried_by(Carrier::ToolDecision) {
+            format.push_line(&mut log, seq, &entry);
             seq += 1;
-        }
-        let removed: Vec<(&str, Option<&HexDigest>, ReasonCode)> =
-            if code == ReasonCode::P_POLICY_ALLOW {
-                Vec::new()
-            } else {
-                vec![
-                    ("wr\"ite\u{202e}", Some(&digest), code),
-                    ("(instructions)", None, code),
-                ]
+            let recorded = DecisionEntry {
+                arguments: Some((
+                    "{\"path\":\"/tmp/\\\"x\",\"token\":\"[redacted]\"}",
+                    code == ReasonCode::P_ARG_SCHEMA,
+                )),
+                ..entry
             };
-        format.push_listing_line(
-            &mut log,
-            seq,
-            &seq.to_string(),
-            &[("read_file", &digest), ("t\\\n", &digest)],
-            &removed,
-            code == ReasonCode::P_MALFORMED,
-        );
-        seq += 1;
+            format.push_line(&mut log, seq, &recorded);
+            seq += 1;
+            fast.extend([true, true]);
+        }
+        if code.carried_by(Carrier::McpDecision) {
+            for direction in [Direction::ClientToServer, Direction::ServerToClient] {
+                let mcp = McpDecisionEntry {
+                    method: "resources/read",
+                    direction,
+                    target: Some("file:///workspace/\"a\"\u{202e}"),
+                    request_id: Some("4"),
+                    decision,
+                    reason_code: code,
+                    reason: "the reason",
+                    matched_rule: Some("resources.deny:file:///workspace/**"),
+                    params_sha256: Some(&digest),
+                };
+                format.push_mcp_decision_line(&mut log, seq, &mcp);
+                seq += 1;
+                fast.push(true);
+            }
+        }
+        // A listing of every list whose removals can carry the code (one of each list when it
+        // removes nothing).
+        for &(method, carrier) in Carrier::LISTING_METHODS {
+            let removed: Vec<(&str, Option<&HexDigest>, ReasonCode)> =
+                if code == ReasonCode::P_POLICY_ALLOW {
+                    Vec::new()
+                } else if code.carried_by(carrier) {
+                    vec![("wr\"ite\u{202e}", Some(&digest), code), ("x", None, code)]
+                } else {
+                    continue;
+                };
+            format.push_listing_line(
+                &mut log,
+                seq,
+                &ListingEntry {
+                    method,
+                    request_id: &seq.to_string(),
+                    shown: &[("read_file", &digest), ("t\\\n", &digest)],
+                    removed: &removed,
+                    replaced_by_error: code == ReasonCode::P_MALFORMED,
+                },
+            );
+            seq += 1;
+            fast.push(false);
+        }
     }
     let text = String::from_utf8(log.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5 * ReasonCode::ALL.len());
+    assert_eq!(lines.len(), fast.len());
+    assert_eq!(lines.len() as u64, seq);
     let exp = Expect {
         session_id: Some(&b.session_id),
         source: Some(&b.source),
@@ -377,11 +424,7 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
     };
     for (i, line) in lines.iter().enumerate() {
         // Tool and MCP decisions as written take the fast path; listings the general one.
-        assert_eq!(
-            fast_line_parser::parse(line).is_some(),
-            i % 5 != 4,
-            "{line}"
-        );
+        assert_eq!(fast_line_parser::parse(line).is_some(), fast[i], "{line}");
         let spaced = line.replacen('{', "{ ", 1);
         assert!(fast_line_parser::parse(&spaced).is_none());
         for l in [*line, spaced.as_str()] {
@@ -405,6 +448,92 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
         .collect();
     let v = read_capture(b.build_with_log(spaced.as_bytes()).path());
     assert!(closed(&v), "{v:#?}");
+}
+
+/// Reason codes per event type (the table of [`crate::Carrier`]): a `tools/call` decision
+/// claiming a code only another type carries is not `closed`, on either reader path; a listing
+/// naming its list accepts that list's codes.
+#[test]
+fn each_event_type_carries_its_own_reason_codes() {
+    let tool_with = |code: ReasonCode| {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        b.edit_line.push(Box::new(move |i, v| {
+            if i == 3 {
+                set(v, "data/decision", json!("deny"));
+                set(v, "data/reason_code", json!(code.as_str()));
+            }
+        }));
+        b
+    };
+    for code in [
+        ReasonCode::P_INSTRUCTIONS_DRIFT,
+        ReasonCode::P_RESOURCE_DENIED,
+        ReasonCode::P_PROMPT_NOT_ALLOWED,
+        ReasonCode::P_CLIENT_FEATURE_DENIED,
+    ] {
+        let b = tool_with(code);
+        let v = read_capture(b.build().path());
+        assert_eq!(v.closure, Unknown, "{code}: {v:#?}");
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.code == ClosureReasonCode::SchemaMismatch
+                    && r.detail.contains(code.as_str())),
+            "{code}: {v:#?}"
+        );
+        // The general path says the same.
+        let (log, _) = tool_with(code).log_bytes();
+        let text = String::from_utf8(log).unwrap();
+        let line3 = text.lines().nth(3).unwrap().replacen('{', "{ ", 1);
+        let mut lr = LineReasons {
+            list: Vec::new(),
+            suppressed: 0,
+            first_suppressed: None,
+        };
+        let exp = Expect {
+            session_id: None,
+            source: None,
+            policy_sha256: None,
+            dry_run: None,
+        };
+        check_line(3, line3.as_bytes(), &exp, &mut lr);
+        assert!(
+            lr.list
+                .iter()
+                .any(|r| r.code == ClosureReasonCode::SchemaMismatch),
+            "{code}: {:?}",
+            lr.list
+        );
+    }
+    for code in [ReasonCode::P_TOOL_DENIED, ReasonCode::P_LIMIT_PER_TOOL] {
+        let v = read_capture(tool_with(code).build().path());
+        assert!(closed(&v), "{code}: {v:#?}");
+    }
+    // A listing that names its list, with that list's removals.
+    for (method, code) in [
+        ("prompts/list", ReasonCode::P_PROMPT_DENIED),
+        ("resources/list", ReasonCode::P_RESOURCE_NOT_ALLOWED),
+        ("resources/templates/list", ReasonCode::P_RESOURCE_DENIED),
+        ("tools/list", ReasonCode::P_TOOL_DRIFT),
+        ("initialize", ReasonCode::P_INSTRUCTIONS_DRIFT),
+        ("server/discover", ReasonCode::P_INSTRUCTIONS_DRIFT),
+    ] {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        b.edit_line.push(Box::new(move |i, v| {
+            if i == 1 {
+                set(v, "data/method", json!(method));
+                set(
+                    v,
+                    "data/removed",
+                    json!([{"name": "x", "sha256": null, "reason_code": code.as_str()}]),
+                );
+            }
+        }));
+        let v = read_capture(b.build().path());
+        assert!(closed(&v), "{method} {code}: {v:#?}");
+    }
 }
 
 /// A CloudEvents line is a JSON object, and so are its `data` and the listing's entries: `serde`
