@@ -85,7 +85,7 @@ pub fn fold_table() -> &'static [(u32, u32)] {
 /// A decoded key after lenient normalization (SPEC §3 item 6): trailing U+0000 removed, every
 /// character folded.
 pub fn normalize_key(key: &str) -> String {
-    key.trim_end_matches('\0').chars().map(fold).collect()
+    crate::lenient::normalize(key)
 }
 
 /// The server→client path of a session, without processes (SPEC §5): the client's requests as

@@ -173,9 +173,11 @@ pub(crate) fn hash_key<H: Hasher>(raw: &str, h: &mut H) {
     n.hash(h);
 }
 
-/// The lenient normalization of a decoded string (allocates; tests only).
-#[cfg(test)]
-fn normalize(s: &str) -> String {
+/// The lenient normalization of a decoded string: trailing U+0000 removed, then every character
+/// folded ([`fold`]). Two strings are [`same`] exactly when their normalizations are equal; a
+/// glob matched against normalized keys (the pattern normalized too) matches every key a lenient
+/// parser reads as a matching name (`redact`, SPEC §5.2).
+pub(crate) fn normalize(s: &str) -> String {
     s.trim_end_matches('\0').chars().map(fold).collect()
 }
 

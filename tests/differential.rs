@@ -635,3 +635,172 @@ fn the_go_server_reads_keys_like_mcp_go() {
     assert_eq!(got[5]["path_struct"], "/etc/passwd");
     assert_eq!(got[5]["path_map"], "/etc/passwd");
 }
+
+/// Every spelling of `word` whose characters are drawn from their lenient folding classes (SPEC
+/// §3 item 6; the product's table, as `lenient_fold` checks it against Go).
+fn fold_spellings(word: &str) -> Vec<String> {
+    let table = assay::fuzzing::fold_table();
+    let mut spellings = vec![String::new()];
+    for c in word.chars() {
+        let rep = assay::fuzzing::fold(c) as u32;
+        let mut members: Vec<char> = table
+            .iter()
+            .filter(|&&(_, to)| to == rep)
+            .filter_map(|&(from, _)| char::from_u32(from))
+            .collect();
+        members.push(assay::fuzzing::fold(c));
+        spellings = spellings
+            .iter()
+            .flat_map(|s| members.iter().map(move |m| format!("{s}{m}")))
+            .collect();
+    }
+    spellings
+}
+
+/// Issue 46 item 3: redaction folds like §3. Every spelling of `secret` and `token` from their
+/// folding classes (long s, Kelvin sign, case), with trailing NULs, and look-alikes that are
+/// other keys, is sent as a `tools/call` argument through the wrapper (`record_arguments`,
+/// `redact: [secret, "*token*"]`) to the real Go `encoding/json` server, which binds them into
+/// a struct with fields tagged `secret` and `token` (what a typed mcp-go handler sees). No value
+/// Go bound to a redacted name may appear in the decision's recorded `arguments`; a key the
+/// lenient normalization does not make `secret`/`token` stays in clear.
+#[test]
+fn go_binds_no_argument_the_log_shows_in_clear() {
+    if !can_run(
+        "differential::go_binds_no_argument_the_log_shows_in_clear",
+        &[Needs::Go],
+    ) {
+        return;
+    }
+    let dir = tempdir();
+    let server = dir.path().join("go-server");
+    go_build("go-server", &server);
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\nrecord_arguments: true\nredact: [\"secret\", \"*token*\"]\n",
+    )
+    .unwrap();
+    let cap = dir.path().join("cap");
+    let record = dir.path().join("record.ndjson");
+    let received = dir.path().join("received.bin");
+
+    // (key, whether the lenient normalization makes it a redacted name).
+    let mut keys: Vec<(String, bool)> = Vec::new();
+    for word in ["secret", "token"] {
+        for s in fold_spellings(word) {
+            keys.push((format!("{s}\u{0}"), true));
+            keys.push((s, true));
+        }
+    }
+    for kept in [
+        "secrets",
+        "se\u{0}cret",
+        "\u{0}secret",
+        "secret ",
+        "\u{455}ecret",
+        "secre\u{442}",
+        "ｓｅｃｒｅｔ",
+        "tokn",
+        "t\u{43e}ken",
+    ] {
+        keys.push((kept.to_string(), false));
+    }
+    let mut input = Vec::new();
+    input.extend_from_slice(INIT.as_bytes());
+    input.push(b'\n');
+    for (i, (key, _)) in keys.iter().enumerate() {
+        let mut args = serde_json::Map::new();
+        args.insert(key.clone(), serde_json::json!(format!("V4LUE-{i}")));
+        args.insert("path".into(), serde_json::json!("kept"));
+        input.extend_from_slice(
+            call(
+                1000 + i as u64,
+                "echo",
+                &serde_json::Value::Object(args).to_string(),
+            )
+            .as_bytes(),
+        );
+        input.push(b'\n');
+    }
+    let opts = [
+        "--policy".to_string(),
+        policy.display().to_string(),
+        "--event-source".into(),
+        "assay://test/session".into(),
+        "--capture-dir".into(),
+        cap.display().to_string(),
+    ];
+    let r = run(
+        &wrap_args(
+            &strs(&opts),
+            &[
+                &server.display().to_string(),
+                &record.display().to_string(),
+                &received.display().to_string(),
+            ],
+        ),
+        &input,
+    );
+    r.expect_status(0);
+    let report = r.report();
+    let mut go_by_id = std::collections::HashMap::new();
+    for line in std::fs::read_to_string(&record).unwrap().lines() {
+        let rec: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(rec.get("error").is_none(), "Go failed: {rec}\n{report}");
+        go_by_id.insert(rec["id"].to_string(), rec);
+    }
+    let recorded: std::collections::HashMap<String, String> =
+        decision_lines(&cap.join("decisions.ndjson"))
+            .iter()
+            .filter(|d| d["type"] == "assay.tool.decision")
+            .map(|d| {
+                (
+                    d["data"]["tool_call_id"].as_str().unwrap_or("").to_string(),
+                    d["data"]["arguments"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+    let mut go_bound = 0;
+    let mut go_bound_non_ascii = 0;
+    for (i, (key, redacted)) in keys.iter().enumerate() {
+        let id = (1000 + i).to_string();
+        let value = format!("V4LUE-{i}");
+        let go = go_by_id
+            .get(&id)
+            .unwrap_or_else(|| panic!("call {id} ({key:?}) did not reach Go\n{report}"));
+        let text = recorded
+            .get(&id)
+            .unwrap_or_else(|| panic!("no decision for {id} ({key:?})\n{report}"));
+        let args: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(args["path"], "kept", "{key:?}: {text}");
+        let bound = [&go["secret_struct"], &go["token_struct"]]
+            .iter()
+            .any(|v| v.as_str() == Some(value.as_str()));
+        if bound {
+            go_bound += 1;
+            go_bound_non_ascii += usize::from(!key.is_ascii());
+            assert!(
+                !text.contains(&value),
+                "Go bound {key:?} to a redacted name, the log shows it: {text}"
+            );
+        }
+        let want = if *redacted {
+            serde_json::json!("[redacted]")
+        } else {
+            serde_json::json!(value)
+        };
+        assert_eq!(args[key.as_str()], want, "{key:?}: {text}");
+    }
+    // Go really folds: every NUL-free spelling binds (96 of secret, 48 of token), the long s
+    // and Kelvin sign ones among them; the NUL-suffixed ones (segmentio/encoding's reading, not
+    // encoding/json's) and the look-alikes do not.
+    let folded = keys.iter().filter(|(k, r)| *r && !k.ends_with('\0'));
+    assert_eq!(go_bound, folded.clone().count(), "{report}");
+    assert_eq!(go_bound, 96 + 48);
+    assert_eq!(
+        go_bound_non_ascii,
+        folded.filter(|(k, _)| !k.is_ascii()).count()
+    );
+    assert!(go_bound_non_ascii >= 32 + 16, "{go_bound_non_ascii}");
+}

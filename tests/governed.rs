@@ -533,3 +533,174 @@ fn a_batch_holding_a_refused_read_is_refused_whole_with_the_refusal_code() {
     assert_eq!(codes, ["P_BATCH_REFUSED", "P_RESOURCE_DENIED"]);
     assert_closed(&cap);
 }
+
+const REFUSALS: &str = r#"version: "1"
+allow: ["*"]
+deny: [exec]
+resources:
+  allow: ["file:///workspace/**"]
+  deny: ["file:///workspace/.env"]
+client_features:
+  sampling: deny
+  elicitation: deny
+"#;
+
+/// A refusal on each path: a denied `tools/call` and a denied `resources/read` (client path),
+/// a refused server request (answered to the server, which echoes the answer back) and a
+/// refused `input_required` result (server path). Returns the four `assay/decision` objects.
+fn refusals_on_both_paths(r: &Run) -> [Value; 4] {
+    let call = r.response(json!(2));
+    let read = r.response(json!(3));
+    let text = r.response(json!(4))["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", r.report()))
+        .to_string();
+    let answer: Value = serde_json::from_str(text.strip_prefix("answer: ").unwrap()).unwrap();
+    let modern = r.response(json!(5));
+    [
+        call["result"]["_meta"]["assay/decision"].clone(),
+        read["error"]["data"]["assay/decision"].clone(),
+        answer["error"]["data"]["assay/decision"].clone(),
+        modern["error"]["data"]["assay/decision"].clone(),
+    ]
+}
+
+fn refusals_script() -> Vec<u8> {
+    script(&[
+        INIT,
+        &call(2, "exec", "{}"),
+        &request(
+            3,
+            "resources/read",
+            json!({"uri": "file:///workspace/.env"}),
+        ),
+        &request(
+            4,
+            "tools/call",
+            json!({"name": "ask", "arguments": {"feature": "sampling"}}),
+        ),
+        &request(
+            5,
+            "tools/call",
+            json!({"name": "ask_modern", "arguments": {}}),
+        ),
+    ])
+}
+
+/// `evt_decision_<32 hex>_<seq>`: the session id and the seq.
+fn decision_id_parts(id: &str) -> Option<(&str, u64)> {
+    let rest = id.strip_prefix("evt_decision_")?;
+    let (sid, seq) = rest.rsplit_once('_')?;
+    let hex = sid.len() == 32 && sid.bytes().all(|b| b.is_ascii_hexdigit());
+    let digits = !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit());
+    (hex && digits).then_some((sid, seq.parse().ok()?))
+}
+
+/// Issue 46 item 8: without a decision log, a refusal on the server path (a refused server
+/// request, a refused `input_required` result) names a decision id of the same form as one on
+/// the client path — `evt_decision_<session_id>_<seq>`, one session id, distinct seqs — never
+/// an empty one.
+#[test]
+fn refusals_on_both_paths_carry_the_same_kind_of_decision_id_without_a_log() {
+    let dir = tempdir();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, REFUSALS).unwrap();
+    let rec = dir.path().join("received.ndjson");
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let args = wrap_args(&strs(&opts), &strs(&governed_server(&rec)));
+    let r = run_after_reply(&args, &refusals_script(), "\"id\":5", b"");
+    r.expect_status(0);
+    let decisions = refusals_on_both_paths(&r);
+    let codes: Vec<&str> = decisions
+        .iter()
+        .map(|d| d["reason_code"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "P_TOOL_DENIED",
+            "P_RESOURCE_DENIED",
+            "P_CLIENT_FEATURE_DENIED",
+            "P_CLIENT_FEATURE_DENIED"
+        ],
+        "{}",
+        r.report()
+    );
+    let parts: Vec<(&str, u64)> = decisions
+        .iter()
+        .map(|d| {
+            let id = d["decision_id"].as_str().unwrap_or("");
+            decision_id_parts(id)
+                .unwrap_or_else(|| panic!("decision id {id:?} in {d}\n{}", r.report()))
+        })
+        .collect();
+    assert!(
+        parts.iter().all(|(sid, _)| *sid == parts[0].0),
+        "one session: {parts:?}"
+    );
+    let mut seqs: Vec<u64> = parts.iter().map(|(_, seq)| *seq).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), 4, "distinct seqs: {parts:?}");
+}
+
+/// With a decision log, every refusal on either path names the id of its decision's event.
+#[test]
+fn refusals_on_both_paths_name_their_logged_decision() {
+    let dir = tempdir();
+    let (args, cap, _rec) = governed_wrap(dir.path(), REFUSALS);
+    let r = run_after_reply(&args, &refusals_script(), "\"id\":5", b"");
+    r.expect_status(0);
+    let logged: Vec<String> = decision_lines(&cap.join("decisions.ndjson"))
+        .iter()
+        .filter(|e| e["data"]["decision"] == "deny")
+        .map(|e| e["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    for d in refusals_on_both_paths(&r) {
+        let id = d["decision_id"].as_str().unwrap_or("");
+        assert!(decision_id_parts(id).is_some(), "{d}");
+        assert!(logged.iter().any(|l| l == id), "{id} not in {logged:?}");
+    }
+    assert_closed(&cap);
+}
+
+/// A refused server batch: the refused request's answer names its decision; the request nothing
+/// judged (a `ping`) gets the plain batch error, as on the client path, and no decision object
+/// with an empty id.
+#[test]
+fn a_refused_server_batch_names_no_empty_decision_id() {
+    let dir = tempdir();
+    let (args, cap, _rec) = governed_wrap(dir.path(), FEATURES);
+    let input = script(&[
+        INIT,
+        &request(
+            2,
+            "tools/call",
+            json!({"name": "ask_batch", "arguments": {}}),
+        ),
+    ]);
+    let r = run_after_reply(&args, &input, "\"id\":2", b"");
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(!out.contains("sampling/createMessage"), "{}", r.report());
+    let text = r.response(json!(2))["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", r.report()))
+        .to_string();
+    let answers: Value = serde_json::from_str(text.strip_prefix("answers: ").unwrap()).unwrap();
+    let sampling = &answers[0];
+    assert_eq!(sampling["id"], "srv-b1", "{answers}");
+    assert_eq!(sampling["error"]["code"], REFUSED, "{answers}");
+    let d = &sampling["error"]["data"]["assay/decision"];
+    assert_eq!(d["reason_code"], "P_CLIENT_FEATURE_DENIED", "{answers}");
+    let id = d["decision_id"].as_str().unwrap_or("");
+    assert!(decision_id_parts(id).is_some(), "{answers}");
+    let ev = events(&cap, "assay.mcp.decision");
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["id"], id);
+    let ping = &answers[1];
+    assert_eq!(ping["id"], "srv-b2", "{answers}");
+    assert_eq!(ping["error"]["code"], REFUSED, "{answers}");
+    assert!(ping["error"].get("data").is_none(), "{answers}");
+    assert_closed(&cap);
+}

@@ -23,6 +23,18 @@ use super::prefix_digest::PrefixDigest;
 pub(crate) use crate::direction::Direction;
 use crate::policy::{Decision, ReasonCode};
 
+/// The prefix of every decision event's id (`assay.tool.decision` and `assay.mcp.decision`).
+pub(crate) const DECISION_ID_PREFIX: &str = "evt_decision_";
+
+/// The event id of decision `seq` of session `session_id`: `evt_decision_<session_id>_<seq>`
+/// (SPEC §4.1, §4.1a). The one constructor of that id: the log's lines are formatted with the
+/// same prefix, and the `decision_id` a refusal carries (`_meta`/`data["assay/decision"]`, SPEC §3,
+/// §5.2) is built here on the client path and on the server path alike, whether or not a
+/// decision log is kept.
+pub(crate) fn decision_id(session_id: &str, seq: u64) -> String {
+    format!("{DECISION_ID_PREFIX}{session_id}_{seq}")
+}
+
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
 pub(crate) trait DecisionSink: Send {
     /// Writes one whole line (one `write_all`).
@@ -244,7 +256,7 @@ impl DecisionFormat {
         let sid_inner = &sid[1..sid.len() - 1];
         Self {
             clock: Clock::new(),
-            head: format!("{{\"specversion\":\"1.0\",\"id\":\"evt_decision_{sid_inner}_"),
+            head: format!("{{\"specversion\":\"1.0\",\"id\":\"{DECISION_ID_PREFIX}{sid_inner}_"),
             mid: format!(
                 "\",\"type\":{},\"source\":{},\"time\":\"",
                 json_str(TYPE_DECISION),

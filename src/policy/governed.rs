@@ -109,7 +109,8 @@ impl Policy {
 
     /// What a `tools/call` decision records of `arguments` under `record_arguments`: the
     /// RFC 8785 canonical JSON with every value under an object key matching a `redact` glob
-    /// (case-insensitive, at any depth, inside arrays too) replaced by `"[redacted]"`, cut to at
+    /// (case-insensitive as SPEC §3 means it: the lenient normalization of both the key and the
+    /// pattern; at any depth, inside arrays too) replaced by `"[redacted]"`, cut to at
     /// most [`super::MAX_RECORDED_BYTES`] bytes on a UTF-8 character boundary. Returns the text
     /// and whether it was cut. The caller decides whether to record at all
     /// ([`Policy::record_arguments`]).

@@ -31,16 +31,10 @@ pub(crate) enum Features {
     Instead(Vec<u8>),
 }
 
-/// Records one judged message; returns the event id of its decision (for a refusal).
+/// Records one judged message; returns the event id of its decision (for a refusal), numbered
+/// even without a decision log, as on the client path.
 fn record(shared: &Shared, entry: &McpDecisionEntry<'_>) -> String {
-    let mut seq_of = None;
-    shared.record_event(|f, out, seq| {
-        seq_of = Some(seq);
-        f.push_mcp_decision_line(out, seq, entry);
-    });
-    seq_of
-        .map(|seq| shared.decision_id(seq))
-        .unwrap_or_default()
+    shared.record_decision(|f, out, seq| f.push_mcp_decision_line(out, seq, entry))
 }
 
 /// Says on stderr what was refused.
@@ -149,9 +143,11 @@ fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
         if let Some(g) = governed::server_request(&shared.policy, m) {
             let decision_id = record(shared, &g.entry());
             refused |= !g.allowed();
-            judged.push((m.id.map(str::to_owned), g.verdict, decision_id));
+            judged.push((m.id.map(str::to_owned), Some((g.verdict, decision_id))));
         } else if m.method.is_some() && m.id.is_some() {
-            judged.push((m.id.map(str::to_owned), batch_refused(), String::new()));
+            // Not judged, so no decision: refused with its batch by the plain batch error, as
+            // on the client path (never a refusal naming an empty decision id).
+            judged.push((m.id.map(str::to_owned), None));
         }
     });
     if !refused || shared.dry_run {
@@ -160,23 +156,26 @@ fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
     shared
         .diag
         .say("refused a server batch: it holds a request for the client the policy refuses");
-    for (id, verdict, decision_id) in &judged {
-        answer_server(shared, id.as_deref(), verdict, decision_id);
+    for (id, decided) in &judged {
+        match decided {
+            Some((verdict, decision_id)) => {
+                answer_server(shared, id.as_deref(), verdict, decision_id);
+            }
+            None => {
+                if let Some(raw) = id.as_deref().and_then(raw_id) {
+                    let _ = shared.server_input.answer(&respond::error(
+                        Some(raw),
+                        respond::BATCH_REFUSED,
+                        "batch refused: a message in the batch was not allowed",
+                    ));
+                }
+            }
+        }
     }
     Features::Instead(withheld(
         answered,
         "server answer withheld: its batch held a request the policy refuses",
     ))
-}
-
-/// The verdict a request of a refused server batch gets when nothing refused it by itself.
-fn batch_refused() -> Verdict {
-    Verdict {
-        decision: Decision::Deny,
-        reason_code: ReasonCode::P_BATCH_REFUSED,
-        reason: "refused with its batch: another request in the batch was not allowed".to_owned(),
-        matched_rule: None,
-    }
 }
 
 /// A response: under 2026-07-28 a result with `resultType: "input_required"` carries input

@@ -64,6 +64,6 @@ impl Recorder {
 
     /// The event id of decision `seq` (built only when a response or a message needs it).
     pub(crate) fn decision_id(&self, seq: u64) -> String {
-        format!("evt_decision_{}_{seq}", self.session_id)
+        crate::evidence::decision_log::decision_id(&self.session_id, seq)
     }
 }

@@ -85,24 +85,46 @@ impl LogWriterState {
 pub(crate) const MAX_WAITING_LINES: usize = 1024;
 
 impl Shared {
-    /// The event id of decision `seq` (as `recorder::Recorder::decision_id`).
+    /// The event id of decision `seq` (the one constructor,
+    /// `evidence::decision_log::decision_id`, as `recorder::Recorder::decision_id`).
     pub(crate) fn decision_id(&self, seq: u64) -> String {
-        format!("evt_decision_{}_{seq}", self.session_id)
+        crate::evidence::decision_log::decision_id(&self.session_id, seq)
     }
 
     /// Writes one event line the server worker formats (`push` appends it for the `seq` given),
     /// numbered from the session's one counter while the log is locked (`OrderedLog`). Nothing
     /// without a log.
     pub(crate) fn record_event(&self, push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64)) {
-        let Some(format) = &self.event_format else {
-            return;
-        };
+        self.write_event(push);
+    }
+
+    /// Records one decision the server worker made (`push` formats its line for the `seq`
+    /// given) and returns its event id. Like a decision of the client path
+    /// (`recorder::Recorder::record`), it takes a `seq` from the session's one counter whether
+    /// or not a line is written (no decision log, or the log already sealed), so the refusal it
+    /// may answer with always names a decision id of the same form on both paths.
+    pub(crate) fn record_decision(
+        &self,
+        push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64),
+    ) -> String {
+        let seq = self
+            .write_event(push)
+            .unwrap_or_else(|| self.decision_seq.fetch_add(1, Ordering::Relaxed));
+        self.decision_id(seq)
+    }
+
+    /// [`Shared::record_event`]; returns the `seq` of the line when one was numbered.
+    fn write_event(
+        &self,
+        push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64),
+    ) -> Option<u64> {
+        let format = self.event_format.as_ref()?;
         let mut slot = self
             .decision_log
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let LogWriterState::Open(log) = &mut *slot else {
-            return;
+            return None;
         };
         let seq = self.decision_seq.fetch_add(1, Ordering::Relaxed);
         let mut line = Vec::new();
@@ -119,6 +141,7 @@ impl Shared {
                 "decision log write failed ({e}); later decisions are still enforced but not logged"
             ));
         }
+        Some(seq)
     }
 }
 
