@@ -704,3 +704,133 @@ fn a_refused_server_batch_names_no_empty_decision_id() {
     assert!(ping["error"].get("data").is_none(), "{answers}");
     assert_closed(&cap);
 }
+
+/// SPEC §4.1a (issue 46 item 5): every listing event names the list it judged, its removals
+/// carry that list's codes, and `capture show` heads each listing with its list, names what was
+/// shown and counts removed tools apart from other removed entries.
+#[test]
+fn listing_events_name_their_list() {
+    let dir = tempdir();
+    let policy = "version: \"1\"\nallow: [\"*\"]\ndeny: [\"ask_modern\"]\nhide_refused_tools: true\n\
+                  resources:\n  deny: [\"file:///workspace/.env\", \"file:///secrets/**\"]\n\
+                  prompts:\n  deny: [\"debug_*\"]\n";
+    let (args, cap, _) = governed_wrap(dir.path(), policy);
+    let input = script(&[
+        INIT,
+        &request(2, "tools/list", json!({})),
+        &request(3, "resources/list", json!({})),
+        &request(4, "resources/templates/list", json!({})),
+        &request(5, "prompts/list", json!({})),
+    ]);
+    let r = run_after_reply(&args, &input, "\"id\":5", b"");
+    r.expect_status(0);
+    let names = |id: u64, member: &str, key: &str| -> Vec<String> {
+        r.response(json!(id))["result"][member]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e[key].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(5, "prompts", "name"), ["greet"]);
+    let listings = events(&cap, "assay.tool.listing");
+    /// A listing's method, request id, names shown and (name, code) removed.
+    type Summary = (String, String, Vec<String>, Vec<(String, String)>);
+    let summary: Vec<Summary> = listings
+        .iter()
+        .map(|e| {
+            let d = &e["data"];
+            let shown = d["shown"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect();
+            let removed = d["removed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap().to_string(),
+                        t["reason_code"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            (
+                d["method"].as_str().unwrap().to_string(),
+                d["request_id"].as_str().unwrap().to_string(),
+                shown,
+                removed,
+            )
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let p = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        summary,
+        [
+            (
+                "tools/list".to_string(),
+                "2".to_string(),
+                s(&["echo", "ask", "ask_batch"]),
+                vec![p("ask_modern", "P_TOOL_DENIED")]
+            ),
+            (
+                "resources/list".to_string(),
+                "3".to_string(),
+                s(&["file:///workspace/a.txt", "test://static/resource/1"]),
+                vec![p("file:///workspace/.env", "P_RESOURCE_DENIED")]
+            ),
+            // A `file:` template is refused only when every expansion is (an expansion may
+            // hold `..`): both are shown, and the listing says so.
+            (
+                "resources/templates/list".to_string(),
+                "4".to_string(),
+                s(&["file:///workspace/{path}", "file:///secrets/{name}"]),
+                vec![]
+            ),
+            (
+                "prompts/list".to_string(),
+                "5".to_string(),
+                s(&["greet"]),
+                vec![p("debug_dump", "P_PROMPT_DENIED")]
+            ),
+        ],
+        "{listings:#?}"
+    );
+    assert_closed(&cap);
+    let shown = run(
+        &[
+            "capture".to_string(),
+            "show".into(),
+            cap.display().to_string(),
+        ],
+        b"",
+    );
+    shown.expect_status(0);
+    let out = String::from_utf8_lossy(&shown.stdout).into_owned();
+    for (list, request) in [
+        ("tools/list", "2"),
+        ("resources/list", "3"),
+        ("resources/templates/list", "4"),
+        ("prompts/list", "5"),
+    ] {
+        assert!(
+            out.lines().any(|l| {
+                let cells: Vec<&str> = l.split_whitespace().collect();
+                cells.len() == 6 && cells[2] == list && cells[3] == request
+            }),
+            "no {list} row: {out}"
+        );
+    }
+    assert!(out.contains(": shown greet (sha256 "), "{out}");
+    assert!(
+        out.contains(": removed debug_dump (P_PROMPT_DENIED)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("4 listings (1 tools removed, 2 other entries removed)"),
+        "{out}"
+    );
+}
