@@ -303,6 +303,19 @@ pub(crate) fn on_server_line<'l>(
         .collect();
     let judged = rewrite::judge(text, candidates, |c, name, tool| {
         let digest = crate::canonical::digest_of(tool);
+        let Some(d) = digest else {
+            // SPEC §5.1: every tool a client is shown has its digest recorded; one that has
+            // none takes its whole answer with it (the client gets the `-32603` error), and it
+            // is not remembered as listed (`tool_definition_sha256` stays null: no answer that
+            // reached the client contained it).
+            if let Some(listing) = listings.get_mut(c) {
+                listing.shown.clear();
+                listing.removed.clear();
+                listing.replaced_by_error = true;
+            }
+            return rewrite::Verdict::Withhold(Malformed::Undigestible);
+        };
+        let digest = Some(d);
         watch.remember(name, digest);
         let hidden = if watch.hide {
             policy.refusal_by_name(name)
@@ -325,10 +338,24 @@ pub(crate) fn on_server_line<'l>(
                 None => listing.shown.push((name.to_string(), digest)),
             }
         }
-        refusal.is_none()
+        if refusal.is_none() {
+            rewrite::Verdict::Keep
+        } else {
+            rewrite::Verdict::Drop
+        }
     });
     if !watch.filter() {
-        return Judgement::forward();
+        // Without the filter nothing is removed; an answer with a tool that has no digest is
+        // still withheld (what the model is shown is always what the evidence can name).
+        let withheld = judged.withholds_undigestible();
+        return Judgement {
+            line: if withheld {
+                ServerLine::Rewrite(Rewrite::edit(text, judged))
+            } else {
+                ServerLine::Forward
+            },
+            listings: Vec::new(),
+        };
     }
     let line = if judged.changes_anything() {
         ServerLine::Rewrite(Rewrite::edit(text, judged))

@@ -24,6 +24,14 @@ impl Judged {
             .any(|c| c.loses || c.problem.is_some())
     }
 
+    /// Whether an answer is withheld because a tool of it has no digest (SPEC §5.1).
+    pub(crate) fn withholds_undigestible(&self) -> bool {
+        self.candidates
+            .list
+            .iter()
+            .any(|c| c.problem == Some(super::walk::Malformed::Undigestible))
+    }
+
     fn kept(&self, i: usize) -> bool {
         self.keep
             .get(i / 64)
@@ -31,20 +39,47 @@ impl Judged {
     }
 }
 
+/// What pass two decides of one tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The tool stays.
+    Keep,
+    /// The tool is removed from the answer.
+    Drop,
+    /// The whole answer is withheld (replaced by the error naming `Malformed`).
+    Withhold(super::walk::Malformed),
+}
+
 /// Pass two: every tool of every well-formed candidate, through `keep(name, tool)` (the decoded
-/// name and the tool object's text), which says whether it stays.
+/// name and the tool object's text), which says whether it stays, goes, or takes the whole
+/// answer with it.
 pub(crate) fn judge(
     text: &str,
     candidates: Candidates,
-    keep: impl FnMut(usize, &str, &str) -> bool,
+    keep: impl FnMut(usize, &str, &str) -> Verdict,
 ) -> Judged {
     struct Judge<F> {
         judged: Judged,
         keep: F,
         cursor: usize,
         count: usize,
+        /// The candidate whose tools are being judged, and the tool count at its first tool.
+        current: Option<(usize, usize)>,
     }
-    impl<'a, F: FnMut(usize, &str, &str) -> bool> Hooks<'a> for Judge<F> {
+    impl<F> Judge<F> {
+        /// Forgets the bits of the tools counted from `from` on (pass three skips every tool
+        /// of a withheld candidate, so its tools must not be counted).
+        fn rewind(&mut self, from: usize) {
+            self.count = from;
+            self.judged.keep.truncate(from.div_ceil(64));
+            if let Some(w) = self.judged.keep.last_mut() {
+                if !from.is_multiple_of(64) {
+                    *w &= (1u64 << (from % 64)) - 1;
+                }
+            }
+        }
+    }
+    impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
         fn tool(&mut self, message: usize, text: &'a str, name: &'a str) {
             let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
                 return;
@@ -55,9 +90,24 @@ pub(crate) fn judge(
             if candidate.problem.is_some() {
                 return;
             }
+            let first = match self.current {
+                Some((at, first)) if at == c => first,
+                _ => {
+                    self.current = Some((c, self.count));
+                    self.count
+                }
+            };
             // The walk reports string names only, so the name always decodes.
             let name = tool_name(name).unwrap_or_default();
-            let stays = (self.keep)(c, &name, text);
+            let stays = match (self.keep)(c, &name, text) {
+                Verdict::Keep => true,
+                Verdict::Drop => false,
+                Verdict::Withhold(why) => {
+                    candidate.problem = Some(why);
+                    self.rewind(first);
+                    return;
+                }
+            };
             candidate.loses |= !stays;
             if self.count.is_multiple_of(64) {
                 self.judged.keep.push(0);
@@ -78,6 +128,7 @@ pub(crate) fn judge(
         keep,
         cursor: 0,
         count: 0,
+        current: None,
     };
     // The text passed the same walk in pass one.
     let _ = walk::walk(text, &mut j);

@@ -364,3 +364,66 @@ fn a_respelled_answer_is_still_filtered() {
         );
     }
 }
+
+/// SPEC §5.1 (issue 46 item 4): a tool whose RFC 8785 form is over the canonicalizer's bound
+/// (5,000 numbers like `1e20`, each 17 bytes longer in canonical form) has no digest, so the
+/// answer holding it is withheld — with the filter and without — and the listing says it was
+/// replaced; the other answer of the same batch keeps its judgement (the withheld candidate's
+/// tools are not counted by pass three).
+#[test]
+fn a_tool_without_a_digest_takes_its_answer_with_it() {
+    let numbers = vec!["1e20"; 20_000].join(",");
+    let big = format!(r#"{{"name":"big","inputSchema":{{"type":"object","enum":[{numbers}]}}}}"#);
+    assert!(
+        crate::canonical::digest_of(&big).is_none(),
+        "over the bound"
+    );
+    let line = format!(
+        "[{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"tools\":[{{\"name\":\"a\"}},{big},{{\"name\":\"b\"}}]}}}},\
+         {{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"tools\":[{{\"name\":\"exec\"}},{{\"name\":\"c\"}}]}}}}]\n"
+    );
+    for filter in [true, false] {
+        let out = through(filter, &["1", "2"], &line);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let first = &v[0];
+        assert_eq!(first["id"], 1, "{filter}");
+        assert_eq!(first["error"]["code"], -32603, "{filter}: {first}");
+        assert!(
+            first["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("RFC 8785 digest"),
+            "{first}"
+        );
+        let names: Vec<&str> = v[1]["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            if filter { vec!["c"] } else { vec!["exec", "c"] },
+            "{filter}"
+        );
+    }
+    // The listing event of the withheld answer names nothing shown and says it was replaced.
+    let watch = ToolsListWatch::new(true, false);
+    let pending = PendingRequests::new();
+    for id in ["1", "2"] {
+        watch.note_request();
+        pending.note(id, RequestKind::ToolsList);
+    }
+    let Gate::Forward(answered) = judge(line.as_bytes(), &pending).gate else {
+        panic!("answers the pending requests");
+    };
+    let judged = on_server_line(&watch, &policy(), line.as_bytes(), &answered);
+    assert_eq!(judged.listings.len(), 2);
+    assert!(judged.listings[0].replaced_by_error);
+    assert!(judged.listings[0].shown.is_empty() && judged.listings[0].removed.is_empty());
+    assert!(!judged.listings[1].replaced_by_error);
+    assert_eq!(judged.listings[1].shown.len(), 1);
+    // Not remembered as listed: a call to it records no definition digest.
+    assert_eq!(watch.definition_of("big"), None);
+    assert!(watch.definition_of("a").is_some());
+}

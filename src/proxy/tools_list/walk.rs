@@ -42,6 +42,9 @@ pub(crate) enum Malformed {
     DuplicateName,
     /// More tools than a listing event records ([`crate::proxy::tools_list::MAX_LISTED_TOOLS`]).
     TooManyTools,
+    /// A tool's definition has no RFC 8785 digest (its canonical form is longer than the
+    /// canonicalizer's bound): what the model would be shown could not be recorded (SPEC §5.1).
+    Undigestible,
 }
 
 impl Malformed {
@@ -60,6 +63,9 @@ impl Malformed {
             Malformed::DuplicateName => "it names the same tool twice",
             Malformed::TooManyTools => {
                 "it lists more tools than the wrapper records of one listing"
+            }
+            Malformed::Undigestible => {
+                "a tool's definition has no RFC 8785 digest (its canonical form is over the bound)"
             }
         }
     }
