@@ -834,3 +834,193 @@ fn listing_events_name_their_list() {
         "{out}"
     );
 }
+
+/// SPEC §5.2 (issue 46 item 2): every method that reaches a governed thing is governed.
+/// `completion/complete` runs the completer of the prompt or resource template its `ref` names,
+/// and `subscriptions/listen` (2026-07-28) subscribes to resources: each is judged by the
+/// section of what it names, logged as an `assay.mcp.decision` and refused like `prompts/get`
+/// and `resources/subscribe`; a `ref` that cannot be read the way every SDK reads it is
+/// refused (`P_MALFORMED`). Without the sections nothing changes.
+#[test]
+fn completions_and_subscriptions_are_judged_by_what_they_name() {
+    let dir = tempdir();
+    let policy = "version: \"1\"\nprompts:\n  deny: [\"debug_*\"]\n\
+                  resources:\n  deny: [\"file:///workspace/.env\", \"file:///secrets/**\"]\n";
+    let (args, cap, rec) = governed_wrap(dir.path(), policy);
+    let complete = |r: Value| json!({"ref": r, "argument": {"name": "a", "value": ""}});
+    let input = script(&[
+        INIT,
+        &request(
+            2,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "name": "greet"})),
+        ),
+        &request(
+            3,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "name": "debug_dump"})),
+        ),
+        &request(
+            4,
+            "completion/complete",
+            complete(json!({"type": "ref/resource", "uri": "file:///workspace/{path}"})),
+        ),
+        &request(
+            5,
+            "completion/complete",
+            complete(json!({"type": "ref/resource", "uri": "file:///workspace/.env"})),
+        ),
+        &request(
+            6,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "Name": "debug_dump"})),
+        ),
+        &request(
+            7,
+            "completion/complete",
+            json!({"Ref": {"type": "ref/prompt", "name": "debug_dump"}, "argument": {"name": "a", "value": ""}}),
+        ),
+        &request(
+            8,
+            "completion/complete",
+            complete(json!({"type": "REF/PROMPT", "name": "debug_dump"})),
+        ),
+        &request(
+            9,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "name": "debug_\u{17f}"})),
+        ),
+        &request(
+            10,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["file:///workspace/a.txt"]}}),
+        ),
+        &request(
+            11,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["file:///workspace/a.txt", "file:///secrets/key"]}}),
+        ),
+        &request(
+            12,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+        &request(
+            13,
+            "subscriptions/listen",
+            json!({"notifications": {"ResourceSubscriptions": ["file:///secrets/key"]}}),
+        ),
+    ]);
+    let r = run_after_reply(&args, &input, "\"id\":13", b"");
+    r.expect_status(0);
+    assert_eq!(
+        r.response(json!(2))["result"]["completion"]["values"][0],
+        "completed greet"
+    );
+    assert_refused(&r, 3, "P_PROMPT_DENIED");
+    assert_eq!(
+        r.response(json!(4))["result"]["completion"]["values"][0],
+        "completed file:///workspace/{path}"
+    );
+    assert_refused(&r, 5, "P_RESOURCE_DENIED");
+    for id in [6, 7, 8] {
+        assert_refused(&r, id, "P_MALFORMED");
+    }
+    // Prompt names are matched as §3 reads names (lenient folding): `debug_ſ` is `debug_*`'s.
+    assert_refused(&r, 9, "P_PROMPT_DENIED");
+    assert!(
+        r.response(json!(10))["result"].is_object(),
+        "{}",
+        r.report()
+    );
+    assert_refused(&r, 11, "P_RESOURCE_DENIED");
+    // Nothing of a resource asked for: not governed, forwarded.
+    assert!(
+        r.response(json!(12))["result"].is_object(),
+        "{}",
+        r.report()
+    );
+    assert_refused(&r, 13, "P_MALFORMED");
+    // Only the allowed ones reached the server.
+    let reached: Vec<u64> = received(&rec)
+        .iter()
+        .filter(|m| m["method"] == "completion/complete" || m["method"] == "subscriptions/listen")
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reached, [2, 4, 10, 12]);
+    let ev = events(&cap, "assay.mcp.decision");
+    let summary: Vec<(String, Value, String)> = ev
+        .iter()
+        .map(|e| {
+            (
+                e["data"]["method"].as_str().unwrap().to_string(),
+                e["data"]["target"].clone(),
+                e["data"]["reason_code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |m: &str, t: Value, c: &str| (m.to_string(), t, c.to_string());
+    assert_eq!(
+        summary,
+        [
+            row("completion/complete", json!("greet"), "P_POLICY_ALLOW"),
+            row(
+                "completion/complete",
+                json!("debug_dump"),
+                "P_PROMPT_DENIED"
+            ),
+            row(
+                "completion/complete",
+                json!("file:///workspace/{path}"),
+                "P_POLICY_ALLOW"
+            ),
+            row(
+                "completion/complete",
+                json!("file:///workspace/.env"),
+                "P_RESOURCE_DENIED"
+            ),
+            row("completion/complete", Value::Null, "P_MALFORMED"),
+            row("completion/complete", Value::Null, "P_MALFORMED"),
+            row("completion/complete", Value::Null, "P_MALFORMED"),
+            row(
+                "completion/complete",
+                json!("debug_\u{17f}"),
+                "P_PROMPT_DENIED"
+            ),
+            row(
+                "subscriptions/listen",
+                json!("file:///workspace/a.txt"),
+                "P_POLICY_ALLOW"
+            ),
+            row(
+                "subscriptions/listen",
+                json!("file:///secrets/key"),
+                "P_RESOURCE_DENIED"
+            ),
+            row("subscriptions/listen", Value::Null, "P_MALFORMED"),
+        ],
+        "{ev:#?}"
+    );
+    assert_closed(&cap);
+
+    // Without the sections: forwarded as before, no event.
+    let dir = tempdir();
+    let (args, cap, rec) = governed_wrap(dir.path(), "version: \"1\"\nallow: [\"*\"]\n");
+    let input = script(&[
+        INIT,
+        &request(
+            2,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "name": "debug_dump"})),
+        ),
+    ]);
+    let r = run_after_reply(&args, &input, "\"id\":2", b"");
+    r.expect_status(0);
+    assert_eq!(
+        r.response(json!(2))["result"]["completion"]["values"][0],
+        "completed debug_dump"
+    );
+    assert!(events(&cap, "assay.mcp.decision").is_empty());
+    assert_eq!(received(&rec).len(), 2);
+    assert_closed(&cap);
+}

@@ -1,6 +1,6 @@
 //! Messages of the governed methods other than `tools/call` (SPEC §5.2), on both paths: which
 //! message is governed, what its target is, and the policy's verdict on it — the client's
-//! `resources/read`, `resources/subscribe` and `prompts/get`, and the server's
+//! `resources/read`, `resources/subscribe`, `prompts/get` and `completion/complete`, and the server's
 //! `sampling/createMessage`, `elicitation/create` and `roots/list`. A method whose section the
 //! policy lacks is not governed: forwarded as before, no event.
 //!
@@ -11,7 +11,9 @@ use std::borrow::Cow;
 
 use super::message::{Message, as_str, tool_call_id};
 use crate::evidence::decision_log::{Direction, McpDecisionEntry};
-use crate::policy::{ClientFeature, Decision, Policy, Verdict};
+use serde_json::Value;
+
+use crate::policy::{ClientFeature, Decision, Policy, ReasonCode, Verdict};
 use crate::sha256::HexDigest;
 
 /// The client methods judged by `params.uri` (the `resources` section).
@@ -24,6 +26,159 @@ pub(crate) const FEATURE_METHODS: [(&str, ClientFeature); 3] = [
     ("elicitation/create", ClientFeature::Elicitation),
     ("roots/list", ClientFeature::Roots),
 ];
+
+/// `subscriptions/listen` (2026-07-28, replacing `resources/subscribe`): its
+/// `params.notifications.resourceSubscriptions` lists resource URIs whose updates the client
+/// asks for, each judged by the `resources` section as a `resources/subscribe` of it would be.
+const LISTEN: &str = "subscriptions/listen";
+
+/// A decision `error`, `P_MALFORMED`: a governed request that cannot be judged.
+fn malformed(method: &str, why: &str) -> Option<(Option<String>, Verdict)> {
+    Some((
+        None,
+        Verdict {
+            decision: Decision::Error,
+            reason_code: ReasonCode::P_MALFORMED,
+            reason: format!("the {method} request cannot be judged: {why}"),
+            matched_rule: None,
+        },
+    ))
+}
+
+/// Whether `map` has a key that is a lenient variant (SPEC §3: case and fold variants, trailing
+/// NULs) of one of `names` without being it.
+fn has_variant(map: &serde_json::Map<String, Value>, names: &[&str]) -> bool {
+    map.keys().any(|k| {
+        names
+            .iter()
+            .any(|n| k != n && crate::lenient::normalize(k) == crate::lenient::normalize(n))
+    })
+}
+
+/// What a `subscriptions/listen` asks of the resources, and the verdict: `None` without a
+/// `resources` section, or when it asks for no resource. Every URI must be allowed; the first
+/// refused one is the target and its verdict the request's. Fails closed like
+/// [`completion`]: `params` or `notifications` not an object, a lenient variant of
+/// `notifications` or `resourceSubscriptions`, a list that is not an array of strings →
+/// `P_MALFORMED`.
+fn listen(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verdict)> {
+    if !policy.governed().contains(&"resources") {
+        return None;
+    }
+    let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
+        return malformed(LISTEN, "params is not an object");
+    };
+    if has_variant(&params, &["notifications"]) {
+        return malformed(
+            LISTEN,
+            "params has a case or fold variant of `notifications`",
+        );
+    }
+    let Some(Value::Object(filter)) = params.get("notifications") else {
+        return malformed(LISTEN, "params.notifications is not an object");
+    };
+    if has_variant(filter, &["resourceSubscriptions"]) {
+        return malformed(
+            LISTEN,
+            "params.notifications has a case or fold variant of `resourceSubscriptions`",
+        );
+    }
+    let uris = match filter.get("resourceSubscriptions") {
+        None => return None,
+        Some(Value::Array(uris)) => uris,
+        Some(_) => return malformed(LISTEN, "resourceSubscriptions is not an array"),
+    };
+    let mut allowed = None;
+    for uri in uris {
+        let Some(uri) = uri.as_str() else {
+            return malformed(LISTEN, "a resourceSubscriptions entry is not a string");
+        };
+        let v = policy.evaluate_resource(Some(uri))?;
+        if v.decision != Decision::Allow {
+            return Some((Some(uri.to_string()), v));
+        }
+        allowed.get_or_insert((Some(uri.to_string()), v));
+    }
+    allowed
+}
+
+/// `completion/complete` (SPEC §5.2): its `params.ref` names a prompt (`ref/prompt`, judged by
+/// the `prompts` section) or a resource or resource template (`ref/resource`, judged by the
+/// `resources` section), whose code the server runs to complete an argument.
+const COMPLETION: &str = "completion/complete";
+
+/// What a `completion/complete` names, and the policy's verdict: `None` when the section of
+/// what it names is absent (not governed). Read from `params` (strict JSON: the line passed the
+/// duplicate-key check after lenient normalization), failing closed: when either section is
+/// present, `params` that are not an object, a `ref` that is not an object, a key of `params`
+/// or of `ref` that is a lenient variant of `ref`, `type`, `name` or `uri` (`Ref`, `NAME`,
+/// `uri\u0000`: a lenient server's reading could differ from ours), a `type` other than the
+/// two, or a name or URI that is not a string → decision `error`, `P_MALFORMED`.
+fn completion(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verdict)> {
+    let governed = policy.governed();
+    let prompts = governed.contains(&"prompts");
+    let resources = governed.contains(&"resources");
+    if !prompts && !resources {
+        return None;
+    }
+    let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
+        return malformed(COMPLETION, "params is not an object");
+    };
+    if has_variant(&params, &["ref"]) {
+        return malformed(COMPLETION, "params has a case or fold variant of `ref`");
+    }
+    let Some(Value::Object(r)) = params.get("ref") else {
+        return malformed(COMPLETION, "params.ref is not an object");
+    };
+    if has_variant(r, &["type", "name", "uri"]) {
+        return malformed(
+            COMPLETION,
+            "params.ref has a case or fold variant of `type`, `name` or `uri`",
+        );
+    }
+    match r.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") if prompts => match r.get("name").and_then(Value::as_str) {
+            Some(name) => {
+                let v = policy.evaluate_prompt(Some(name))?;
+                Some((Some(name.to_string()), v))
+            }
+            None => malformed(COMPLETION, "params.ref.name is not a string"),
+        },
+        Some("ref/resource") if resources => match r.get("uri").and_then(Value::as_str) {
+            Some(uri) => Some((Some(uri.to_string()), resource_ref(policy, uri)?)),
+            None => malformed(COMPLETION, "params.ref.uri is not a string"),
+        },
+        // What it names is governed by a section this policy lacks: forwarded as before.
+        Some("ref/prompt" | "ref/resource") => None,
+        _ => malformed(
+            COMPLETION,
+            "params.ref.type is neither ref/prompt nor ref/resource",
+        ),
+    }
+}
+
+/// A `ref/resource` names a resource URI or a URI template: a URI is judged as a
+/// `resources/read` of it; a template is refused exactly when the listing filter would hide it
+/// (every URI it can expand to is refused), and allowed otherwise.
+fn resource_ref(policy: &Policy, uri: &str) -> Option<Verdict> {
+    if !uri.contains('{') {
+        return policy.evaluate_resource(Some(uri));
+    }
+    Some(match policy.refuses_resource_template(uri) {
+        Some(code) => Verdict {
+            decision: Decision::Deny,
+            reason_code: code,
+            reason: "every URI the resource template can expand to is refused".to_string(),
+            matched_rule: None,
+        },
+        None => Verdict {
+            decision: Decision::Allow,
+            reason_code: ReasonCode::P_POLICY_ALLOW,
+            reason: "the resource template can expand to an allowed URI".to_string(),
+            matched_rule: None,
+        },
+    })
+}
 
 /// One judged message of a governed method: `'a` borrows the line.
 pub(crate) struct Judged<'a> {
@@ -84,6 +239,12 @@ pub(crate) fn client_message<'a>(policy: &Policy, m: &Message<'a>) -> Option<Jud
             };
             let verdict = policy.evaluate_resource(uri.as_deref())?;
             (method, uri, verdict)
+        } else if m.method_is(LISTEN) {
+            let (target, verdict) = listen(policy, m.params.filter(|_| m.params_object))?;
+            (LISTEN, target.map(Cow::Owned), verdict)
+        } else if m.method_is(COMPLETION) {
+            let (target, verdict) = completion(policy, m.params.filter(|_| m.params_object))?;
+            (COMPLETION, target.map(Cow::Owned), verdict)
         } else if m.method_is("prompts/get") {
             let name = if m.params_object {
                 m.name.and_then(as_str)
