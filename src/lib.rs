@@ -51,6 +51,7 @@ pub mod fuzzing;
 mod input_file;
 mod lenient;
 mod lenient_table;
+pub mod methods;
 mod pins_file;
 mod proxy;
 mod reason_code;

@@ -406,9 +406,13 @@ hide_refused_tools: true
             "schemas: write_file",
             "hide_refused_tools: true",
             "pins: none",
-            "resources: not governed",
-            "prompts: not governed",
-            "client_features: not governed",
+            // What an absent section leaves unjudged: its methods, from the one method table
+            // (docs/methods.md).
+            "resources: not governed (resources/list, resources/templates/list, resources/read, \
+             resources/subscribe, subscriptions/listen, completion/complete pass unjudged)",
+            "prompts: not governed (prompts/list, prompts/get, completion/complete pass unjudged)",
+            "client_features: not governed (sampling/createMessage, elicitation/create, \
+             roots/list pass unjudged)",
             "limits: none",
             "record_arguments: off",
         ],

@@ -286,3 +286,54 @@ pub(crate) fn server_request<'a>(policy: &Policy, m: &Message<'a>) -> Option<Jud
         verdict,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::{From, Governor, METHODS};
+    use crate::proxy::message::{Judged as Keys, for_each_message};
+
+    /// The proxy judges each method as its row of the one table (`src/methods.rs`,
+    /// `docs/methods.md`) says: a message naming every governed thing at once, under a policy
+    /// with every section, is judged on the client path exactly when its row says `resources`,
+    /// `prompts` or either, and on the server path exactly when it says `client_features`.
+    #[test]
+    fn every_method_is_judged_as_the_method_table_says() {
+        let policy = Policy::from_bytes(
+            b"version: \"1\"\nallow: [\"*\"]\nresources:\n  deny: [\"file:///**\"]\n\
+              prompts:\n  deny: [\"*\"]\nclient_features:\n  sampling: deny\n  elicitation: deny\n  roots: deny\n",
+            std::path::Path::new("p.yaml"),
+        )
+        .unwrap();
+        let params = r#"{"uri":"file:///x","name":"p","ref":{"type":"ref/prompt","name":"p"},"notifications":{"resourceSubscriptions":["file:///x"]}}"#;
+        for m in METHODS {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"{}","params":{params}}}"#,
+                m.name
+            );
+            let mut client = None;
+            let mut server = None;
+            for_each_message(&line, Keys::default(), |msg| {
+                client = Some(client_message(&policy, msg).map(|g| g.allowed()));
+                server = Some(server_request(&policy, msg).map(|g| g.allowed()));
+            });
+            let (client, server) = (client.flatten(), server.flatten());
+            let on_client = matches!(
+                m.governor,
+                Governor::Resources | Governor::Prompts | Governor::PromptsOrResources
+            );
+            assert_eq!(client.is_some(), on_client, "{}: client path", m.name);
+            assert_eq!(
+                server.is_some(),
+                m.governor == Governor::ClientFeatures,
+                "{}: server path",
+                m.name
+            );
+            // Judged, it is refused (the policy denies everything it names).
+            assert_ne!(client.or(server), Some(true), "{}", m.name);
+            if m.governor == Governor::ClientFeatures {
+                assert_eq!(m.from, From::Server, "{}", m.name);
+            }
+        }
+    }
+}

@@ -144,7 +144,7 @@ fn counted(items: &[String]) -> String {
 /// One line for `resources` or `prompts` (SPEC §5.2): what is governed, in words.
 fn patterns_line(t: &mut String, section: &str, what: &str, p: Option<&PatternsSummary>) {
     let Some(p) = p else {
-        let _ = writeln!(t, "{section}: not governed");
+        let _ = writeln!(t, "{section}: not governed ({})", unjudged(section));
         return;
     };
     let allow = match &p.allow {
@@ -160,12 +160,34 @@ fn patterns_line(t: &mut String, section: &str, what: &str, p: Option<&PatternsS
     let _ = writeln!(t, "{section}: allow {allow}; deny {deny}");
 }
 
+/// What a policy without `section` leaves unjudged, in words: the methods the one method table
+/// (`assay::methods`, docs/methods.md) says it governs.
+fn unjudged(section: &str) -> String {
+    use assay::methods::{Governor as G, METHODS};
+    let names: Vec<&str> = METHODS
+        .iter()
+        .filter(|m| match section {
+            "resources" => matches!(
+                m.governor,
+                G::Resources | G::ResourcesListing | G::PromptsOrResources
+            ),
+            "prompts" => matches!(
+                m.governor,
+                G::Prompts | G::PromptsListing | G::PromptsOrResources
+            ),
+            _ => m.governor == G::ClientFeatures,
+        })
+        .map(|m| m.name)
+        .collect();
+    format!("{} pass unjudged", names.join(", "))
+}
+
 /// The SPEC §5.2 sections, one line each; an absent section is said to be not governed.
 fn sections(t: &mut String, s: &PolicySummary) {
     patterns_line(t, "resources", "URI", s.resources.as_ref());
     patterns_line(t, "prompts", "prompt", s.prompts.as_ref());
     let features = match &s.client_features {
-        None => "not governed".to_owned(),
+        None => format!("not governed ({})", unjudged("client_features")),
         Some(named) => ["sampling", "elicitation", "roots"]
             .iter()
             .map(|f| match named.get(*f) {
