@@ -1024,3 +1024,83 @@ fn completions_and_subscriptions_are_judged_by_what_they_name() {
     assert_eq!(received(&rec).len(), 2);
     assert_closed(&cap);
 }
+
+/// SPEC §5.2 (issue 46 item 6): a server batch answering a `prompts/list` (which loses a prompt)
+/// and a `tools/list` (which must lose a hidden tool) and a `tools/call` is judged element by
+/// element: the prompt is removed, the hidden tool is removed, the call's answer arrives.
+#[test]
+fn a_server_batch_of_list_answers_is_judged_element_by_element() {
+    let dir = tempdir();
+    let policy_path = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy_path,
+        "version: \"1\"\nallow: [\"*\"]\ndeny: [\"exec\"]\nhide_refused_tools: true\nprompts:\n  deny: [\"debug_*\"]\n",
+    )
+    .unwrap();
+    // Answers nothing until it has the three requests, then answers them in one batch.
+    let server = r#"
+import json, sys
+seen = {}
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "b", "version": "1"}}}), flush=True)
+    elif "id" in m:
+        seen[m["method"]] = m["id"]
+    if len(seen) == 3:
+        print(json.dumps([
+            {"jsonrpc": "2.0", "id": seen["prompts/list"], "result": {"prompts": [{"name": "greet"}, {"name": "debug_dump"}]}},
+            {"jsonrpc": "2.0", "id": seen["tools/list"], "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}, {"name": "exec", "inputSchema": {"type": "object"}}]}},
+            {"jsonrpc": "2.0", "id": seen["tools/call"], "result": {"content": [{"type": "text", "text": "called"}]}},
+        ]), flush=True)
+        seen = {}
+"#;
+    let cap = dir.path().join("cap");
+    let args = wrap_args(
+        &[
+            "--policy",
+            &policy_path.display().to_string(),
+            "--event-source",
+            "assay://test/governed",
+            "--capture-dir",
+            &cap.display().to_string(),
+        ],
+        &["python3", "-c", server],
+    );
+    let input = script(&[
+        INIT,
+        &request(2, "prompts/list", json!({})),
+        &request(3, "tools/list", json!({})),
+        &call(4, "echo", "{}"),
+    ]);
+    let r = run_after_reply(&args, &input, "called", b"");
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(
+        !out.contains("exec") && !out.contains("debug_dump"),
+        "{out}"
+    );
+    let batch: Value = serde_json::from_str(
+        out.lines()
+            .find(|l| l.starts_with('['))
+            .unwrap_or_else(|| panic!("no batch: {out}")),
+    )
+    .unwrap();
+    let names = |i: usize, member: &str| -> Vec<String> {
+        batch[i]["result"][member]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0, "prompts"), ["greet"]);
+    assert_eq!(names(1, "tools"), ["echo"]);
+    assert_eq!(batch[2]["result"]["content"][0]["text"], "called");
+    let methods: Vec<String> = events(&cap, "assay.tool.listing")
+        .iter()
+        .map(|e| e["data"]["method"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(methods, ["prompts/list", "tools/list"]);
+    assert_closed(&cap);
+}

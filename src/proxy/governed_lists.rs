@@ -101,6 +101,10 @@ pub(crate) struct Filtered {
     /// `None`: forward the line unchanged.
     pub line: Option<Vec<u8>>,
     pub listings: Vec<(ListKind, Listing)>,
+    /// `line` is the server's line with its list answers judged (one line, `\n` terminated):
+    /// its other answers — a `tools/list` answer among them — still go through their own
+    /// judgement. `false`: `line` holds only the errors that replace the answers.
+    pub edited: bool,
 }
 
 /// The lists a line answers that this policy filters.
@@ -142,6 +146,7 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
         Some(Filtered {
             line: Some(out),
             listings,
+            edited: false,
         })
     };
     let (kind, spelling) = match (
@@ -149,6 +154,10 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
         message::classify(line, message::Judged::default()),
     ) {
         ([one], ClientLine::Single(_)) => (one.0, one.1.clone()),
+        (_, ClientLine::Batch(_)) => {
+            return judge_batch(policy, line, &wanted)
+                .or_else(|| replaced("it cannot be read as a batch of responses"));
+        }
         _ => return replaced("it cannot be read as a list result"),
     };
     let Some(mut value) = std::str::from_utf8(line)
@@ -177,6 +186,86 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
     Some(Filtered {
         line,
         listings: vec![(kind, listing)],
+        edited: true,
+    })
+}
+
+/// A batch answering list requests (SPEC §5.2, issue 46 item 6): element by element. Each
+/// response that answers one of `wanted` is judged as it would be on its own line — filtered,
+/// or replaced by the `-32603` error for its id when it cannot be read as that list's result —
+/// and every other element is left as it is. `None` when the line cannot be read as a batch at
+/// all (then every answer it holds is replaced, as for any unreadable line).
+fn judge_batch(policy: &Policy, line: &[u8], wanted: &[(ListKind, Box<str>)]) -> Option<Filtered> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut value = crate::strict_json::parse_value(text.trim_end()).ok()?;
+    let elements = value.as_array_mut()?;
+    // The client's spelling of each wanted answer, read as a JSON value: the element's id is
+    // compared by value (an escape spells the same id; a respelled answer already carries the
+    // client's spelling).
+    let ids: Vec<(ListKind, &str, Value)> = wanted
+        .iter()
+        .filter_map(|(k, s)| Some((*k, &**s, serde_json::from_str(s).ok()?)))
+        .collect();
+    let mut listings = Vec::new();
+    let mut changed = false;
+    for element in elements.iter_mut() {
+        let Some(obj) = element.as_object() else {
+            continue;
+        };
+        if obj.contains_key("method") || !obj.contains_key("result") {
+            continue;
+        }
+        let Some(id) = obj.get("id") else { continue };
+        let Some((kind, spelling, _)) = ids.iter().find(|(_, _, v)| v == id) else {
+            continue;
+        };
+        let (kind, spelling) = (*kind, *spelling);
+        match judge_result(policy, kind, element) {
+            Some(judged) => {
+                changed |= judged.changed;
+                listings.push((
+                    kind,
+                    Listing {
+                        request_id: spelling.into(),
+                        shown: judged.shown,
+                        removed: judged.removed,
+                        replaced_by_error: false,
+                    },
+                ));
+            }
+            None => {
+                let error = withheld_error(
+                    Some(spelling),
+                    &format!(
+                        "server answer withheld: it cannot be read as a {} result",
+                        kind.method()
+                    ),
+                );
+                *element = serde_json::from_slice(&error).ok()?;
+                changed = true;
+                listings.push((
+                    kind,
+                    Listing {
+                        request_id: spelling.into(),
+                        shown: Vec::new(),
+                        removed: Vec::new(),
+                        replaced_by_error: true,
+                    },
+                ));
+            }
+        }
+    }
+    let line = if changed {
+        let mut out = serde_json::to_vec(&value).ok()?;
+        out.push(b'\n');
+        Some(out)
+    } else {
+        None
+    };
+    Some(Filtered {
+        line,
+        listings,
+        edited: true,
     })
 }
 
@@ -211,7 +300,9 @@ fn judge_result(policy: &Policy, kind: ListKind, value: &mut Value) -> Option<Ju
             return None;
         }
         let key = obj.get(kind.key())?.as_str()?;
-        let digest = crate::canonical::digest_of(&entry.to_string());
+        // An entry without a digest cannot be named in the listing event: the answer is not
+        // shown (SPEC §5.1, as for tools).
+        let digest = Some(crate::canonical::digest_of(&entry.to_string())?);
         match kind.refuses(policy, key) {
             Some(code) => {
                 removed.push((key.to_owned(), digest, code));
@@ -233,4 +324,82 @@ fn judge_result(policy: &Policy, kind: ListKind, value: &mut Value) -> Option<Ju
         removed,
         changed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::answers::{Gate, judge as gate};
+    use crate::proxy::pending::{PendingRequests, RequestKind};
+
+    fn policy() -> Policy {
+        Policy::from_bytes(
+            b"version: \"1\"\nallow: [\"*\"]\nhide_refused_tools: true\nprompts:\n  deny: [\"debug_*\"]\n\
+              resources:\n  deny: [\"file:///workspace/.env\"]\n",
+            std::path::Path::new("p.yaml"),
+        )
+        .unwrap()
+    }
+
+    /// What the listing filter makes of `line` after the client sent `requests`.
+    fn through(requests: &[(&str, RequestKind)], line: &str) -> (String, Vec<(ListKind, Listing)>) {
+        let pending = PendingRequests::new();
+        for (id, kind) in requests {
+            pending.note(id, *kind);
+        }
+        let answered = match gate(line.as_bytes(), &pending).gate {
+            Gate::Forward(a) => a,
+            Gate::Trimmed(_, a) => a,
+            _ => panic!("the gate keeps {line}"),
+        };
+        match judge(&policy(), line.as_bytes(), &answered) {
+            None => (line.to_string(), Vec::new()),
+            Some(f) => (
+                f.line
+                    .map(|l| String::from_utf8(l).unwrap())
+                    .unwrap_or_else(|| line.to_string()),
+                f.listings,
+            ),
+        }
+    }
+
+    /// SPEC §5.2 (issue 46 item 6): a server batch is judged element by element — a list answer
+    /// is filtered as on its own line, an unreadable one becomes the error for its id alone, and
+    /// the other answers of the batch reach the client unchanged.
+    #[test]
+    fn a_batch_is_judged_element_by_element() {
+        let line = r#"[{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"greet"},{"name":"debug_dump"}]}},{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"call answer"}]}},{"jsonrpc":"2.0","id":3,"result":{"Resources":[]}}]"#;
+        let (out, listings) = through(
+            &[
+                ("1", RequestKind::PromptsList),
+                ("2", RequestKind::Other),
+                ("3", RequestKind::ResourcesList),
+            ],
+            &format!("{line}\n"),
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let a = v.as_array().unwrap();
+        assert_eq!(a.len(), 3, "{out}");
+        assert_eq!(
+            a[0]["result"]["prompts"],
+            serde_json::json!([{"name": "greet"}])
+        );
+        assert_eq!(a[1]["result"]["content"][0]["text"], "call answer", "{out}");
+        assert_eq!(a[2]["id"], 3);
+        assert_eq!(a[2]["error"]["code"], -32603, "{out}");
+        assert_eq!(listings.len(), 2);
+        assert_eq!(listings[0].0, ListKind::Prompts);
+        assert!(!listings[0].1.replaced_by_error);
+        assert_eq!(listings[0].1.removed.len(), 1);
+        assert_eq!(listings[1].0, ListKind::Resources);
+        assert!(listings[1].1.replaced_by_error);
+        // A batch whose list answers lose nothing is forwarded byte for byte.
+        let kept = r#"[{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"greet"}]}},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
+        let (out, listings) = through(
+            &[("1", RequestKind::PromptsList), ("2", RequestKind::Other)],
+            &format!("{kept}\n"),
+        );
+        assert_eq!(out, format!("{kept}\n"));
+        assert_eq!(listings.len(), 1);
+    }
 }

@@ -118,11 +118,25 @@ fn pass(
             for (kind, listing) in &f.listings {
                 record_listing(shared, listing, kind.method(), kind.noun());
             }
-            if let Some(bytes) = f.line {
-                return instead(shared, &bytes, last);
+            match f.line {
+                // The line with its list answers judged: a `tools/list` answer of the same
+                // batch is still judged by the listing filter.
+                Some(bytes) if f.edited => return pass_tools(shared, &bytes, answered, last),
+                Some(bytes) => return instead(shared, &bytes, last),
+                None => {}
             }
         }
     }
+    pass_tools(shared, line, answered, last)
+}
+
+/// The `tools/list` listing filter, then the write (the rest of [`pass`]).
+fn pass_tools(
+    shared: &Shared,
+    line: &[u8],
+    answered: &LineAnswers,
+    last: bool,
+) -> Result<(), WorkerError> {
     let judged = tools_list::on_server_line(&shared.tools_list, &shared.policy, line, answered);
     for listing in &judged.listings {
         record_listing(shared, listing, "tools/list", "tool");
