@@ -4,7 +4,10 @@
 //! the server asks of the client (a request answered to the server, never shown to the client;
 //! an `input_required` result replaced), limits, recorded arguments with redaction and
 //! truncation — each with its `assay.mcp.decision` or `assay.tool.decision` event — and the
-//! captures read `closed`. A policy without the sections changes nothing.
+//! captures read `closed`. A policy without the sections changes nothing. Resource URIs are also
+//! judged against real SDK servers (`server-everything` on the TypeScript SDK,
+//! tests/fixtures/resource_server.py on the Python SDK 2.x): every spelling a server serves as a
+//! denied resource is refused (issue 46 item 1).
 
 use std::path::Path;
 
@@ -1102,5 +1105,213 @@ for line in sys.stdin:
         .map(|e| e["data"]["method"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(methods, ["prompts/list", "tools/list"]);
+    assert_closed(&cap);
+}
+
+/// `server-everything` (the TypeScript SDK's `McpServer`): its template
+/// `demo://resource/dynamic/text/{resourceId}` serves resource 1 at every spelling
+/// `new URL(uri).toString()` maps to `demo://resource/dynamic/text/1`.
+fn everything() -> Vec<String> {
+    vec![
+        "node".into(),
+        root()
+            .join(
+                "tests/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            )
+            .display()
+            .to_string(),
+        "stdio".into(),
+    ]
+}
+
+/// tests/fixtures/resource_server.py (the Python SDK 2.x `MCPServer`): its template
+/// `test://static/resource/{id}` percent-decodes the id.
+fn python_resources() -> Vec<String> {
+    vec![
+        python(),
+        root()
+            .join("tests/fixtures/resource_server.py")
+            .display()
+            .to_string(),
+    ]
+}
+
+/// `resources/read` of each URI (ids from 10), after `initialize`.
+fn reads(uris: &[&str]) -> (Vec<u8>, Vec<Value>) {
+    let mut lines = vec![
+        INIT.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+    ];
+    let mut ids = vec![json!(1)];
+    for (i, uri) in uris.iter().enumerate() {
+        let id = 10 + i as u64;
+        lines.push(request(id, "resources/read", json!({ "uri": uri })));
+        ids.push(json!(id));
+    }
+    (script(&strs(&lines)), ids)
+}
+
+/// The text of the first content of a `resources/read` answer, if it has one.
+fn served_text(r: &Run, id: u64) -> Option<String> {
+    r.response(json!(id))["result"]["contents"][0]["text"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Runs `uris` straight against `server`, then through the wrapper under `policy` (a capture
+/// directory in `dir`): the direct answers, the wrapped answers, and the capture.
+fn direct_and_wrapped(
+    dir: &Path,
+    server: &[String],
+    policy: &str,
+    uris: &[&str],
+) -> (Run, Run, std::path::PathBuf) {
+    let (input, ids) = reads(uris);
+    let mut direct = std::process::Command::new(&server[0]);
+    direct.args(&server[1..]);
+    let direct = run_until_answered(direct, &input, &ids);
+    let policy_path = dir.join("policy.yaml");
+    std::fs::write(&policy_path, policy).unwrap();
+    let cap = dir.join("cap");
+    let opts = [
+        "--policy".to_string(),
+        policy_path.display().to_string(),
+        "--event-source".into(),
+        "assay://test/governed-uris".into(),
+        "--capture-dir".into(),
+        cap.display().to_string(),
+    ];
+    let wrapped = run_until_answered(wrap_command(&strs(&opts), &strs(server)), &input, &ids);
+    (direct, wrapped, cap)
+}
+
+/// Issue 46 item 1, against the TypeScript SDK: a `deny` written in the canonical form refuses
+/// every spelling the server's URL parser (`new URL(uri).toString()`) reads as that resource —
+/// each of which the server, asked directly, serves as resource 1 — and the percent-decoded
+/// spelling the Python SDK reads as it; a neighbour is still served.
+#[test]
+fn a_denied_uri_is_refused_in_every_spelling_a_typescript_sdk_server_serves() {
+    if !can_run(
+        "governed::a_denied_uri_is_refused_in_every_spelling_a_typescript_sdk_server_serves",
+        &[Needs::Node],
+    ) {
+        return;
+    }
+    let dir = tempdir();
+    let policy = "version: \"1\"\nallow: [\"*\"]\nresources:\n  deny: [\"demo://resource/dynamic/text/1\"]\n";
+    let served_by_the_server = [
+        "demo://resource/dynamic/text/1",
+        "DEMO://resource/dynamic/text/1",
+        "Demo://resource/dynamic/text/1",
+        "demo://resource/dynamic/./text/1",
+        "demo://resource/dynamic/text/./1",
+        "demo://resource/dynamic/x/../text/1",
+        "demo://resource/dynamic/x/%2e%2e/text/1",
+        "demo://resource/dynamic/%2E/text/1",
+        "demo://resource/dynamic/text/1 ",
+        " demo://resource/dynamic/text/1",
+    ];
+    // Not served by this server (its template matcher does not decode), refused all the same.
+    let decoded_only = ["demo://resource/dynamic/text/%31"];
+    let neighbour = "demo://resource/dynamic/text/2";
+    let mut uris: Vec<&str> = served_by_the_server.to_vec();
+    uris.extend(decoded_only);
+    uris.push(neighbour);
+    let (direct, wrapped, cap) = direct_and_wrapped(dir.path(), &everything(), policy, &uris);
+    for (i, uri) in uris.iter().enumerate() {
+        let id = 10 + i as u64;
+        if served_by_the_server.contains(uri) {
+            let text = served_text(&direct, id);
+            assert!(
+                text.as_deref()
+                    .is_some_and(|t| t.starts_with("Resource 1:")),
+                "the server itself serves {uri:?} as resource 1: {text:?}\n{}",
+                direct.report()
+            );
+        }
+        if *uri == neighbour {
+            for r in [&direct, &wrapped] {
+                let text = served_text(r, id);
+                assert!(
+                    text.as_deref()
+                        .is_some_and(|t| t.starts_with("Resource 2:")),
+                    "{text:?}\n{}",
+                    r.report()
+                );
+            }
+        } else if uri.starts_with(' ') {
+            // No scheme as written: unreadable, refused whatever the patterns say.
+            assert_refused(&wrapped, id, "P_RESOURCE_NOT_ALLOWED");
+        } else {
+            assert_refused(&wrapped, id, "P_RESOURCE_DENIED");
+        }
+    }
+    let decisions = events(&cap, "assay.mcp.decision");
+    assert_eq!(decisions.len(), uris.len(), "{decisions:?}");
+    for (d, uri) in decisions.iter().zip(&uris) {
+        assert_eq!(d["data"]["target"], *uri, "{d}");
+        let want = if *uri == neighbour { "allow" } else { "deny" };
+        assert_eq!(d["data"]["decision"], want, "{d}");
+    }
+    assert!(
+        decisions[1]["data"]["reason"].as_str().unwrap().contains(
+            "as the server's URL parser reads it (WHATWG): `demo://resource/dynamic/text/1`"
+        ),
+        "{}",
+        decisions[1]
+    );
+    assert_closed(&cap);
+}
+
+/// Issue 46 item 1, against the Python SDK 2.x: its template matcher percent-decodes a
+/// variable, so `%31` is resource `1` and `%61dmin` is `admin` when the server is asked
+/// directly; through the wrapper both are refused by a `deny` of the canonical URIs, and a
+/// neighbour is still served.
+#[test]
+fn a_denied_uri_is_refused_in_every_spelling_a_python_sdk_server_serves() {
+    if !can_run(
+        "governed::a_denied_uri_is_refused_in_every_spelling_a_python_sdk_server_serves",
+        &[Needs::PythonVenv],
+    ) {
+        return;
+    }
+    let dir = tempdir();
+    let policy = "version: \"1\"\nallow: [\"*\"]\nresources:\n  allow: [\"test://static/resource/*\"]\n  deny: [\"test://static/resource/1\", \"test://static/resource/admin\"]\n";
+    let cases = [
+        ("test://static/resource/%31", Some("resource 1")),
+        ("test://static/resource/%61dmin", Some("resource admin")),
+        (
+            "test://static/resource/%61%64%6d%69%6e",
+            Some("resource admin"),
+        ),
+        ("TEST://static/resource/%31", None),
+        ("test://static/./resource/%31", None),
+        ("test://static/resource/1", Some("resource 1")),
+    ];
+    let neighbour = "test://static/resource/2";
+    let mut uris: Vec<&str> = cases.iter().map(|(u, _)| *u).collect();
+    uris.push(neighbour);
+    let (direct, wrapped, cap) = direct_and_wrapped(dir.path(), &python_resources(), policy, &uris);
+    for (i, (uri, served)) in cases.iter().enumerate() {
+        let id = 10 + i as u64;
+        if let Some(want) = served {
+            assert_eq!(
+                served_text(&direct, id).as_deref(),
+                Some(*want),
+                "the server itself serves {uri:?}\n{}",
+                direct.report()
+            );
+        }
+        assert_refused(&wrapped, id, "P_RESOURCE_DENIED");
+    }
+    let id = 10 + cases.len() as u64;
+    for r in [&direct, &wrapped] {
+        assert_eq!(
+            served_text(r, id).as_deref(),
+            Some("resource 2"),
+            "{}",
+            r.report()
+        );
+    }
     assert_closed(&cap);
 }

@@ -590,3 +590,67 @@ pub fn run_after_reply(args: &[String], first: &[u8], needle: &str, then: &[u8])
         elapsed: started.elapsed(),
     }
 }
+
+/// Runs `cmd` (the wrapper or a server itself): writes `input`, then keeps stdin open until a
+/// stdout line answers each id in `ids` (at most 60 s) — servers that answer requests
+/// concurrently, or stop reading once stdin closes, answer every one — then closes stdin and
+/// collects all output.
+pub fn run_until_answered(mut cmd: Command, input: &[u8], ids: &[serde_json::Value]) -> Run {
+    use std::io::{BufRead, BufReader};
+    let started = Instant::now();
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut r = BufReader::new(stdout);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    all.extend_from_slice(&line);
+                    let _ = tx.send(line);
+                }
+            }
+        }
+        all
+    });
+    let mut waiting: Vec<&serde_json::Value> = ids.iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !waiting.is_empty() {
+        let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
+            break;
+        };
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
+            if v.get("method").is_none() {
+                waiting.retain(|id| v.get("id") != Some(*id));
+            }
+        }
+    }
+    drop(stdin);
+    let stdout = reader.join().unwrap();
+    let status = child.wait().expect("wait").code();
+    Run {
+        cmd: shown,
+        status,
+        stdout,
+        stderr: err_reader.join().unwrap(),
+        elapsed: started.elapsed(),
+    }
+}

@@ -44,14 +44,19 @@ impl Policy {
     /// request has no string `params.uri`). `None` when the policy has no `resources` section
     /// (not governed).
     ///
-    /// No URI → decision `error`, [`ReasonCode::P_MALFORMED`]. A URI that cannot be read (no
-    /// scheme; a control character raw or percent-encoded; for `file:`, anything `within`
-    /// refuses, `..` above the root included) → `deny`, [`ReasonCode::P_RESOURCE_NOT_ALLOWED`],
-    /// with a reason naming the problem. Then a `deny` pattern matches →
-    /// [`ReasonCode::P_RESOURCE_DENIED`] (`matched_rule` `resources.deny:PATTERN`); an `allow`
-    /// list exists and no pattern matches → [`ReasonCode::P_RESOURCE_NOT_ALLOWED`]; otherwise
-    /// allow, [`ReasonCode::P_POLICY_ALLOW`] (`matched_rule` `resources.allow:PATTERN`, or
-    /// `None` without an allow list).
+    /// The URI is judged in every reading a server may give it: as written, as the WHATWG URL
+    /// parser serializes it (what the TypeScript SDK looks resources up by), percent-decoded
+    /// once, and the two combined (`docs/decisions.md`, "Every reading of a resource URI").
+    ///
+    /// No URI → decision `error`, [`ReasonCode::P_MALFORMED`]. A URI that cannot be read as
+    /// written (no scheme; a control character raw or percent-encoded; for `file:`, anything
+    /// `within` refuses, `..` above the root included) → `deny`,
+    /// [`ReasonCode::P_RESOURCE_NOT_ALLOWED`], with a reason naming the problem. Then a `deny`
+    /// pattern matches some reading → [`ReasonCode::P_RESOURCE_DENIED`] (`matched_rule`
+    /// `resources.deny:PATTERN`); some reading is unreadable (decoded: not UTF-8 or a control
+    /// character), or an `allow` list exists and no pattern matches some reading →
+    /// [`ReasonCode::P_RESOURCE_NOT_ALLOWED`]; otherwise allow, [`ReasonCode::P_POLICY_ALLOW`]
+    /// (`matched_rule` `resources.allow:PATTERN`, or `None` without an allow list).
     pub fn evaluate_resource(&self, uri: Option<&str>) -> Option<Verdict> {
         Some(self.sections.resources.as_ref()?.evaluate(uri))
     }
@@ -80,7 +85,8 @@ impl Policy {
 
     /// Under `hide_refused_tools`: whether a `resources/list` entry with this `uri` is refused
     /// whatever else it carries (`Some(code)`: remove it, with that reason code) or kept
-    /// (`None`). Always `None` without a `resources` section.
+    /// (`None`): judged in every reading, as [`Policy::evaluate_resource`]. Always `None`
+    /// without a `resources` section.
     pub fn refuses_resource(&self, uri: &str) -> Option<ReasonCode> {
         self.sections.resources.as_ref()?.refuses(uri)
     }

@@ -29,7 +29,7 @@ pub(crate) fn root_problem(root: &str) -> Option<&'static str> {
 }
 
 /// Whether `s` holds a control character (U+0000–U+001F or U+007F).
-fn has_control(s: &str) -> bool {
+pub(crate) fn has_control(s: &str) -> bool {
     s.bytes().any(is_control)
 }
 

@@ -169,14 +169,22 @@ fn control_characters_are_refused_raw_or_encoded() {
         code(&r, "file:///workspace/.\t./etc/passwd"),
         ReasonCode::P_RESOURCE_NOT_ALLOWED
     );
+    // U+0085 (C1) is not a control character to this rule; a lone `%85` is not UTF-8 once
+    // decoded (Python reads it as U+FFFD), so that reading is unreadable.
     assert_eq!(
-        code(&open, "https://example.com/%85"),
+        code(&open, "https://example.com/%C2%85"),
         ReasonCode::P_POLICY_ALLOW
+    );
+    let v = open.evaluate(Some("https://example.com/%85"));
+    assert_eq!(v.reason_code, ReasonCode::P_RESOURCE_NOT_ALLOWED);
+    assert_eq!(
+        v.reason,
+        "the resource URI percent-decoded: it is not UTF-8 once percent-decoded"
     );
 }
 
 #[test]
-fn other_schemes_are_compared_as_written() {
+fn other_schemes_are_compared_in_every_reading() {
     let r = ok(
         r#"{allow: ["https://docs.example.com/**"], deny: ["https://docs.example.com/private/*"]}"#,
     );
@@ -188,11 +196,13 @@ fn other_schemes_are_compared_as_written() {
         code(&r, "https://docs.example.com/private/x"),
         ReasonCode::P_RESOURCE_DENIED
     );
-    // Not normalized: `..` and escapes are as written (the server reads them, not us).
+    // `..` is resolved by the server's URL parser: that reading is denied.
     assert_eq!(
         code(&r, "https://docs.example.com/private/a/../x"),
-        ReasonCode::P_POLICY_ALLOW
+        ReasonCode::P_RESOURCE_DENIED
     );
+    // A spelling the allow list does not name as written is not allowed, whatever the parser
+    // makes of it.
     assert_eq!(
         code(&r, "HTTPS://docs.example.com/a"),
         ReasonCode::P_RESOURCE_NOT_ALLOWED
@@ -307,6 +317,217 @@ fn templates_are_removed_only_when_every_expansion_is_refused() {
     assert_eq!(deny_dir.refuses_template("db{x}://prod/a"), None);
 }
 
+/// The policy of the spellings below: the canonical forms denied, their neighbours allowed.
+fn canonical_denies() -> Resources {
+    ok(
+        r#"{deny: ["file:///workspace/.env", "test://static/resource/1", "https://internal.example/secret", "test://static/resource/admin"]}"#,
+    )
+}
+
+/// SPEC §5.2, issue 46: a URI is judged as the server's SDK reads it — the WHATWG URL
+/// serialization the TypeScript SDK's `McpServer` looks resources up by, and the percent-decoded
+/// form the Python SDK 2.x template matcher gives a variable — as well as as written. Each
+/// spelling here passed a `deny` written in the canonical form before.
+#[test]
+fn every_spelling_of_a_denied_uri_is_denied() {
+    let r = canonical_denies();
+    for (uri, reading) in [
+        // Leading or trailing C0-or-space is stripped by the URL parser.
+        ("file:///workspace/.env ", Reading::Whatwg),
+        ("file:///workspace/.env\u{20}\u{20}", Reading::Whatwg),
+        // The scheme is lowercased; `.` segments resolved (also in non-special schemes).
+        ("TEST://static/resource/1", Reading::Whatwg),
+        ("Test://static/resource/1", Reading::Whatwg),
+        ("test://static/./resource/1", Reading::Whatwg),
+        ("test://static/x/../resource/1", Reading::Whatwg),
+        ("test://static/resource/./1", Reading::Whatwg),
+        // Special hosts: lowercased, default port dropped, percent-decoded, `\` read as `/`.
+        ("https://INTERNAL.example/secret", Reading::Whatwg),
+        ("https://internal.example:443/secret", Reading::Whatwg),
+        ("HTTPS://Internal.Example:443/./secret", Reading::Whatwg),
+        ("https://%69nternal.example/secret", Reading::Whatwg),
+        ("https:\\\\internal.example\\secret", Reading::Whatwg),
+        // Full-width letters are IDNA-mapped to ASCII.
+        ("https://\u{ff49}nternal.example/secret", Reading::Whatwg),
+        ("https://internal.example/%73ecret", Reading::Decoded),
+        // The Python SDK 2.x template matcher percent-decodes variables.
+        ("test://static/resource/%31", Reading::Decoded),
+        ("test://static/resource/%61dmin", Reading::Decoded),
+        ("test://static/resource/%61%64%6D%69%6E", Reading::Decoded),
+        // Both: the parser's form, then decoded.
+        ("TEST://static/resource/%31", Reading::WhatwgDecoded),
+        ("https://INTERNAL.example/%73ecret", Reading::WhatwgDecoded),
+        ("test://static/./resource/%31", Reading::WhatwgDecoded),
+        // Decoded, then parsed: `%2e` is a `.` segment once decoded.
+        ("test://static/%2e/resource/1", Reading::Whatwg),
+        ("test://static/x/%2e%2e/resource/1", Reading::Whatwg),
+        (
+            "test://static/x/%252e%252e/resource/1",
+            Reading::DecodedWhatwg,
+        ),
+    ] {
+        let v = r.evaluate(Some(uri));
+        assert_eq!(v.decision, Decision::Deny, "{uri:?}: {}", v.reason);
+        assert_eq!(
+            v.reason_code,
+            ReasonCode::P_RESOURCE_DENIED,
+            "{uri:?}: {}",
+            v.reason
+        );
+        assert!(
+            v.reason.contains(reading.describe()),
+            "{uri:?}: {} (want {reading:?})",
+            v.reason
+        );
+        assert!(v.matched_rule.is_some(), "{uri:?}");
+        // The listing filter judges the same way.
+        assert_eq!(
+            r.refuses(uri),
+            Some(ReasonCode::P_RESOURCE_DENIED),
+            "{uri:?}"
+        );
+    }
+    let v = r.evaluate(Some("TEST://static/resource/1"));
+    assert_eq!(
+        v.reason,
+        "resource matches deny rule `test://static/resource/1` as the server's URL parser \
+         reads it (WHATWG): `test://static/resource/1`"
+    );
+    assert_eq!(
+        v.matched_rule.as_deref(),
+        Some("resources.deny:test://static/resource/1")
+    );
+    // The canonical forms themselves, as written.
+    for uri in [
+        "file:///workspace/.env",
+        "test://static/resource/1",
+        "https://internal.example/secret",
+    ] {
+        let v = r.evaluate(Some(uri));
+        assert_eq!(v.reason_code, ReasonCode::P_RESOURCE_DENIED, "{uri}");
+        assert!(
+            v.reason.starts_with("resource matches deny rule `"),
+            "{}",
+            v.reason
+        );
+        assert!(!v.reason.contains("WHATWG"), "{}", v.reason);
+    }
+    // Neighbours stay allowed.
+    for uri in [
+        "test://static/resource/2",
+        "test://static/resource/10",
+        "test://static/resource/%32",
+        "https://internal.example/public",
+        "https://internal.example:8443/secret",
+        "https://other.example/secret",
+        "file:///workspace/.env.example",
+        "file:///workspace/a.txt",
+    ] {
+        assert_eq!(code(&r, uri), ReasonCode::P_POLICY_ALLOW, "{uri}");
+    }
+}
+
+/// Under an allow list every reading must be allowed: a spelling whose other reading falls
+/// outside it is not allowed, and the plain canonical URIs stay allowed.
+#[test]
+fn every_reading_must_be_allowed() {
+    let r = ok(r#"{allow: ["test://static/resource/*", "file:///workspace/**"]}"#);
+    for uri in [
+        "test://static/resource/1",
+        "test://static/resource/%31",
+        "file:///workspace/a.txt",
+        "file:///workspace/sub/b%20c.txt",
+        "file:///workspace/./a.txt",
+    ] {
+        let v = r.evaluate(Some(uri));
+        assert_eq!(
+            v.reason_code,
+            ReasonCode::P_POLICY_ALLOW,
+            "{uri}: {}",
+            v.reason
+        );
+        assert!(v.matched_rule.is_some());
+    }
+    for (uri, reading) in [
+        // As written it is under the glob; the parser resolves `..` out of it.
+        ("test://static/resource/..", Reading::Whatwg),
+        ("test://static/resource/%2e%2e", Reading::Whatwg),
+        // Decoded, the id holds a `/`: one star stays in one segment.
+        ("test://static/resource/a%2fb", Reading::Decoded),
+        // The file URI as written is refused (a host); the parser's form would be allowed.
+        ("file://localhost/workspace/a.txt", Reading::Written),
+    ] {
+        let v = r.evaluate(Some(uri));
+        assert_eq!(
+            v.reason_code,
+            ReasonCode::P_RESOURCE_NOT_ALLOWED,
+            "{uri}: {}",
+            v.reason
+        );
+        if reading != Reading::Written {
+            assert!(v.reason.contains(reading.describe()), "{uri}: {}", v.reason);
+        }
+    }
+    // A trailing space is stripped by the parser but not allowed as written.
+    assert_eq!(
+        code(&r, "file:///workspace/a.txt "),
+        ReasonCode::P_POLICY_ALLOW,
+        "both readings name /workspace/a.txt (as written: `a.txt `)"
+    );
+    assert_eq!(
+        code(&r, "test://static/resource/1 "),
+        ReasonCode::P_POLICY_ALLOW
+    );
+}
+
+/// A URI the WHATWG parser refuses has no WHATWG reading (a TypeScript server cannot look it
+/// up); its other readings are judged. Unreadable decoded readings are refused.
+#[test]
+fn readings_the_parser_refuses_and_unreadable_decodings() {
+    let open = ok(r#"{deny: ["test://static/resource/1"]}"#);
+    // An invalid port: the parser refuses it; as written and decoded it is allowed.
+    assert!(whatwg("https://x.example:99999/a").is_none());
+    assert_eq!(
+        code(&open, "https://x.example:99999/a"),
+        ReasonCode::P_POLICY_ALLOW
+    );
+    let rs = readings("https://x.example:99999/a");
+    assert!(rs.iter().all(|(r, _)| *r != Reading::Whatwg), "{rs:?}");
+    // Not UTF-8 once decoded, or a control character once decoded twice over: unreadable.
+    for uri in ["test://static/resource/%ff", "test://static/resource/%C3"] {
+        let v = open.evaluate(Some(uri));
+        assert_eq!(v.reason_code, ReasonCode::P_RESOURCE_NOT_ALLOWED, "{uri}");
+        assert!(v.reason.contains("not UTF-8"), "{}", v.reason);
+    }
+    // A `%` that starts no escape stays; the URI is read as written.
+    assert_eq!(
+        code(&open, "test://static/resource/100%"),
+        ReasonCode::P_POLICY_ALLOW
+    );
+    assert_eq!(
+        code(&open, "test://static/resource/%zz"),
+        ReasonCode::P_POLICY_ALLOW
+    );
+    // A file URI is decoded once, by `within`: `%25` is a literal `%` in the name.
+    let files = ok(r#"{allow: ["file:///workspace/**"]}"#);
+    assert_eq!(
+        code(&files, "file:///workspace/100%25.txt"),
+        ReasonCode::P_POLICY_ALLOW
+    );
+}
+
+#[test]
+fn percent_decoding_once() {
+    assert_eq!(percent_decoded("a%31b").as_deref(), Ok("a1b"));
+    assert_eq!(percent_decoded("%2525").as_deref(), Ok("%25"));
+    assert_eq!(percent_decoded("%").as_deref(), Ok("%"));
+    assert_eq!(percent_decoded("a%4").as_deref(), Ok("a%4"));
+    assert_eq!(percent_decoded("%C3%A9").as_deref(), Ok("é"));
+    assert!(percent_decoded("%ff").is_err());
+    assert!(percent_decoded("%0a").is_err());
+    assert!(percent_decoded("%7F").is_err());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -357,5 +578,27 @@ proptest! {
         prop_assert!(v.decision != Decision::Error);
         let _ = r.refuses_template(&t);
         let _ = normalize_uri(&uri);
+    }
+
+    /// A URI denied in some reading is never allowed: spelled any way the URL parser or a
+    /// percent-decoder maps to `test://static/resource/1`, it is denied.
+    #[test]
+    fn respellings_of_a_denied_uri_are_refused(
+        scheme in prop_oneof![Just("test"), Just("TEST"), Just("tEsT")],
+        pad in prop_oneof![Just(""), Just(" "), Just("\u{1}"), Just("  ")],
+        segs in proptest::collection::vec(
+            prop_oneof![Just("."), Just("%2e"), Just("%2E"), Just("x/.."), Just("x/%2e%2e")],
+            0..3,
+        ),
+        id in prop_oneof![Just("1"), Just("%31")],
+    ) {
+        let mut path = String::from("static");
+        for s in &segs {
+            path.push('/');
+            path.push_str(s);
+        }
+        let uri = format!("{scheme}://{path}/resource/{id}{pad}");
+        let v = canonical_denies().evaluate(Some(&uri));
+        prop_assert_eq!(v.decision, Decision::Deny, "{:?}: {}", uri, v.reason);
     }
 }
