@@ -667,9 +667,10 @@ fn refusals_on_both_paths_name_their_logged_decision() {
     assert_closed(&cap);
 }
 
-/// A refused server batch: the refused request's answer names its decision; the request nothing
-/// judged (a `ping`) gets the plain batch error, as on the client path, and no decision object
-/// with an empty id.
+/// A server batch is judged element by element (issue 46 item 6): the refused request is
+/// answered to the server with a refusal naming its decision (never an empty decision id) and
+/// never reaches the client; the request nothing judged (a `ping`) reaches the client, alone in
+/// the batch, and the client's answer reaches the server.
 #[test]
 fn a_refused_server_batch_names_no_empty_decision_id() {
     let dir = tempdir();
@@ -682,10 +683,27 @@ fn a_refused_server_batch_names_no_empty_decision_id() {
             json!({"name": "ask_batch", "arguments": {}}),
         ),
     ]);
-    let r = run_after_reply(&args, &input, "\"id\":2", b"");
+    let r = run_after_reply(
+        &args,
+        &input,
+        "srv-b2",
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"srv-b2\",\"result\":{}}\n",
+    );
     r.expect_status(0);
     let out = String::from_utf8_lossy(&r.stdout);
     assert!(!out.contains("sampling/createMessage"), "{}", r.report());
+    let batch: Value = serde_json::from_str(
+        out.lines()
+            .find(|l| l.contains("srv-b2"))
+            .unwrap_or_else(|| panic!("{}", r.report())),
+    )
+    .unwrap();
+    assert_eq!(
+        batch,
+        json!([{"jsonrpc": "2.0", "id": "srv-b2", "method": "ping"}]),
+        "{}",
+        r.report()
+    );
     let text = r.response(json!(2))["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{}", r.report()))
@@ -701,10 +719,12 @@ fn a_refused_server_batch_names_no_empty_decision_id() {
     let ev = events(&cap, "assay.mcp.decision");
     assert_eq!(ev.len(), 1, "{ev:?}");
     assert_eq!(ev[0]["id"], id);
-    let ping = &answers[1];
-    assert_eq!(ping["id"], "srv-b2", "{answers}");
-    assert_eq!(ping["error"]["code"], REFUSED, "{answers}");
-    assert!(ping["error"].get("data").is_none(), "{answers}");
+    // The client's own answer to the ping.
+    assert_eq!(
+        answers[1],
+        json!({"jsonrpc": "2.0", "id": "srv-b2", "result": {}}),
+        "{answers}"
+    );
     assert_closed(&cap);
 }
 
@@ -1313,5 +1333,65 @@ fn a_denied_uri_is_refused_in_every_spelling_a_python_sdk_server_serves() {
             r.report()
         );
     }
+    assert_closed(&cap);
+}
+
+/// An `input_required` answer (2026-07-28) inside a one-element server batch is judged as on
+/// its own line (issue 46, low): its refused elicitation makes it the refusal for the client's
+/// request; the other answer of the batch is unchanged.
+#[test]
+fn an_input_required_answer_in_a_batch_is_judged() {
+    let dir = tempdir();
+    let policy_path = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy_path,
+        "version: \"1\"\nallow: [\"*\"]\nclient_features:\n  elicitation: deny\n",
+    )
+    .unwrap();
+    let server = r#"
+import json, sys
+ids = []
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2026-07-28", "capabilities": {}, "serverInfo": {"name": "b", "version": "1"}}}), flush=True)
+    elif "id" in m:
+        ids.append(m["id"])
+    if len(ids) == 2:
+        print(json.dumps([
+            {"jsonrpc": "2.0", "id": ids[0], "result": {"resultType": "input_required", "inputRequests": {"who": {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {"type": "object"}}}}}},
+            {"jsonrpc": "2.0", "id": ids[1], "result": {"content": [{"type": "text", "text": "plain"}]}},
+        ]), flush=True)
+        ids = []
+"#;
+    let cap = dir.path().join("cap");
+    let args = wrap_args(
+        &[
+            "--policy",
+            &policy_path.display().to_string(),
+            "--event-source",
+            "assay://test/governed",
+            "--capture-dir",
+            &cap.display().to_string(),
+        ],
+        &["python3", "-c", server],
+    );
+    let input = script(&[INIT, &call(2, "ask", "{}"), &call(3, "echo", "{}")]);
+    let r = run_after_reply(&args, &input, "plain", b"");
+    r.expect_status(0);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(!out.contains("elicitation/create"), "{out}");
+    let batch: Value =
+        serde_json::from_str(out.lines().find(|l| l.starts_with('[')).unwrap()).unwrap();
+    assert_eq!(batch[0]["id"], 2, "{out}");
+    assert_eq!(batch[0]["error"]["code"], REFUSED, "{out}");
+    assert_eq!(
+        batch[0]["error"]["data"]["assay/decision"]["reason_code"],
+        "P_CLIENT_FEATURE_DENIED"
+    );
+    assert_eq!(batch[1]["result"]["content"][0]["text"], "plain", "{out}");
+    let ev = events(&cap, "assay.mcp.decision");
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["data"]["method"], "elicitation/create");
     assert_closed(&cap);
 }

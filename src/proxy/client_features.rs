@@ -9,14 +9,16 @@
 //!   the refusal error for the client's request id.
 //! - A line the strict client-line rules cannot read could hide a request from a lenient client
 //!   parser: it is withheld (the requests it answered get the `-32603` error), never forwarded
-//!   unjudged. A batch holding a refused request is withheld whole: its requests are answered to
-//!   the server with the refusal error, the requests it answered get the `-32603` error.
+//!   unjudged. A batch is judged element by element, each element as it would be on its own
+//!   line: a refused request is answered to the server and left out for the client, a refused
+//!   `input_required` answer becomes the refusal for its client id, one that cannot be judged
+//!   the `-32603` error for its id; every other element reaches the client unchanged.
 
 use serde_json::Value;
 
 use super::answers::LineAnswers;
 use super::governed::{self, FEATURE_METHODS, Judged};
-use super::message::{self, ClientLine, for_each_message, raw_id, tool_call_id};
+use super::message::{self, ClientLine, raw_id, tool_call_id};
 use super::respond;
 use super::shared::Shared;
 use super::tools_list::withheld_error;
@@ -29,6 +31,9 @@ pub(crate) enum Features {
     Pass,
     /// Write this to the client instead (one line, `\n` terminated; empty: nothing).
     Instead(Vec<u8>),
+    /// The line with its refused elements judged (a batch: one line, `\n` terminated): what is
+    /// left goes on through the other judgements like any line.
+    Edited(Vec<u8>),
 }
 
 /// Records one judged message; returns the event id of its decision (for a refusal), numbered
@@ -135,71 +140,123 @@ fn answer_server(shared: &Shared, id: Option<&str>, verdict: &Verdict, decision_
     let _ = shared.server_input.answer(&refusal);
 }
 
-/// A batch: every governed request judged; one refused (not dry run) withholds the batch.
+/// A batch, element by element (each as on its own line; issue 46 item 6): a refused request
+/// (not dry run) is answered to the server and left out; an `input_required` answer is judged
+/// for the client request it answers. Unchanged when nothing was refused.
 fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
-    let mut refused = false;
-    let mut judged = Vec::new();
-    for_each_message(text, message::Judged::default(), |m| {
-        if let Some(g) = governed::server_request(&shared.policy, m) {
-            let decision_id = record(shared, &g.entry());
-            refused |= !g.allowed();
-            judged.push((m.id.map(str::to_owned), Some((g.verdict, decision_id))));
-        } else if m.method.is_some() && m.id.is_some() {
-            // Not judged, so no decision: refused with its batch by the plain batch error, as
-            // on the client path (never a refusal naming an empty decision id).
-            judged.push((m.id.map(str::to_owned), None));
-        }
-    });
-    if !refused || shared.dry_run {
-        return Features::Pass;
-    }
-    shared
-        .diag
-        .say("refused a server batch: it holds a request for the client the policy refuses");
-    for (id, decided) in &judged {
-        match decided {
-            Some((verdict, decision_id)) => {
-                answer_server(shared, id.as_deref(), verdict, decision_id);
+    let Ok(Value::Array(elements)) = crate::strict_json::parse_value(text.trim_end()) else {
+        return unreadable(shared, answered);
+    };
+    let mut kept = Vec::with_capacity(elements.len());
+    let mut changed = false;
+    for element in elements {
+        let one = element.to_string();
+        let ClientLine::Single(m) = message::classify(one.as_bytes(), message::Judged::default())
+        else {
+            kept.push(element);
+            continue;
+        };
+        if let Some(g) = governed::server_request(&shared.policy, &m) {
+            match request(shared, &g) {
+                Features::Pass => kept.push(element),
+                _ => changed = true,
             }
-            None => {
-                if let Some(raw) = id.as_deref().and_then(raw_id) {
-                    let _ = shared.server_input.answer(&respond::error(
-                        Some(raw),
-                        respond::BATCH_REFUSED,
-                        "batch refused: a message in the batch was not allowed",
-                    ));
+            continue;
+        }
+        if m.method.is_some() {
+            kept.push(element);
+            continue;
+        }
+        // A response: the client request it answers, by value (a respelled answer already
+        // carries the client's spelling; an escape spells the same id).
+        let client_id = element.get("id").and_then(|id| {
+            answered
+                .spellings()
+                .find(|s| serde_json::from_str::<Value>(s).ok().as_ref() == Some(id))
+        });
+        match input_required_for(shared, one.as_bytes(), client_id) {
+            Judgement::Pass => kept.push(element),
+            Judgement::Refused(out) => {
+                changed = true;
+                if let Ok(v) = serde_json::from_slice::<Value>(&out) {
+                    kept.push(v);
+                }
+            }
+            Judgement::Unreadable => {
+                changed = true;
+                let error = withheld_error(
+                    client_id,
+                    "server answer withheld: it cannot be read strictly",
+                );
+                if let Ok(v) = serde_json::from_slice::<Value>(&error) {
+                    kept.push(v);
                 }
             }
         }
     }
-    Features::Instead(withheld(
-        answered,
-        "server answer withheld: its batch held a request the policy refuses",
-    ))
+    if !changed {
+        return Features::Pass;
+    }
+    shared.diag.say(
+        "judged a server batch element by element: refused elements were left out or replaced",
+    );
+    if kept.is_empty() {
+        return Features::Instead(Vec::new());
+    }
+    match serde_json::to_vec(&Value::Array(kept)) {
+        Ok(mut out) => {
+            out.push(b'\n');
+            Features::Edited(out)
+        }
+        Err(_) => unreadable(shared, answered),
+    }
+}
+
+/// What [`input_required_for`] made of one response.
+enum Judgement {
+    /// Forward it.
+    Pass,
+    /// Replace it by this refusal (no `\n`; empty when the client's id is unknown).
+    Refused(Vec<u8>),
+    /// It cannot be judged: withheld.
+    Unreadable,
 }
 
 /// A response: under 2026-07-28 a result with `resultType: "input_required"` carries input
 /// requests (`inputRequests`: name → `{method, params}`) the client is to fulfil — judged like
 /// the server requests of the same methods.
 fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
+    match input_required_for(shared, line, answered.spellings().next()) {
+        Judgement::Pass => Features::Pass,
+        Judgement::Refused(mut out) if !out.is_empty() => {
+            out.push(b'\n');
+            Features::Instead(out)
+        }
+        Judgement::Refused(_) => Features::Instead(Vec::new()),
+        Judgement::Unreadable => unreadable(shared, answered),
+    }
+}
+
+/// [`input_required`] of one response, answering the client request spelled `client_id`.
+fn input_required_for(shared: &Shared, line: &[u8], client_id: Option<&str>) -> Judgement {
     // Most responses are not input requests: a line without the word is not parsed. The word
     // (and `resultType`) can be spelled otherwise only with `\u` escapes (none of its characters
     // has a short escape), so `\n` in a tool's text does not make every answer parsed.
     if memchr::memmem::find(line, b"input_required").is_none()
         && memchr::memmem::find(line, b"\\u").is_none()
     {
-        return Features::Pass;
+        return Judgement::Pass;
     }
     let Ok(text) = std::str::from_utf8(line) else {
-        return Features::Pass;
+        return Judgement::Pass;
     };
     // The line passed the strict client-line scan (`judge`): a value of it is the value every
     // strict reader sees.
     let Ok(value) = crate::strict_json::parse_value(text.trim_end()) else {
-        return Features::Pass;
+        return Judgement::Pass;
     };
     let Some(result) = value.get("result").and_then(Value::as_object) else {
-        return Features::Pass;
+        return Judgement::Pass;
     };
     // A lenient reader (Go's encoding/json folds case) would read a variant as the member: such
     // a result cannot be judged, and is withheld.
@@ -208,21 +265,20 @@ fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Featu
             .any(|k| names.iter().any(|n| crate::lenient::is_variant(k, n)))
     };
     if variant(result, &["resultType", "inputRequests"]) {
-        return unreadable(shared, answered);
+        return Judgement::Unreadable;
     }
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-        return Features::Pass;
+        return Judgement::Pass;
     }
     let Some(requests) = result.get("inputRequests").and_then(Value::as_object) else {
-        return unreadable(shared, answered);
+        return Judgement::Unreadable;
     };
     if requests
         .values()
         .any(|r| r.as_object().is_none_or(|o| variant(o, &["method"])))
     {
-        return unreadable(shared, answered);
+        return Judgement::Unreadable;
     }
-    let client_id = answered.spellings().next();
     let request_id = tool_call_id(client_id);
     let mut refusal: Option<(Verdict, String)> = None;
     for input in requests.values() {
@@ -259,21 +315,17 @@ fn input_required(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Featu
         }
     }
     let Some((verdict, decision_id)) = refusal.filter(|_| !shared.dry_run) else {
-        return Features::Pass;
+        return Judgement::Pass;
     };
     let raw = client_id.and_then(raw_id);
     match raw {
-        Some(raw) => {
-            let mut out = respond::refused_request(
-                raw,
-                verdict.decision.as_str(),
-                verdict.reason_code,
-                &decision_id,
-            );
-            out.push(b'\n');
-            Features::Instead(out)
-        }
-        None => Features::Instead(Vec::new()),
+        Some(raw) => Judgement::Refused(respond::refused_request(
+            raw,
+            verdict.decision.as_str(),
+            verdict.reason_code,
+            &decision_id,
+        )),
+        None => Judgement::Refused(Vec::new()),
     }
 }
 

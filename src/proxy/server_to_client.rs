@@ -63,20 +63,23 @@ impl ServerWorker {
                     Features::Pass
                 }
             };
+            // What is left of a line after the client features are judged goes through the
+            // instructions and the listing filters.
+            let rest =
+                |l: &[u8], answered: &LineAnswers| match instructions_of(&shared, l, answered) {
+                    Some(replaced) => pass(&shared, &replaced, answered, last),
+                    None => pass(&shared, l, answered, last),
+                };
             match gate {
                 Gate::Forward(answered) => match judged_features(line, &answered) {
                     Features::Instead(errors) => instead(&shared, &errors, last)?,
-                    Features::Pass => match instructions_of(&shared, line, &answered) {
-                        Some(replaced) => pass(&shared, &replaced, &answered, last)?,
-                        None => pass(&shared, line, &answered, last)?,
-                    },
+                    Features::Edited(edited) => rest(&edited, &answered)?,
+                    Features::Pass => rest(line, &answered)?,
                 },
                 Gate::Trimmed(trimmed, answered) => match judged_features(&trimmed, &answered) {
                     Features::Instead(errors) => instead(&shared, &errors, last)?,
-                    Features::Pass => match instructions_of(&shared, &trimmed, &answered) {
-                        Some(replaced) => pass(&shared, &replaced, &answered, last)?,
-                        None => pass(&shared, &trimmed, &answered, last)?,
-                    },
+                    Features::Edited(edited) => rest(&edited, &answered)?,
+                    Features::Pass => rest(&trimmed, &answered)?,
                 },
                 Gate::Replace(errors) => instead(&shared, &errors, last)?,
                 Gate::Drop if last => finish(&shared, b"")?,
