@@ -181,7 +181,8 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
 /// SPEC §3 item 6 and §5: replacing a maximal answer to `tools/list` (hiding on) stays within
 /// 4× `max_line_bytes` — a list of non-tools, more tools than a listing event records (removed or
 /// kept), a batch of answers of which only the first was asked for, a batch of notifications
-/// that loses its one answer to nobody, a batch the strict rules refuse.
+/// that loses its one answer to nobody, a batch the strict rules refuse, a refused batch
+/// answering one request over and over.
 #[test]
 fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
     let dir = tempdir();
@@ -201,6 +202,8 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
         ("batch", "errors"),
         ("batch-kept", "trimmed"),
         ("batch-unreadable", "error"),
+        // Refused strictly and answers the one request 800 k times: one error (SPEC §5).
+        ("batch-repeats", "error"),
     ] {
         let args = wrap_args(
             &["--policy", &policy.display().to_string()],

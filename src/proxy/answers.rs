@@ -22,7 +22,8 @@
 //!   elements and keeps the others byte-exact.
 //! - **tolerantly**, when the strict rules refuse the line: the ids lenient parsers would read
 //!   (`tools_list::unreadable`). It is forwarded only when every response in it answers a pending
-//!   request; otherwise the requests it answers get a `-32603` error and nothing of it passes.
+//!   request, each a different one (a second answer to the same request is unsolicited);
+//!   otherwise the requests it answers get one `-32603` error each and nothing of it passes.
 
 pub(crate) use super::pending::LineAnswers;
 use super::pending::PendingRequests;
@@ -220,52 +221,43 @@ fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> 
     Some(Judged { gate, unsolicited })
 }
 
-/// The tolerant reading of a line the strict rules refuse. It is read twice, holding nothing
-/// per message (SPEC §3 item 6): once to know whether every response in it answers a pending
-/// request, once to take the answers.
+/// The tolerant reading of a line the strict rules refuse, in one pass holding nothing per
+/// message (SPEC §3 item 6): each response takes the pending request it answers. A response
+/// that finds none — an answer to nothing pending, or a second answer to a request an earlier
+/// response of the line answered (SPEC §5) — is unsolicited. The line is forwarded only when
+/// none is; otherwise nothing of it passes and each request it answered gets one `-32603` error
+/// (at most one per pending request: never two answers for one request).
 fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
-    let mut all_answer = true;
+    let mut answers = LineAnswers::read(Some(false));
+    let mut unsolicited = 0usize;
     each_response(line, |id| {
-        all_answer = all_answer && id.is_some_and(|id| pending.would_answer(id));
+        match id.and_then(|id| pending.answer(id).map(|a| (id, a))) {
+            Some((id, a)) => answers.push(id, a),
+            None => unsolicited += 1,
+        }
     });
-    if all_answer {
-        let mut answers = LineAnswers::read(Some(false));
-        each_response(line, |id| {
-            if let Some((id, a)) = id.and_then(|id| pending.answer(id).map(|a| (id, a))) {
-                answers.push(id, a);
-            }
-        });
+    if unsolicited == 0 {
         return Judged {
             gate: Gate::Forward(answers),
-            unsolicited: 0,
+            unsolicited,
         };
     }
-    // Something unsolicited: nothing of the line passes; the requests it answered get errors
-    // (at most one per pending request).
     const WITHHELD: &str = "server line withheld: it cannot be read strictly and holds a response to no pending request";
-    let mut errors = Vec::new();
-    let mut unsolicited = 0;
-    each_response(line, |id| match id.and_then(|id| pending.answer(id)) {
-        Some(a) => errors.push(super::tools_list::candidates::withheld_error(
-            Some(&a.spelling),
-            WITHHELD,
-        )),
-        None => unsolicited += 1,
-    });
-    let gate = match errors.len() {
-        0 => Gate::Drop,
-        1 => {
-            let mut one = errors.swap_remove(0);
+    let mut errors = answers
+        .spellings()
+        .map(|spelling| super::tools_list::candidates::withheld_error(Some(spelling), WITHHELD));
+    let gate = match (errors.next(), answers.spellings().count()) {
+        (None, _) => Gate::Drop,
+        (Some(mut one), 1) => {
             one.push(b'\n');
             Gate::Replace(one)
         }
-        _ => {
+        (Some(first), _) => {
             let mut out = vec![b'['];
-            for (i, e) in errors.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(e);
+            out.extend_from_slice(&first);
+            for e in errors {
+                out.push(b',');
+                out.extend_from_slice(&e);
             }
             out.extend_from_slice(b"]\n");
             Gate::Replace(out)

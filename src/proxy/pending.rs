@@ -338,6 +338,7 @@ impl PendingRequests {
     }
 
     /// Whether a response with id text `id` would answer a pending request (nothing changes).
+    #[cfg(test)]
     pub(crate) fn would_answer(&self, id: &str) -> bool {
         self.lock().find(id.as_bytes()).is_some()
     }

@@ -152,6 +152,34 @@ fn unreadable_lines_pass_only_when_everything_in_them_was_asked_for() {
     );
 }
 
+/// SPEC §5: a second answer is dropped — in a line the strict rules refuse too. Such a line is
+/// forwarded whole or not at all, so one that answers a request twice is withheld like one
+/// holding any other unsolicited response: the request gets one `-32603` error.
+#[test]
+fn an_unreadable_line_answering_one_request_twice_is_withheld() {
+    for line in [
+        // A batch whose last element has a duplicate key.
+        "[{\"id\":1,\"result\":0},{\"id\":1,\"result\":0},{\"id\":1,\"id\":1,\"result\":0}]\n",
+        // Two JSON texts on one line, under two readings of the same id.
+        "{\"id\":1,\"result\":{}}{\"id\":true,\"result\":{}}\n",
+        // A raw control character in a string.
+        "[{\"id\":1,\"result\":\"\u{1}\"},{\"id\":\"1\",\"error\":{}}]\n",
+    ] {
+        let p = pending(&[("1", RequestKind::ToolsList), ("2", RequestKind::Other)]);
+        let (out, dropped) = gate(line, &p);
+        assert!(dropped >= 1, "{line}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["id"], 1, "{line}: {out}");
+        assert_eq!(v["error"]["code"], -32603, "{line}");
+        assert_eq!(p.answer("1"), None, "{line}: answered once, by the error");
+        assert!(p.answer("2").is_some(), "{line}: 2 was not answered");
+    }
+    // Two different requests answered once each: forwarded.
+    let p = pending(&[("1", RequestKind::Other), ("2", RequestKind::Other)]);
+    let line = "[{\"id\":1,\"result\":0},{\"id\":2,\"result\":0,\"result\":1}]\n";
+    assert_eq!(gate(line, &p), (line.to_string(), 0));
+}
+
 #[test]
 fn the_common_spelling_is_read_without_a_walk() {
     let id = |l: &str| common_response_id(l.as_bytes()).map(|b| b.to_vec());
