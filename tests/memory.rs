@@ -182,7 +182,7 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
 /// 4× `max_line_bytes` — a list of non-tools, more tools than a listing event records (removed or
 /// kept), a batch of answers of which only the first was asked for, a batch of notifications
 /// that loses its one answer to nobody, a batch the strict rules refuse, a refused batch
-/// answering one request over and over.
+/// answering one request over and over, a refused batch of server requests.
 #[test]
 fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
     let dir = tempdir();
@@ -204,6 +204,9 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
         ("batch-unreadable", "error"),
         // Refused strictly and answers the one request 800 k times: one error (SPEC §5).
         ("batch-repeats", "error"),
+        // Refused strictly, 800 k server requests with ids: the request gets one error, and
+        // nothing is held per element.
+        ("batch-requests", "errors"),
     ] {
         let args = wrap_args(
             &["--policy", &policy.display().to_string()],

@@ -144,15 +144,6 @@ impl LineAnswers {
             .map(|(i, (_, a))| (i, &*a.spelling))
     }
 
-    /// The client's spelling of the request a message with the server id text `id` answered.
-    pub(crate) fn spelling(&self, id: &str) -> Option<&str> {
-        let id = id.trim_matches([' ', '\t', '\n', '\r']);
-        self.list
-            .iter()
-            .find(|(server, _)| &**server == id)
-            .map(|(_, a)| &*a.spelling)
-    }
-
     /// What each request the line answered asked, with the client's spelling of its id.
     pub(crate) fn kinds(&self) -> impl Iterator<Item = (RequestKind, &str)> {
         self.list.iter().map(|(_, a)| (a.kind, &*a.spelling))
