@@ -159,6 +159,21 @@ impl LineAnswers {
             .map(|(server, a)| (&**server, &*a.spelling))
     }
 
+    /// How many requests the line answered so far.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// [`Self::respelled`] of the answers from the `from`-th on.
+    pub(crate) fn respelled_from(&self, from: usize) -> impl Iterator<Item = (&str, &str)> {
+        self.list
+            .get(from..)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|(server, a)| **server != *a.spelling)
+            .map(|(server, a)| (&**server, &*a.spelling))
+    }
+
     /// The same answers with each server id text mapped by `id` (`None` from it: none).
     pub(crate) fn with_server_ids(
         &self,
