@@ -323,3 +323,52 @@ fn drifted_instructions_never_reach_the_client() {
         assert_eq!(out.contains("(instructions)"), !kept, "{out}");
     }
 }
+
+/// SPEC §5: a second answer is dropped — also when the server writes its answers on a line the
+/// strict rules refuse (a batch answering `tools/list` three times, one with a duplicate key; a
+/// call answered twice as two JSON texts, `2` and `2.0`). Such a line is withheld whole, and the
+/// request gets one `-32603` error: with or without hiding, the client never hears twice.
+#[test]
+fn a_client_never_receives_two_answers_for_one_request() {
+    for hide in [false, true] {
+        let dir = tempdir();
+        let policy = dir.path().join("policy.yaml");
+        std::fs::write(
+            &policy,
+            format!("version: \"1\"\nallow: [\"*\"]\nhide_refused_tools: {hide}\n"),
+        )
+        .unwrap();
+        let opts = ["--policy".to_string(), policy.display().to_string()];
+        let args = wrap_args(&strs(&opts), &strs(&server("repeats")));
+        let (stdout, stderr, status) = converse(
+            &args,
+            &[(INIT, "\"id\":0"), (LIST, "\"id\":1"), (CALL, "\"id\":2")],
+        );
+        assert_eq!(status, Some(0), "{stderr}");
+        let mut ids = Vec::new();
+        for m in responses(&stdout) {
+            match m {
+                serde_json::Value::Array(items) => ids.extend(items),
+                one => ids.push(one),
+            }
+        }
+        let ids: Vec<(serde_json::Value, serde_json::Value)> = ids
+            .into_iter()
+            .map(|m| (m["id"].clone(), m["error"]["code"].clone()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (serde_json::json!(0), serde_json::Value::Null),
+                (serde_json::json!(1), serde_json::json!(-32603)),
+                (serde_json::json!(2), serde_json::json!(-32603)),
+            ],
+            "hide {hide}: {}",
+            String::from_utf8_lossy(&stdout)
+        );
+        assert!(
+            stderr.contains("assay: dropped 3 unsolicited server responses"),
+            "hide {hide}: {stderr}"
+        );
+    }
+}

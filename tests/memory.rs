@@ -181,7 +181,9 @@ fn a_max_size_object_with_many_keys_stays_within_four_times_max_line_bytes() {
 /// SPEC §3 item 6 and §5: replacing a maximal answer to `tools/list` (hiding on) stays within
 /// 4× `max_line_bytes` — a list of non-tools, more tools than a listing event records (removed or
 /// kept), a batch of answers of which only the first was asked for, a batch of notifications
-/// that loses its one answer to nobody, a batch the strict rules refuse.
+/// that loses its one answer to nobody, a batch the strict rules refuse, a batch whose answer
+/// spells the id otherwise (respelled, whole or trimmed), a refused batch answering one request over and over, a
+/// refused batch of server requests.
 #[test]
 fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
     let dir = tempdir();
@@ -201,6 +203,16 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
         ("batch", "errors"),
         ("batch-kept", "trimmed"),
         ("batch-unreadable", "error"),
+        // Answers `1` as `1.0`: the client's id is written in place, nothing is parsed.
+        ("batch-respell", "respelled"),
+        ("kept-respell", "error"),
+        // The same, losing its answer to nobody: respelled as it is copied.
+        ("batch-respell-trimmed", "trimmed"),
+        // Refused strictly and answers the one request 800 k times: one error (SPEC §5).
+        ("batch-repeats", "error"),
+        // Refused strictly, 800 k server requests with ids: the request gets one error, and
+        // nothing is held per element.
+        ("batch-requests", "errors"),
     ] {
         let args = wrap_args(
             &["--policy", &policy.display().to_string()],
@@ -225,6 +237,15 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
                     "{head}"
                 );
                 assert!(out < 300, "{out}");
+            }
+            "respelled" => {
+                assert!(
+                    head.starts_with(r#"[{"id":1,"result":{"tools":[]}},{"method":"x"},"#),
+                    "{head}"
+                );
+                assert!(tail.ends_with(",{\"method\":\"x\"}]\n"), "{tail}");
+                // The server's line, two bytes shorter (`1.0` is now `1`).
+                assert!(out > MAX_LINE - 100 && out < MAX_LINE, "{out}");
             }
             "trimmed" => {
                 assert!(

@@ -19,10 +19,11 @@
 //!   and one answer key is a single response with that id.
 //! - **walked** with the client-line rules (`tools_list::walk`) otherwise: each message of the
 //!   line (the object, or each object of a batch) is judged; a batch loses its unsolicited
-//!   elements and keeps the others byte-exact.
+//!   elements and keeps the others byte-exact (but for a respelled id, see [`respell`]).
 //! - **tolerantly**, when the strict rules refuse the line: the ids lenient parsers would read
 //!   (`tools_list::unreadable`). It is forwarded only when every response in it answers a pending
-//!   request; otherwise the requests it answers get a `-32603` error and nothing of it passes.
+//!   request, each a different one (a second answer to the same request is unsolicited);
+//!   otherwise the requests it answers get one `-32603` error each and nothing of it passes.
 
 pub(crate) use super::pending::LineAnswers;
 use super::pending::PendingRequests;
@@ -36,7 +37,8 @@ pub(crate) enum Gate {
     /// The line as it is; its responses (if any) answered these requests.
     Forward(LineAnswers),
     /// This line instead (`\n` terminated when the server's was): a batch without its
-    /// unsolicited responses.
+    /// unsolicited responses, its respelled ids written as the client wrote them (the answers
+    /// name them so, see [`respell`]).
     Trimmed(Vec<u8>, LineAnswers),
     /// These error responses instead (one line, `\n` terminated): the requests an unreadable
     /// line answered, which carried something unsolicited too.
@@ -188,20 +190,34 @@ fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> 
             unsolicited: 0,
         });
     }
-    // The batch without its unsolicited elements, the others byte-exact. The copy is made as
-    // the elements are read (whether it is needed is known at the end); its pages are touched
-    // only as far as it is written.
+    // The batch without its unsolicited elements, the others byte-exact but for a respelled id
+    // (written as the client wrote it, as [`respell`] does: the copy is not copied again). The
+    // copy is made as the elements are read (whether it is needed is known at the end); its
+    // pages are touched only as far as it is written.
     let mut out = Vec::with_capacity(line.len());
     out.push(b'[');
     let (mut kept, mut unsolicited) = (0usize, 0usize);
     // The same walk again: it reads the line as the first one did.
     each_message(text, |m| {
+        let before = answers.len();
         if answer(m, &mut answers) {
             if kept > 0 {
                 out.push(b',');
             }
             kept += 1;
-            out.extend_from_slice(text.get(m.start..m.end).unwrap_or("").as_bytes());
+            let element = text.get(m.start..m.end).unwrap_or("").as_bytes();
+            let client = answers
+                .respelled_from(before)
+                .find(|(server, client)| respells(server, client))
+                .map(|(_, client)| client);
+            match (client, m.response) {
+                (Some(client), Some(Some((s, e)))) => {
+                    out.extend_from_slice(line.get(m.start..s).unwrap_or(&[]));
+                    out.extend_from_slice(client.as_bytes());
+                    out.extend_from_slice(line.get(e..m.end).unwrap_or(&[]));
+                }
+                _ => out.extend_from_slice(element),
+            }
         } else {
             unsolicited += 1;
         }
@@ -215,57 +231,52 @@ fn walked(text: &str, line: &[u8], pending: &PendingRequests) -> Option<Judged> 
         if line.ends_with(b"\n") {
             out.push(b'\n');
         }
-        Gate::Trimmed(out, answers)
+        // The copy holds the client's spellings of the respelled ids: its answers name them so.
+        match renamed(&answers) {
+            Some(written) => Gate::Trimmed(out, written),
+            None => Gate::Trimmed(out, answers),
+        }
     };
     Some(Judged { gate, unsolicited })
 }
 
-/// The tolerant reading of a line the strict rules refuse. It is read twice, holding nothing
-/// per message (SPEC §3 item 6): once to know whether every response in it answers a pending
-/// request, once to take the answers.
+/// The tolerant reading of a line the strict rules refuse, in one pass holding nothing per
+/// message (SPEC §3 item 6): each response takes the pending request it answers. A response
+/// that finds none — an answer to nothing pending, or a second answer to a request an earlier
+/// response of the line answered (SPEC §5) — is unsolicited. The line is forwarded only when
+/// none is; otherwise nothing of it passes and each request it answered gets one `-32603` error
+/// (at most one per pending request: never two answers for one request).
 fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
-    let mut all_answer = true;
+    let mut answers = LineAnswers::read(Some(false));
+    let mut unsolicited = 0usize;
     each_response(line, |id| {
-        all_answer = all_answer && id.is_some_and(|id| pending.would_answer(id));
+        match id.and_then(|id| pending.answer(id).map(|a| (id, a))) {
+            Some((id, a)) => answers.push(id, a),
+            None => unsolicited += 1,
+        }
     });
-    if all_answer {
-        let mut answers = LineAnswers::read(Some(false));
-        each_response(line, |id| {
-            if let Some((id, a)) = id.and_then(|id| pending.answer(id).map(|a| (id, a))) {
-                answers.push(id, a);
-            }
-        });
+    if unsolicited == 0 {
         return Judged {
             gate: Gate::Forward(answers),
-            unsolicited: 0,
+            unsolicited,
         };
     }
-    // Something unsolicited: nothing of the line passes; the requests it answered get errors
-    // (at most one per pending request).
     const WITHHELD: &str = "server line withheld: it cannot be read strictly and holds a response to no pending request";
-    let mut errors = Vec::new();
-    let mut unsolicited = 0;
-    each_response(line, |id| match id.and_then(|id| pending.answer(id)) {
-        Some(a) => errors.push(super::tools_list::candidates::withheld_error(
-            Some(&a.spelling),
-            WITHHELD,
-        )),
-        None => unsolicited += 1,
-    });
-    let gate = match errors.len() {
-        0 => Gate::Drop,
-        1 => {
-            let mut one = errors.swap_remove(0);
+    let mut errors = answers
+        .spellings()
+        .map(|spelling| super::tools_list::candidates::withheld_error(Some(spelling), WITHHELD));
+    let gate = match (errors.next(), answers.spellings().count()) {
+        (None, _) => Gate::Drop,
+        (Some(mut one), 1) => {
             one.push(b'\n');
             Gate::Replace(one)
         }
-        _ => {
+        (Some(first), _) => {
             let mut out = vec![b'['];
-            for (i, e) in errors.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(e);
+            out.extend_from_slice(&first);
+            for e in errors {
+                out.push(b',');
+                out.extend_from_slice(&e);
             }
             out.extend_from_slice(b"]\n");
             Gate::Replace(out)
@@ -379,55 +390,76 @@ mod tests;
 /// A forwarded line whose responses spell an id otherwise than the client spelled its request
 /// (`"id": true` for the request `1`, `"0__1"`, `1.0`): the line with each such id written as
 /// the client wrote it, and its answers with the id texts the rewritten line holds, or `None`
-/// when every id is the client's value (the common case: nothing is parsed; `"\u0061"` and `"a"`
+/// when every id is the client's value (the common case: nothing is walked; `"\u0061"` and `"a"`
 /// are one value). A client whose reading of ids is strict would otherwise never see its answer
 /// — the lenient reading found it, so the strict one must too (SPEC §5, "Answers nobody asked
-/// for": one reading for every client). Members are kept; the rewritten line is compact JSON
-/// (key order may change). A line that cannot be parsed again is left as it is.
+/// for": one reading for every client).
+///
+/// Only the id tokens change: the line is walked with the strict rules (the walk that found the
+/// answers), each respelled id token is replaced by the client's spelling, and every other byte
+/// is the server's. Nothing is parsed into a value, so a maximal line costs one copy (SPEC §3
+/// item 6). A line the strict rules refuse is left as it is.
 pub(crate) fn respell(line: &[u8], answered: &LineAnswers) -> Option<(Vec<u8>, LineAnswers)> {
-    use serde_json::Value;
-    let parse = |t: &str| crate::strict_json::parse_value(t).ok();
-    let pairs: Vec<(Value, Value)> = answered
+    // The server id texts to respell: another value than the client's spelling.
+    let respelled: Vec<(&str, &str)> = answered
         .respelled()
-        .filter_map(|(server, client)| Some((parse(server)?, parse(client)?)))
-        .filter(|(server, client)| server != client)
+        .filter(|(server, client)| respells(server, client))
         .collect();
-    if pairs.is_empty() {
+    if respelled.is_empty() {
         return None;
     }
     let text = std::str::from_utf8(line).ok()?;
-    let mut value = parse(text.trim_end())?;
-    let mut respell_one = |m: &mut Value| {
-        let Some(obj) = m.as_object_mut() else {
+    let mut out = Vec::with_capacity(line.len() + 64);
+    let mut copied = 0usize;
+    each_message(text, |m| {
+        let Some(Some((s, e))) = m.response else {
             return;
         };
-        if obj.contains_key("method") || !(obj.contains_key("result") || obj.contains_key("error"))
-        {
+        let Some(client) = text
+            .get(s..e)
+            .and_then(|id| respelled.iter().find(|(server, _)| *server == id))
+            .map(|(_, client)| *client)
+        else {
             return;
-        }
-        if let Some(id) = obj.get_mut("id") {
-            if let Some((_, client)) = pairs.iter().find(|(server, _)| server == id) {
-                *id = client.clone();
-            }
-        }
-    };
-    match &mut value {
-        Value::Array(items) => items.iter_mut().for_each(&mut respell_one),
-        other => respell_one(other),
-    }
-    let mut out = serde_json::to_vec(&value).ok()?;
-    if line.ends_with(b"\n") {
-        out.push(b'\n');
-    }
-    // Every id of the line is now written as `serde_json` writes its value: the answers name
-    // them so, for the listing filter that finds the answers in the line by their id text.
-    let written = answered.with_server_ids(|server| {
-        let v = parse(server)?;
-        let v = pairs
-            .iter()
-            .find(|(s, _)| *s == v)
-            .map_or(v, |(_, client)| client.clone());
-        serde_json::to_string(&v).ok()
+        };
+        out.extend_from_slice(line.get(copied..s).unwrap_or(&[]));
+        out.extend_from_slice(client.as_bytes());
+        copied = e;
     })?;
-    Some((out, written))
+    out.extend_from_slice(line.get(copied..).unwrap_or(&[]));
+    Some((out, renamed(answered)?))
+}
+
+/// Whether a response whose id the server wrote as `server` answered a request the client
+/// spelled `client` under another value (`true`, `"0__1"`, `1.0` for `1`): its id is respelled.
+/// The same value spelled otherwise (`"\u0061"` for `"a"`) is not.
+fn respells(server: &str, client: &str) -> bool {
+    let parse = |t: &str| crate::strict_json::parse_value(t).ok();
+    server != client
+        && match (parse(server), parse(client)) {
+            (Some(server), Some(client)) => server != client,
+            _ => false,
+        }
+}
+
+/// The answers of a line whose respelled ids are written as the client's spellings, named by
+/// those spellings (the listing filter finds an answer in a line by its id text); `None` when
+/// no id is respelled.
+fn renamed(answered: &LineAnswers) -> Option<LineAnswers> {
+    let respelled: Vec<(&str, &str)> = answered
+        .respelled()
+        .filter(|(server, client)| respells(server, client))
+        .collect();
+    if respelled.is_empty() {
+        return None;
+    }
+    answered.with_server_ids(|server| {
+        Some(
+            respelled
+                .iter()
+                .find(|(s, _)| *s == server)
+                .map_or(server, |(_, client)| *client)
+                .to_string(),
+        )
+    })
 }

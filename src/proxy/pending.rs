@@ -147,15 +147,6 @@ impl LineAnswers {
             .map(|(i, (_, a))| (i, &*a.spelling))
     }
 
-    /// The client's spelling of the request a message with the server id text `id` answered.
-    pub(crate) fn spelling(&self, id: &str) -> Option<&str> {
-        let id = id.trim_matches([' ', '\t', '\n', '\r']);
-        self.list
-            .iter()
-            .find(|(server, _)| &**server == id)
-            .map(|(_, a)| &*a.spelling)
-    }
-
     /// What each request the line answered asked, with the client's spelling of its id.
     pub(crate) fn kinds(&self) -> impl Iterator<Item = (RequestKind, &str)> {
         self.list.iter().map(|(_, a)| (a.kind, &*a.spelling))
@@ -166,6 +157,21 @@ impl LineAnswers {
     /// each answer.
     pub(crate) fn respelled(&self) -> impl Iterator<Item = (&str, &str)> {
         self.list
+            .iter()
+            .filter(|(server, a)| **server != *a.spelling)
+            .map(|(server, a)| (&**server, &*a.spelling))
+    }
+
+    /// How many requests the line answered so far.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// [`Self::respelled`] of the answers from the `from`-th on.
+    pub(crate) fn respelled_from(&self, from: usize) -> impl Iterator<Item = (&str, &str)> {
+        self.list
+            .get(from..)
+            .unwrap_or(&[])
             .iter()
             .filter(|(server, a)| **server != *a.spelling)
             .map(|(server, a)| (&**server, &*a.spelling))
@@ -341,6 +347,7 @@ impl PendingRequests {
     }
 
     /// Whether a response with id text `id` would answer a pending request (nothing changes).
+    #[cfg(test)]
     pub(crate) fn would_answer(&self, id: &str) -> bool {
         self.lock().find(id.as_bytes()).is_some()
     }

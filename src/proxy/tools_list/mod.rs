@@ -13,8 +13,9 @@
 //! With the filter in effect (`hide_refused_tools`, or `pins` — SPEC §5.1), every candidate is
 //! either rewritten (a well-formed result: `tools` an array of objects with a string `name`,
 //! every key spelled exactly) with the refused, unpinned and drifted tools removed, or replaced
-//! by a JSON-RPC error for the client's id; a line the strict rules cannot read is replaced by errors for the ids a tolerant reading
-//! finds in it ([`unreadable`]). Nothing a candidate could be is forwarded unfiltered. Every
+//! by a JSON-RPC error for the client's id; a line the strict rules cannot read is replaced by one
+//! error for each request it answered, as the answer gate's tolerant reading found them
+//! ([`unreadable`]). Nothing a candidate could be is forwarded unfiltered. Every
 //! other line, and a candidate that loses nothing, is forwarded byte-exact.
 //!
 //! Filter or not, every tool of a well-formed candidate is remembered with its definition digest
@@ -34,7 +35,7 @@ pub(crate) mod walk;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
-use super::pending::LineAnswers;
+use super::pending::{LineAnswers, RequestKind};
 use crate::policy::{Policy, ReasonCode};
 use crate::sha256::HexDigest;
 use crate::strict_json::ScanError;
@@ -377,7 +378,10 @@ enum Unreadable {
 }
 
 /// A line the strict rules refuse, while `tools/list` requests were sent: forwarded unchanged
-/// without the filter (nothing is learnt from it), else replaced by errors.
+/// without the filter (nothing is learnt from it), else replaced by one error for each request
+/// it answered (`ids`: the answer gate read the line the same tolerant way, and took each
+/// request once), so no request waits forever and none hears twice. Nothing is held per
+/// message of the line: the errors are written as they go (SPEC §3 item 6).
 fn unreadable_line<'l>(
     watch: &ToolsListWatch,
     ids: &LineAnswers,
@@ -387,32 +391,23 @@ fn unreadable_line<'l>(
     if !watch.filter() {
         return Judgement::forward();
     }
-    let mut listings = Vec::new();
     let batch = line
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
         == Some(&b'[');
-    let errors: Vec<Vec<u8>> = unreadable::message_ids(line)
-        .into_iter()
-        .map(|id| {
-            // An id that answers a `tools/list` request is echoed as the client spelled it.
-            let echoed: Option<Box<str>> = id.map(|id| match ids.spelling(id) {
-                Some(spelling) => spelling.into(),
-                None => id.into(),
-            });
-            if let Some((_, spelling)) = id.and_then(|id| ids.tools_list(id)) {
-                listings.push(Listing {
-                    request_id: spelling.into(),
-                    shown: Vec::new(),
-                    removed: Vec::new(),
-                    replaced_by_error: true,
-                });
-            }
-            withheld_error(echoed.as_deref(), &format!("server line withheld: {why}"))
+    let listings = ids
+        .kinds()
+        .filter(|(kind, _)| *kind == RequestKind::ToolsList)
+        .map(|(_, spelling)| Listing {
+            request_id: spelling.into(),
+            shown: Vec::new(),
+            removed: Vec::new(),
+            replaced_by_error: true,
         })
         .collect();
+    let spellings = ids.spellings().map(Box::from).collect();
     Judgement {
-        line: ServerLine::Rewrite(Rewrite::replace(errors, batch, why.to_string())),
+        line: ServerLine::Rewrite(Rewrite::replace(spellings, batch, why.to_string())),
         listings,
     }
 }

@@ -139,9 +139,11 @@ pub(crate) fn judge(
 pub(crate) enum Rewrite<'l> {
     /// The line with tools removed and malformed candidates replaced.
     Edit { text: &'l str, judged: Judged },
-    /// A line that cannot be read: the errors that replace its messages (one, or a batch).
+    /// A line that cannot be read: one error for each request it answered (the client's
+    /// spelling of its id), written as they go (one, or a batch); none answered, one error with
+    /// a `null` id.
     Replace {
-        errors: Vec<Vec<u8>>,
+        spellings: Vec<Box<str>>,
         batch: bool,
         why: String,
     },
@@ -152,8 +154,12 @@ impl<'l> Rewrite<'l> {
         Rewrite::Edit { text, judged }
     }
 
-    pub(crate) fn replace(errors: Vec<Vec<u8>>, batch: bool, why: String) -> Self {
-        Rewrite::Replace { errors, batch, why }
+    pub(crate) fn replace(spellings: Vec<Box<str>>, batch: bool, why: String) -> Self {
+        Rewrite::Replace {
+            spellings,
+            batch,
+            why,
+        }
     }
 
     /// A diagnostic line when something was withheld from the client (removing refused tools is
@@ -182,17 +188,22 @@ impl<'l> Rewrite<'l> {
     pub(crate) fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
         match self {
             Rewrite::Edit { text, judged, .. } => emit(text, judged, w),
-            Rewrite::Replace { errors, batch, .. } => {
-                match (errors.as_slice(), batch) {
+            Rewrite::Replace {
+                spellings,
+                batch,
+                why,
+            } => {
+                let why = format!("server line withheld: {why}");
+                match (spellings.as_slice(), batch) {
                     ([], _) => w.write_all(&withheld_error(None, "server line withheld"))?,
-                    ([one], false) => w.write_all(one)?,
+                    ([one], false) => w.write_all(&withheld_error(Some(one), &why))?,
                     (many, _) => {
                         w.write_all(b"[")?;
-                        for (i, e) in many.iter().enumerate() {
+                        for (i, spelling) in many.iter().enumerate() {
                             if i > 0 {
                                 w.write_all(b",")?;
                             }
-                            w.write_all(e)?;
+                            w.write_all(&withheld_error(Some(spelling), &why))?;
                         }
                         w.write_all(b"]")?;
                     }

@@ -191,7 +191,7 @@ fn unreadable_lines_are_withheld_while_filtering() {
     // No id to be found: one error with a null id.
     let out = through_bytes(true, &["1"], b"[[[\xff");
     assert!(error_for("null")(&out), "{out}");
-    // A batch: an error per message with an id.
+    // A batch: an error per request it answered.
     let out = through_bytes(
         true,
         &["1", "\"x\""],
@@ -201,6 +201,17 @@ fn unreadable_lines_are_withheld_while_filtering() {
     assert_eq!(v.as_array().unwrap().len(), 2, "{out}");
     assert_eq!(v[0]["id"], 1);
     assert_eq!(v[1]["id"], "x");
+    // Server requests in a withheld line answer no request of the client: they get no error
+    // (an error for id 1 would be a second answer to the client's request 1).
+    let out = through_bytes(
+        true,
+        &["1"],
+        b"[{\"id\":1,\"result\":{\"tools\":[]}},{\"id\":1,\"method\":\"m\"},{\"id\":5,\"method\":\"m\",\"id\":6}]\n",
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(v[0]["id"], 1);
+    assert_eq!(v[0]["error"]["code"], -32603);
     // With a response to nothing pending in it, only the pending request hears (an error).
     let out = through_bytes(
         false,

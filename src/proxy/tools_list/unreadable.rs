@@ -3,8 +3,8 @@
 //! While the `tools/list` filter is in effect, a server line that cannot be read strictly (not
 //! UTF-8, a duplicate key, `1e400`, nesting too deep, …) is never forwarded: any client could
 //! take it for an answer, and it cannot be judged. It is replaced by JSON-RPC errors, one for
-//! each message in it that carries an id, so the request it answered does not wait forever.
-//! This module finds those ids with a tolerant reading — the way lenient parsers read the line
+//! each request it answered, so no request waits forever. The answer gate finds those requests
+//! with this module's tolerant reading — the way lenient parsers read the line
 //! (invalid UTF-8 replaced, the last of duplicate keys wins, keys matched by lenient class) —
 //! without building any value. An id is reported only when its own text is strict JSON (a
 //! string or a finite number); anything else yields `null`.
@@ -25,6 +25,7 @@ pub(crate) struct Tolerated<'a> {
 /// of a top-level array — and of every further JSON text the line holds after the first (a
 /// stream decoder such as Go's `json.Decoder` reads `{…}{…}` as two messages). Bounded by the
 /// line: at most one entry per top-level element.
+#[cfg(test)]
 pub(crate) fn messages(line: &[u8]) -> Vec<Tolerated<'_>> {
     let mut out = Vec::new();
     each_message(line, |m| out.push(m));
@@ -90,6 +91,7 @@ pub(crate) fn each_message<'a>(line: &'a [u8], mut each: impl FnMut(Tolerated<'a
 }
 
 /// The raw id text of every message of `line` with an id member (see [`messages`]).
+#[cfg(test)]
 pub(crate) fn message_ids(line: &[u8]) -> Vec<Option<&str>> {
     messages(line).into_iter().map(|m| m.id).collect()
 }
