@@ -12,7 +12,7 @@ mod emitter;
 mod endpoint;
 pub(crate) mod envelope;
 mod governed;
-mod governed_lists;
+pub(crate) mod governed_lists;
 mod instructions;
 mod line;
 pub(crate) mod message;
