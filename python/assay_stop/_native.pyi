@@ -189,6 +189,10 @@ class WrapOutcome:
     def assay_kill_requested(self) -> bool:
         """A kill was attempted during cleanup; claims neither cause nor success."""
     @property
+    def group_killed(self) -> bool:
+        """Processes of the server's process group other than its leader still ran when the
+        kill attempt was made (SPEC §4.3)."""
+    @property
     def decision_log(self) -> Literal["complete", "incomplete", "temporary", "absent", "unknown"]:
         """The state of the decision log."""
     @property
