@@ -176,18 +176,7 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
         removed: judged.removed,
         replaced_by_error: false,
     };
-    let line = if judged.changed {
-        let mut out = serde_json::to_vec(&value).ok()?;
-        out.push(b'\n');
-        Some(out)
-    } else {
-        None
-    };
-    Some(Filtered {
-        line,
-        listings: vec![(kind, listing)],
-        edited: true,
-    })
+    edited(&value, judged.changed, vec![(kind, listing)])
 }
 
 /// A batch answering list requests (SPEC §5.2, issue 46 item 6): element by element. Each
@@ -255,8 +244,14 @@ fn judge_batch(policy: &Policy, line: &[u8], wanted: &[(ListKind, Box<str>)]) ->
             }
         }
     }
+    edited(&value, changed, listings)
+}
+
+/// The judged line: `value` written again when `changed` (one line, `\n` terminated), else the
+/// server's line unchanged; its other answers go on through their own judgement.
+fn edited(value: &Value, changed: bool, listings: Vec<(ListKind, Listing)>) -> Option<Filtered> {
     let line = if changed {
-        let mut out = serde_json::to_vec(&value).ok()?;
+        let mut out = serde_json::to_vec(value).ok()?;
         out.push(b'\n');
         Some(out)
     } else {
