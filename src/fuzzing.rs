@@ -103,12 +103,30 @@ impl ServerPath {
     /// # Panics
     /// When `refused` cannot make a policy (a name that is not a valid glob).
     pub fn hiding(refused: &[&str]) -> Self {
-        let policy = serde_json::json!({
+        Self::with_policy(serde_json::json!({
             "version": "1",
             "allow": ["*"],
             "deny": refused,
             "hide_refused_tools": true,
-        });
+        }))
+    }
+
+    /// As [`ServerPath::hiding`] with the tools `refused`, and a `prompts` section denying the
+    /// prompt name globs `refused_prompts`: answers to `prompts/list` are filtered too.
+    ///
+    /// # Panics
+    /// When the names cannot make a policy (a name that is not a valid glob).
+    pub fn governing_prompts(refused: &[&str], refused_prompts: &[&str]) -> Self {
+        Self::with_policy(serde_json::json!({
+            "version": "1",
+            "allow": ["*"],
+            "deny": refused,
+            "hide_refused_tools": true,
+            "prompts": {"deny": refused_prompts},
+        }))
+    }
+
+    fn with_policy(policy: serde_json::Value) -> Self {
         let policy = crate::policy::Policy::from_bytes(
             policy.to_string().as_bytes(),
             std::path::Path::new("fuzz.json"),
@@ -137,14 +155,26 @@ impl ServerPath {
         use crate::proxy::answers::{Gate, judge};
         use crate::proxy::tools_list::{ServerLine, on_server_line};
         let judged = judge(line, &self.pending);
-        let (text, answered, trimmed) = match judged.gate {
+        let (mut text, answered, mut changed) = match judged.gate {
             Gate::Drop => return Some(Vec::new()),
             Gate::Replace(errors) => return Some(errors),
             Gate::Forward(a) => (line.to_vec(), a, false),
             Gate::Trimmed(t, a) => (t, a, true),
         };
+        // The governed-list filter first, as the server→client path runs them (it judges
+        // nothing when the policy governs no list).
+        if let Some(f) = crate::proxy::governed_lists::judge(&self.policy, &text, &answered) {
+            match f.line {
+                Some(bytes) if f.edited => {
+                    text = bytes;
+                    changed = true;
+                }
+                Some(bytes) => return Some(bytes),
+                None => {}
+            }
+        }
         match on_server_line(&self.watch, &self.policy, &text, &answered).line {
-            ServerLine::Forward if trimmed => Some(text),
+            ServerLine::Forward if changed => Some(text),
             ServerLine::Forward => None,
             ServerLine::Rewrite(r) => {
                 let mut out = Vec::new();
@@ -175,54 +205,17 @@ pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> O
 /// What the client receives for one server line when the policy governs prompts and hides
 /// what it refuses (SPEC §5, §5.2): the client sent the requests `requests` (raw JSON id text,
 /// method), still pending; the policy refuses the tools `exec` and `shell` and the prompts
-/// `debug*` and `secret*`. The line goes through the answer gate, the governed-list filter and
-/// the `tools/list` filter in the order the server→client path runs them. `None`: forwarded
-/// unchanged; `Some(bytes)`: written instead (empty: nothing).
+/// `debug*` and `secret*` ([`ServerPath::governing_prompts`]). `None`: forwarded unchanged;
+/// `Some(bytes)`: written instead (empty: nothing).
 ///
 /// # Panics
 /// Never for any input (the policy is fixed and valid).
 pub fn filter_governed_line(requests: &[(&str, &str)], line: &[u8]) -> Option<Vec<u8>> {
-    use crate::proxy::answers::{Gate, judge};
-    use crate::proxy::tools_list::{ServerLine, on_server_line};
-    let policy = crate::policy::Policy::from_bytes(
-        b"version: \"1\"\nallow: [\"*\"]\ndeny: [exec, shell]\nhide_refused_tools: true\nprompts:\n  deny: [\"debug*\", \"secret*\"]\n",
-        std::path::Path::new("fuzz.yaml"),
-    )
-    .unwrap_or_else(|e| panic!("fuzz policy: {e}"));
-    let pending = crate::proxy::pending::PendingRequests::new();
-    let watch = crate::proxy::tools_list::ToolsListWatch::new(true, false);
+    let path = ServerPath::governing_prompts(&["exec", "shell"], &["debug*", "secret*"]);
     for (id, method) in requests {
-        if *method == "tools/list" {
-            watch.note_request();
-        }
-        pending.note(id, crate::proxy::pending::RequestKind::of(method));
+        path.request(id, method);
     }
-    let (mut text, answered, mut changed) = match judge(line, &pending).gate {
-        Gate::Drop => return Some(Vec::new()),
-        Gate::Replace(errors) => return Some(errors),
-        Gate::Forward(a) => (line.to_vec(), a, false),
-        Gate::Trimmed(t, a) => (t, a, true),
-    };
-    if let Some(f) = crate::proxy::governed_lists::judge(&policy, &text, &answered) {
-        match f.line {
-            Some(bytes) if f.edited => {
-                text = bytes;
-                changed = true;
-            }
-            Some(bytes) => return Some(bytes),
-            None => {}
-        }
-    }
-    match on_server_line(&watch, &policy, &text, &answered).line {
-        ServerLine::Forward if changed => Some(text),
-        ServerLine::Forward => None,
-        ServerLine::Rewrite(r) => {
-            let mut out = Vec::new();
-            // Writing to memory cannot fail.
-            let _ = r.write_to(&mut out);
-            Some(out)
-        }
-    }
+    path.server_line(line)
 }
 
 /// How the SDKs read a string id (SPEC §5): JavaScript's `Number(s)` (`None` for `NaN`) and

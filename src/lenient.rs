@@ -148,6 +148,15 @@ pub fn is_variant(key: &str, name: &str) -> bool {
     key != name && lenient_eq_chars(key.chars(), name.chars())
 }
 
+/// Whether an object read as a `serde_json` map has a key that is a lenient variant of one of
+/// `names` (not the name itself): a lenient reader would take that key for the member.
+pub(crate) fn has_variant(
+    map: &serde_json::Map<String, serde_json::Value>,
+    names: &[&str],
+) -> bool {
+    map.keys().any(|k| names.iter().any(|n| is_variant(k, n)))
+}
+
 /// Whether two decoded strings are equal after lenient normalization.
 pub fn same(a: &str, b: &str) -> bool {
     lenient_eq_chars(a.chars(), b.chars())

@@ -12,7 +12,10 @@
 //! `secret` (the policy's `debug*` and `secret*`, matched as §3 reads names).
 #![no_main]
 
+mod client_reading;
+
 use assay::fuzzing::{filter_governed_line, normalize_key};
+use client_reading::{members, same_id};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -25,24 +28,6 @@ const REQUESTS: [(&str, &str); 6] = [
     ("\"t\"", "tools/list"),
     ("4", "prompts/list"),
 ];
-
-fn as_number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse::<f64>().ok(),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        _ => None,
-    }
-}
-
-fn same_id(a: &Value, b: &Value) -> bool {
-    a == b || matches!((as_number(a), as_number(b)), (Some(x), Some(y)) if x == y)
-}
-
-fn members<'v>(o: &'v serde_json::Map<String, Value>, name: &'v str) -> impl Iterator<Item = &'v Value> {
-    let want = normalize_key(name);
-    o.iter().filter(move |(k, _)| normalize_key(k) == want).map(|(_, v)| v)
-}
 
 /// Refused names shown by `line` in answers to `requests` of `method` (`member`: the result's
 /// list member; `refused`: whether a name is refused).

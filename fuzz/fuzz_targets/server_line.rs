@@ -12,40 +12,15 @@
 //! `Number(id)`, Python `int(id)`, Go `float64`).
 #![no_main]
 
-use assay::fuzzing::{filter_server_line, normalize_key};
+mod client_reading;
+
+use assay::fuzzing::filter_server_line;
+use client_reading::{members, same_id};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 const IDS: [&str; 8] = ["0", "1", "\"0\"", "\"a\"", "-1", "2.5", "\"1\"", "1e2"];
 const REFUSED: [&str; 2] = ["exec", "shell"];
-
-/// A number an SDK could read the id as.
-fn as_number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => {
-            let t = s.trim();
-            let t = t.strip_prefix('+').unwrap_or(t);
-            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                return u64::from_str_radix(hex, 16).ok().map(|u| u as f64);
-            }
-            if t.bytes().any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E') {
-                return None;
-            }
-            t.replace('_', "").parse::<f64>().ok().or(if t.is_empty() { Some(0.0) } else { None })
-        }
-        _ => None,
-    }
-}
-
-fn same_id(a: &Value, b: &Value) -> bool {
-    a == b || matches!((as_number(a), as_number(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// The values of every member of `o` whose key is `name` after lenient normalization.
-fn members<'v>(o: &'v serde_json::Map<String, Value>, name: &'v str) -> impl Iterator<Item = &'v Value> {
-    o.iter().filter(move |(k, _)| normalize_key(k) == name).map(|(_, v)| v)
-}
 
 /// Refused tool names shown to the client by `line` (one output line).
 fn shown_refused(line: &[u8], requests: &[Value]) -> Vec<String> {

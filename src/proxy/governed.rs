@@ -13,6 +13,7 @@ use super::message::{Message, as_str, tool_call_id};
 use crate::evidence::decision_log::{Direction, McpDecisionEntry};
 use serde_json::Value;
 
+use crate::lenient;
 use crate::policy::{ClientFeature, Decision, Policy, ReasonCode, Verdict};
 use crate::sha256::HexDigest;
 
@@ -45,16 +46,6 @@ fn malformed(method: &str, why: &str) -> Option<(Option<String>, Verdict)> {
     ))
 }
 
-/// Whether `map` has a key that is a lenient variant (SPEC §3: case and fold variants, trailing
-/// NULs) of one of `names` without being it.
-fn has_variant(map: &serde_json::Map<String, Value>, names: &[&str]) -> bool {
-    map.keys().any(|k| {
-        names
-            .iter()
-            .any(|n| k != n && crate::lenient::normalize(k) == crate::lenient::normalize(n))
-    })
-}
-
 /// What a `subscriptions/listen` asks of the resources, and the verdict: `None` without a
 /// `resources` section, or when it asks for no resource. Every URI must be allowed; the first
 /// refused one is the target and its verdict the request's. Fails closed like
@@ -68,7 +59,7 @@ fn listen(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verd
     let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
         return malformed(LISTEN, "params is not an object");
     };
-    if has_variant(&params, &["notifications"]) {
+    if lenient::has_variant(&params, &["notifications"]) {
         return malformed(
             LISTEN,
             "params has a case or fold variant of `notifications`",
@@ -77,7 +68,7 @@ fn listen(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verd
     let Some(Value::Object(filter)) = params.get("notifications") else {
         return malformed(LISTEN, "params.notifications is not an object");
     };
-    if has_variant(filter, &["resourceSubscriptions"]) {
+    if lenient::has_variant(filter, &["resourceSubscriptions"]) {
         return malformed(
             LISTEN,
             "params.notifications has a case or fold variant of `resourceSubscriptions`",
@@ -124,13 +115,13 @@ fn completion(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, 
     let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
         return malformed(COMPLETION, "params is not an object");
     };
-    if has_variant(&params, &["ref"]) {
+    if lenient::has_variant(&params, &["ref"]) {
         return malformed(COMPLETION, "params has a case or fold variant of `ref`");
     }
     let Some(Value::Object(r)) = params.get("ref") else {
         return malformed(COMPLETION, "params.ref is not an object");
     };
-    if has_variant(r, &["type", "name", "uri"]) {
+    if lenient::has_variant(r, &["type", "name", "uri"]) {
         return malformed(
             COMPLETION,
             "params.ref has a case or fold variant of `type`, `name` or `uri`",

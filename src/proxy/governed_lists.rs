@@ -12,7 +12,7 @@
 //! entries is written again from its parsed value (members and entries kept, key order may
 //! change).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::answers::LineAnswers;
 use super::message::{self, ClientLine};
@@ -155,7 +155,7 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
     ) {
         ([one], ClientLine::Single(_)) => (one.0, one.1.clone()),
         (_, ClientLine::Batch(_)) => {
-            return judge_batch(policy, line, &wanted)
+            return judge_batch(policy, line, answered)
                 .or_else(|| replaced("it cannot be read as a batch of responses"));
         }
         _ => return replaced("it cannot be read as a list result"),
@@ -184,17 +184,11 @@ pub(crate) fn judge(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Opt
 /// or replaced by the `-32603` error for its id when it cannot be read as that list's result —
 /// and every other element is left as it is. `None` when the line cannot be read as a batch at
 /// all (then every answer it holds is replaced, as for any unreadable line).
-fn judge_batch(policy: &Policy, line: &[u8], wanted: &[(ListKind, Box<str>)]) -> Option<Filtered> {
+fn judge_batch(policy: &Policy, line: &[u8], answered: &LineAnswers) -> Option<Filtered> {
     let text = std::str::from_utf8(line).ok()?;
     let mut value = crate::strict_json::parse_value(text.trim_end()).ok()?;
     let elements = value.as_array_mut()?;
-    // The client's spelling of each wanted answer, read as a JSON value: the element's id is
-    // compared by value (an escape spells the same id; a respelled answer already carries the
-    // client's spelling).
-    let ids: Vec<(ListKind, &str, Value)> = wanted
-        .iter()
-        .filter_map(|(k, s)| Some((*k, &**s, serde_json::from_str(s).ok()?)))
-        .collect();
+    let by_id = answered.by_id_value();
     let mut listings = Vec::new();
     let mut changed = false;
     for element in elements.iter_mut() {
@@ -204,11 +198,14 @@ fn judge_batch(policy: &Policy, line: &[u8], wanted: &[(ListKind, Box<str>)]) ->
         if obj.contains_key("method") || !obj.contains_key("result") {
             continue;
         }
-        let Some(id) = obj.get("id") else { continue };
-        let Some((kind, spelling, _)) = ids.iter().find(|(_, _, v)| v == id) else {
+        let Some((kind, spelling)) = obj
+            .get("id")
+            .and_then(|id| by_id.get(id))
+            .and_then(|(kind, spelling)| Some((ListKind::of(kind)?, spelling)))
+            .filter(|(kind, _)| kind.governed(policy))
+        else {
             continue;
         };
-        let (kind, spelling) = (*kind, *spelling);
         match judge_result(policy, kind, element) {
             Some(judged) => {
                 changed |= judged.changed;
@@ -270,19 +267,14 @@ struct Judged {
     changed: bool,
 }
 
-/// Whether an object has a key that is a lenient variant (not the exact spelling) of `name`.
-fn has_variant(obj: &Map<String, Value>, name: &str) -> bool {
-    obj.keys().any(|k| lenient::is_variant(k, name))
-}
-
 /// Judges the result of a response value in place: `None` when it cannot be read as this list.
 fn judge_result(policy: &Policy, kind: ListKind, value: &mut Value) -> Option<Judged> {
     let envelope = value.as_object_mut()?;
-    if has_variant(envelope, "result") {
+    if lenient::has_variant(envelope, &["result"]) {
         return None;
     }
     let result = envelope.get_mut("result")?.as_object_mut()?;
-    if has_variant(result, kind.member()) {
+    if lenient::has_variant(result, &[kind.member()]) {
         return None;
     }
     let entries = result.get_mut(kind.member())?.as_array_mut()?;
@@ -291,7 +283,7 @@ fn judge_result(policy: &Policy, kind: ListKind, value: &mut Value) -> Option<Ju
     let mut keep = Vec::with_capacity(entries.len());
     for entry in entries.iter() {
         let obj = entry.as_object()?;
-        if has_variant(obj, kind.key()) {
+        if lenient::has_variant(obj, &[kind.key()]) {
             return None;
         }
         let key = obj.get(kind.key())?.as_str()?;

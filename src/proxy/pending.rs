@@ -100,6 +100,17 @@ pub(crate) struct Answer {
     pub spelling: Box<str>,
 }
 
+/// [`LineAnswers::by_id_value`]: what each answered request asked and the client's spelling,
+/// by the compact JSON text of its id's value.
+pub(crate) struct AnswersById<'a>(std::collections::HashMap<String, (RequestKind, &'a str)>);
+
+impl<'a> AnswersById<'a> {
+    /// The request a message whose `id` is the value `id` answered.
+    pub(crate) fn get(&self, id: &serde_json::Value) -> Option<(RequestKind, &'a str)> {
+        self.0.get(&id.to_string()).copied()
+    }
+}
+
 /// The responses of one line and the requests they answered.
 #[derive(Debug, Default)]
 pub(crate) struct LineAnswers {
@@ -190,6 +201,21 @@ impl LineAnswers {
             list,
             strict: self.strict,
         })
+    }
+
+    /// The line's answers indexed by the value of the client's id, for the messages of a batch
+    /// re-read as JSON values (they have lost their raw id text): an escape spells the same id,
+    /// and a respelled answer already carries the client's spelling. Built once per line.
+    pub(crate) fn by_id_value(&self) -> AnswersById<'_> {
+        AnswersById(
+            self.list
+                .iter()
+                .filter_map(|(_, a)| {
+                    let v = serde_json::from_str::<serde_json::Value>(&a.spelling).ok()?;
+                    Some((v.to_string(), (a.kind, &*a.spelling)))
+                })
+                .collect(),
+        )
     }
 
     /// The client's spellings of every request the line answered.
