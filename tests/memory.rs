@@ -275,3 +275,53 @@ fn a_max_size_tools_list_answer_stays_within_four_times_max_line_bytes() {
         );
     }
 }
+
+/// SPEC §3 item 6 with `client_features` governed: a server batch as long as the bound allows,
+/// holding a refused sampling request, the answer to the client's request and ~300,000 pings.
+/// Judged element by element only up to 1 MiB (issue 46 item 6); this one is withheld whole,
+/// read as a stream: memory stays within 4× `max_line_bytes`, and the client gets the error for
+/// its request, not the pings.
+#[test]
+fn a_max_size_server_batch_with_a_refused_request_stays_within_four_times_max_line_bytes() {
+    let dir = tempdir();
+    let policy = dir.path().join("features.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\nclient_features:\n  sampling: deny\n",
+    )
+    .unwrap();
+    let server = format!(
+        r#"
+import sys
+sys.stdin.readline()
+head = '[{{"jsonrpc":"2.0","id":1,"result":{{}}}},{{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{{}}}}'
+ping = ',{{"jsonrpc":"2.0","id":0,"method":"ping"}}'
+n = ({MAX_LINE} - len(head) - 2) // len(ping)
+sys.stdout.write(head + ping * n + ']\n')
+sys.stdout.flush()
+sys.stdin.read()
+"#
+    );
+    let args = wrap_args(
+        &["--policy", &policy.display().to_string()],
+        &["python3", "-c", &server],
+    );
+    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n";
+    let (rss, out, head, _) = peak_rss_of(args, request);
+    eprintln!(
+        "server batch with a refused request: peak RSS {} KiB, output {out} bytes",
+        rss >> 10
+    );
+    let head = String::from_utf8_lossy(&head).into_owned();
+    assert!(
+        head.starts_with(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603"#),
+        "{head}"
+    );
+    assert!(out < 300, "{out}");
+    assert!(
+        rss <= 4 * MAX_LINE,
+        "peak RSS {} MiB (bound {} MiB)",
+        rss >> 20,
+        (4 * MAX_LINE) >> 20
+    );
+}

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::answers::LineAnswers;
 use super::governed::{self, FEATURE_METHODS, Judged};
-use super::message::{self, ClientLine, raw_id, tool_call_id};
+use super::message::{self, ClientLine, for_each_message, raw_id, tool_call_id};
 use super::respond;
 use super::shared::Shared;
 use super::tools_list::withheld_error;
@@ -140,13 +140,54 @@ fn answer_server(shared: &Shared, id: Option<&str>, verdict: &Verdict, decision_
     let _ = shared.server_input.answer(&refusal);
 }
 
-/// A batch, element by element (each as on its own line; issue 46 item 6): a refused request
-/// (not dry run) is answered to the server and left out; an `input_required` answer is judged
-/// for the client request it answers. Unchanged when nothing was refused.
+/// A batch this large is not rewritten element by element (that reads it into values, several
+/// times its size): when something in it is refused it is withheld whole instead, as before
+/// element-by-element judgement existed — the memory bound of SPEC §3 item 6 holds for every
+/// line. Real batches of requests for the client are a few hundred bytes.
+const EDIT_BOUND: usize = 1024 * 1024;
+
+/// A batch, element by element (each as on its own line; issue 46 item 6). First, streaming
+/// (memory independent of the number of elements): every governed request is judged and
+/// recorded once. Nothing refused and no `input_required` answer possible: forwarded as it is.
+/// Otherwise a batch of at most [`EDIT_BOUND`] bytes is rewritten — a refused request is
+/// answered to the server and left out, an `input_required` answer judged for the client request
+/// it answers — and a larger one is withheld whole.
 fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
+    // Pass one: every governed request judged and recorded, and a refused one answered to the
+    // server (it never reaches the client, whatever happens to the rest). Nothing is kept per
+    // element: pass two judges the same request the same way again, without recording it.
+    let mut refused = false;
+    for_each_message(text, message::Judged::default(), |m| {
+        if let Some(g) = governed::server_request(&shared.policy, m) {
+            let decision_id = record(shared, &g.entry());
+            if !g.allowed() && !shared.dry_run {
+                refused = true;
+                say_refused(
+                    shared,
+                    g.method,
+                    g.target.as_deref().unwrap_or("-"),
+                    g.verdict.reason_code,
+                );
+                answer_server(shared, g.id, &g.verdict, &decision_id);
+            }
+        }
+    });
+    let input_required = memchr::memmem::find(text.as_bytes(), b"input_required").is_some()
+        || memchr::memmem::find(text.as_bytes(), b"\\u").is_some();
+    if !refused && !input_required {
+        return Features::Pass;
+    }
+    if text.len() > EDIT_BOUND {
+        // A dry run changes nothing the client sees.
+        if shared.dry_run {
+            return Features::Pass;
+        }
+        return withheld_whole(shared, text, answered);
+    }
     let Ok(Value::Array(elements)) = crate::strict_json::parse_value(text.trim_end()) else {
         return unreadable(shared, answered);
     };
+    let by_id = answered.by_id_value();
     let mut kept = Vec::with_capacity(elements.len());
     let mut changed = false;
     for element in elements {
@@ -157,9 +198,11 @@ fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
             continue;
         };
         if let Some(g) = governed::server_request(&shared.policy, &m) {
-            match request(shared, &g) {
-                Features::Pass => kept.push(element),
-                _ => changed = true,
+            // Refused and answered to the server in pass one: left out.
+            if g.allowed() || shared.dry_run {
+                kept.push(element);
+            } else {
+                changed = true;
             }
             continue;
         }
@@ -167,13 +210,11 @@ fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
             kept.push(element);
             continue;
         }
-        // A response: the client request it answers, by value (a respelled answer already
-        // carries the client's spelling; an escape spells the same id).
-        let client_id = element.get("id").and_then(|id| {
-            answered
-                .spellings()
-                .find(|s| serde_json::from_str::<Value>(s).ok().as_ref() == Some(id))
-        });
+        // A response: the client request it answers.
+        let client_id = element
+            .get("id")
+            .and_then(|id| by_id.get(id))
+            .map(|(_, spelling)| spelling);
         match input_required_for(shared, one.as_bytes(), client_id) {
             Judgement::Pass => kept.push(element),
             Judgement::Refused(out) => {
@@ -210,6 +251,35 @@ fn batch(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
         }
         Err(_) => unreadable(shared, answered),
     }
+}
+
+/// A batch over [`EDIT_BOUND`] with something refused (or an `input_required` answer that is not
+/// read): withheld whole, streaming. Its refused requests were answered in pass one; every other
+/// request it holds is answered to the server with the plain batch error (none reaches the
+/// client); the client requests it answered get the `-32603` error.
+fn withheld_whole(shared: &Shared, text: &str, answered: &LineAnswers) -> Features {
+    shared.diag.say(
+        "withheld a large server batch whole: it holds something the policy refuses or cannot be judged element by element",
+    );
+    for_each_message(text, message::Judged::default(), |m| {
+        let (Some(_), Some(id)) = (m.method, m.id) else {
+            return;
+        };
+        if governed::server_request(&shared.policy, m).is_some_and(|g| !g.allowed()) {
+            return;
+        }
+        if let Some(raw) = raw_id(id) {
+            let _ = shared.server_input.answer(&respond::error(
+                Some(raw),
+                respond::BATCH_REFUSED,
+                "batch refused: a message in the batch was not allowed",
+            ));
+        }
+    });
+    Features::Instead(withheld(
+        answered,
+        "server answer withheld: its batch held a request the policy refuses",
+    ))
 }
 
 /// What [`input_required_for`] made of one response.
@@ -260,10 +330,7 @@ fn input_required_for(shared: &Shared, line: &[u8], client_id: Option<&str>) -> 
     };
     // A lenient reader (Go's encoding/json folds case) would read a variant as the member: such
     // a result cannot be judged, and is withheld.
-    let variant = |obj: &serde_json::Map<String, Value>, names: &[&str]| {
-        obj.keys()
-            .any(|k| names.iter().any(|n| crate::lenient::is_variant(k, n)))
-    };
+    let variant = crate::lenient::has_variant;
     if variant(result, &["resultType", "inputRequests"]) {
         return Judgement::Unreadable;
     }
