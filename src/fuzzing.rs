@@ -44,7 +44,7 @@ pub struct MessageSummary {
 
 fn summarize(head: &Message<'_>) -> MessageSummary {
     MessageSummary {
-        is_tools_call: head.method_is("tools/call"),
+        is_tools_call: head.is(&crate::methods::TOOLS_CALL),
         method: head.method.map(str::to_string),
         id: head.id.map(str::to_string),
         name: head.name.map(str::to_string),
@@ -142,11 +142,12 @@ impl ServerPath {
     /// The client sent a request with this id (raw JSON text) and method, and the wrapper
     /// forwarded it.
     pub fn request(&self, id: &str, method: &str) {
-        if method == "tools/list" {
+        let row = crate::methods::method(method);
+        if row.is_some_and(|r| r.is(&crate::methods::TOOLS_LIST)) {
             self.watch.note_request();
         }
         self.pending
-            .note(id, crate::proxy::pending::RequestKind::of(method));
+            .note(id, crate::proxy::pending::RequestKind::of(row));
     }
 
     /// What the client receives for one server line: `None`, the line unchanged; `Some(bytes)`,
@@ -197,7 +198,7 @@ impl ServerPath {
 pub fn filter_server_line(requests: &[&str], refused: &[&str], line: &[u8]) -> Option<Vec<u8>> {
     let path = ServerPath::hiding(refused);
     for id in requests {
-        path.request(id, "tools/list");
+        path.request(id, crate::methods::TOOLS_LIST.name);
     }
     path.server_line(line)
 }

@@ -1,9 +1,16 @@
 //! Every MCP method of every revision the product knows (2024-11-05 through 2026-07-28), and
-//! what governs it (SPEC §5, §5.1, §5.2): the one table. `docs/methods.md` lists the same rows
-//! for people, and a test fails when the two disagree or when the proxy judges a method
-//! differently from what its row says.
+//! what governs it (SPEC §5, §5.1, §5.2): the one table, and the one home of every method name.
+//! Each row says who sends the method, which policy section governs it, how its name or URI is
+//! read from `params`, which result member holds the list it asks for and how an entry of it is
+//! named, which event records it and so which reason codes it can carry. Every module that
+//! handles a method asks this table (by the row's `static`, or [`method`] for a name read off a
+//! line); no method name is written anywhere else (a test reads the sources and fails when one
+//! is). `docs/methods.md` lists the same rows for people, and a test fails when the two disagree
+//! or when the proxy judges a method differently from what its row says.
 //!
-//! A leaf: it imports nothing of the crate.
+//! Imports only the reason-code table ([`Carrier`]), itself a leaf.
+
+use crate::reason_code::Carrier;
 
 /// What governs a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +53,23 @@ impl Governor {
             Governor::Nothing => "nothing",
         }
     }
+
+    /// Where a judgement of a method it governs is written, and so which reason codes it can
+    /// carry (`ReasonCode::carried_by`): `None` for [`Governor::Nothing`].
+    pub fn carrier(self) -> Option<Carrier> {
+        Some(match self {
+            Governor::Tools => Carrier::ToolDecision,
+            Governor::Resources
+            | Governor::Prompts
+            | Governor::PromptsOrResources
+            | Governor::ClientFeatures => Carrier::McpDecision,
+            Governor::ToolsListing => Carrier::ToolsList,
+            Governor::ResourcesListing => Carrier::ResourcesList,
+            Governor::PromptsListing => Carrier::PromptsList,
+            Governor::Instructions => Carrier::Instructions,
+            Governor::Nothing => return None,
+        })
+    }
 }
 
 /// Who sends a method.
@@ -70,8 +94,136 @@ impl From {
     }
 }
 
-/// One MCP method.
+/// Something a server asks of the client (SPEC §5.2 `client_features`): the request methods
+/// that ask it are the rows whose [`Target`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientFeature {
+    /// `sampling/createMessage`, or a sampling input request in an `input_required` result.
+    Sampling,
+    /// `elicitation/create`, or an elicitation input request.
+    Elicitation,
+    /// `roots/list`, or a roots input request.
+    Roots,
+}
+
+impl ClientFeature {
+    /// Every feature, in the order the policy documents them.
+    pub const ALL: [ClientFeature; 3] = [
+        ClientFeature::Sampling,
+        ClientFeature::Elicitation,
+        ClientFeature::Roots,
+    ];
+
+    /// The policy key: `"sampling"`, `"elicitation"` or `"roots"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClientFeature::Sampling => "sampling",
+            ClientFeature::Elicitation => "elicitation",
+            ClientFeature::Roots => "roots",
+        }
+    }
+}
+
+/// How the thing a request is judged by is read from its `params`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Nothing is read.
+    None,
+    /// `params.name` (a tool or prompt name).
+    Name,
+    /// `params.uri` (a resource URI).
+    Uri,
+    /// `params.ref`: `{type: ref/prompt, name}` or `{type: ref/resource, uri}`.
+    Ref,
+    /// `params.notifications.resourceSubscriptions`: resource URIs.
+    ResourceSubscriptions,
+    /// Nothing is read: the request asks for this client feature.
+    Feature(ClientFeature),
+}
+
+impl Target {
+    /// How `docs/methods.md` names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Target::None => "-",
+            Target::Name => "params.name",
+            Target::Uri => "params.uri",
+            Target::Ref => "params.ref",
+            Target::ResourceSubscriptions => "params.notifications.resourceSubscriptions",
+            Target::Feature(f) => f.as_str(),
+        }
+    }
+
+    /// The client feature a server request asks for.
+    pub fn feature(self) -> Option<ClientFeature> {
+        match self {
+            Target::Feature(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// The member of an entry of a listed list that names it (and that the policy judges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKey {
+    /// `name`: a tool or a prompt.
+    Name,
+    /// `uri`: a resource.
+    Uri,
+    /// `uriTemplate`: a resource template.
+    UriTemplate,
+}
+
+impl EntryKey {
+    /// The member name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKey::Name => "name",
+            EntryKey::Uri => "uri",
+            EntryKey::UriTemplate => "uriTemplate",
+        }
+    }
+}
+
+/// The list a listing request asks for: where its answer holds it and how an entry is named.
+/// An entry is digested as the RFC 8785 canonical form of the whole entry (SPEC §4.1a `shown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct List {
+    /// The result member holding the array (`tools`, `resources`, …).
+    pub member: &'static str,
+    /// The entry member that names it.
+    pub key: EntryKey,
+    /// What an entry is called in messages for people.
+    pub noun: &'static str,
+}
+
+/// What the proxy does with the answer to a request of this method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Forwarded as the server wrote it.
+    Passes,
+    /// A listing: judged by the listing filter ([`Method::list`] says which list).
+    Listing,
+    /// May carry the server's `instructions`, judged against the pin.
+    Instructions,
+    /// The result of a governed request: what the model receives of what it asked for.
+    Result,
+}
+
+impl Answer {
+    /// How `docs/methods.md` names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Answer::Passes => "-",
+            Answer::Listing => "listing",
+            Answer::Instructions => "instructions",
+            Answer::Result => "result",
+        }
+    }
+}
+
+/// One MCP method.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Method {
     /// The method name.
     pub name: &'static str,
@@ -81,24 +233,39 @@ pub struct Method {
     pub from: From,
     /// What governs it.
     pub governor: Governor,
+    /// How the thing it is judged by is read from `params`.
+    pub target: Target,
+    /// For a listing request: the list its answer holds.
+    pub list: Option<List>,
+    /// What the proxy does with its answer.
+    pub answer: Answer,
     /// Why, in a few words (for [`Governor::Nothing`]: why nothing needs to).
     pub why: &'static str,
 }
 
-const fn m(
-    name: &'static str,
-    since: &'static str,
-    from: From,
-    governor: Governor,
-    why: &'static str,
-) -> Method {
-    Method {
-        name,
-        since,
-        from,
-        governor,
-        why,
+impl Method {
+    /// Whether this row is `other` (rows are `static`s: one address each).
+    pub fn is(&self, other: &Method) -> bool {
+        std::ptr::eq(self, other)
     }
+
+    /// Where a judgement of it is written (see [`Governor::carrier`]).
+    pub fn carrier(&self) -> Option<Carrier> {
+        self.governor.carrier()
+    }
+}
+
+/// The carrier of a listing event's removals (SPEC §4.1a) by the `method` it names:
+/// [`Carrier::AnyList`] when it names none (a capture written before listing events named their
+/// method), `None` when no listing event is written for the method it names.
+pub fn listing_carrier(method_name: Option<&str>) -> Option<Carrier> {
+    let Some(name) = method_name else {
+        return Some(Carrier::AnyList);
+    };
+    let row = method(name)?;
+    matches!(row.answer, Answer::Listing | Answer::Instructions)
+        .then(|| row.carrier())
+        .flatten()
 }
 
 const R0: &str = "2024-11-05";
@@ -106,259 +273,172 @@ const R3: &str = "2025-06-18";
 const R4: &str = "2025-11-25";
 const R5: &str = "2026-07-28";
 
-/// Every method, in the order `docs/methods.md` lists them.
-pub const METHODS: &[Method] = &[
-    m(
-        "initialize",
-        R0,
-        From::Client,
-        Governor::Instructions,
-        "the answer's instructions reach the model; pinned",
-    ),
-    m(
-        "server/discover",
-        R5,
-        From::Client,
-        Governor::Instructions,
-        "the answer's instructions reach the model; pinned",
-    ),
-    m("ping", R0, From::Both, Governor::Nothing, "reaches nothing"),
-    m(
-        "tools/list",
-        R0,
-        From::Client,
-        Governor::ToolsListing,
-        "what the model is shown of the tools",
-    ),
-    m(
-        "tools/call",
-        R0,
-        From::Client,
-        Governor::Tools,
-        "runs a tool",
-    ),
-    m(
-        "resources/list",
-        R0,
-        From::Client,
-        Governor::ResourcesListing,
-        "what the model is shown of the resources",
-    ),
-    m(
-        "resources/templates/list",
-        R0,
-        From::Client,
-        Governor::ResourcesListing,
-        "what the model is shown of the templates",
-    ),
-    m(
-        "resources/read",
-        R0,
-        From::Client,
-        Governor::Resources,
-        "reads a resource",
-    ),
-    m(
-        "resources/subscribe",
-        R0,
-        From::Client,
-        Governor::Resources,
-        "subscribes to a resource's updates",
-    ),
-    m(
-        "resources/unsubscribe",
-        R0,
-        From::Client,
-        Governor::Nothing,
-        "only stops updates",
-    ),
-    m(
-        "subscriptions/listen",
-        R5,
-        From::Client,
-        Governor::Resources,
-        "its resourceSubscriptions subscribe to resources",
-    ),
-    m(
-        "prompts/list",
-        R0,
-        From::Client,
-        Governor::PromptsListing,
-        "what the model is shown of the prompts",
-    ),
-    m(
-        "prompts/get",
-        R0,
-        From::Client,
-        Governor::Prompts,
-        "runs a prompt",
-    ),
-    m(
-        "completion/complete",
-        R0,
-        From::Client,
-        Governor::PromptsOrResources,
-        "runs the completer of the prompt or template its ref names",
-    ),
-    m(
-        "logging/setLevel",
-        R0,
-        From::Client,
-        Governor::Nothing,
-        "sets the server's log verbosity",
-    ),
-    m(
-        "sampling/createMessage",
-        R0,
-        From::Server,
-        Governor::ClientFeatures,
-        "asks the client's model",
-    ),
-    m(
-        "elicitation/create",
-        R3,
-        From::Server,
-        Governor::ClientFeatures,
-        "asks the user",
-    ),
-    m(
-        "roots/list",
-        R0,
-        From::Server,
-        Governor::ClientFeatures,
-        "asks for the client's directories",
-    ),
-    m(
-        "tasks/get",
-        R4,
-        From::Both,
-        Governor::Nothing,
-        "the state of a request judged when it was made",
-    ),
-    m(
-        "tasks/result",
-        R4,
-        From::Both,
-        Governor::Nothing,
-        "the result of a request judged when it was made",
-    ),
-    m(
-        "tasks/list",
-        R4,
-        From::Both,
-        Governor::Nothing,
-        "lists requests judged when they were made",
-    ),
-    m(
-        "tasks/cancel",
-        R4,
-        From::Both,
-        Governor::Nothing,
-        "only cancels",
-    ),
-    m(
-        "notifications/initialized",
-        R0,
-        From::Client,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/cancelled",
-        R0,
-        From::Both,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/progress",
-        R0,
-        From::Both,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/message",
-        R0,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/resources/list_changed",
-        R0,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/resources/updated",
-        R0,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/prompts/list_changed",
-        R0,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/tools/list_changed",
-        R0,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/roots/list_changed",
-        R0,
-        From::Client,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/elicitation/complete",
-        R4,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/tasks/status",
-        R4,
-        From::Both,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-    m(
-        "notifications/subscriptions/acknowledged",
-        R5,
-        From::Server,
-        Governor::Nothing,
-        "a notification: asks nothing",
-    ),
-];
+const fn list(member: &'static str, key: EntryKey, noun: &'static str) -> Option<List> {
+    Some(List { member, key, noun })
+}
 
-/// The row of `name`, if the product knows the method.
-pub fn method(name: &str) -> Option<&'static Method> {
-    METHODS.iter().find(|m| m.name == name)
+/// The rows: each a `static` named for its method, [`METHODS`] in the order `docs/methods.md`
+/// lists them, and [`method`], the lookup of a name read off a line (a `match` the compiler turns
+/// into a decision tree: no scan of the table per message).
+macro_rules! methods {
+    ($( $id:ident = $name:literal, $since:expr, $from:ident, $gov:ident, $target:expr, $list:expr, $answer:ident, $why:literal; )*) => {
+        $(
+            #[doc = concat!("`", $name, "`: ", $why, ".")]
+            pub static $id: Method = Method {
+                name: $name,
+                since: $since,
+                from: From::$from,
+                governor: Governor::$gov,
+                target: $target,
+                list: $list,
+                answer: Answer::$answer,
+                why: $why,
+            };
+        )*
+
+        /// Every method, in the order `docs/methods.md` lists them.
+        pub static METHODS: &[&Method] = &[$(&$id),*];
+
+        /// The row of `name` (the method's decoded JSON string), if the product knows the method.
+        pub fn method(name: &str) -> Option<&'static Method> {
+            match name {
+                $($name => Some(&$id),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+use ClientFeature as F;
+use EntryKey as K;
+
+methods! {
+    INITIALIZE = "initialize", R0, Client, Instructions, Target::None, None, Instructions,
+        "the answer's instructions reach the model; pinned";
+    SERVER_DISCOVER = "server/discover", R5, Client, Instructions, Target::None, None, Instructions,
+        "the answer's instructions reach the model; pinned";
+    PING = "ping", R0, Both, Nothing, Target::None, None, Passes, "reaches nothing";
+    TOOLS_LIST = "tools/list", R0, Client, ToolsListing, Target::None, list("tools", K::Name, "tool"), Listing,
+        "what the model is shown of the tools";
+    TOOLS_CALL = "tools/call", R0, Client, Tools, Target::Name, None, Result, "runs a tool";
+    RESOURCES_LIST = "resources/list", R0, Client, ResourcesListing, Target::None,
+        list("resources", K::Uri, "resource"), Listing, "what the model is shown of the resources";
+    RESOURCES_TEMPLATES_LIST = "resources/templates/list", R0, Client, ResourcesListing, Target::None,
+        list("resourceTemplates", K::UriTemplate, "resource template"), Listing,
+        "what the model is shown of the templates";
+    RESOURCES_READ = "resources/read", R0, Client, Resources, Target::Uri, None, Result, "reads a resource";
+    RESOURCES_SUBSCRIBE = "resources/subscribe", R0, Client, Resources, Target::Uri, None, Passes,
+        "subscribes to a resource's updates";
+    RESOURCES_UNSUBSCRIBE = "resources/unsubscribe", R0, Client, Nothing, Target::None, None, Passes,
+        "only stops updates";
+    SUBSCRIPTIONS_LISTEN = "subscriptions/listen", R5, Client, Resources, Target::ResourceSubscriptions,
+        None, Passes, "its resourceSubscriptions subscribe to resources";
+    PROMPTS_LIST = "prompts/list", R0, Client, PromptsListing, Target::None,
+        list("prompts", K::Name, "prompt"), Listing, "what the model is shown of the prompts";
+    PROMPTS_GET = "prompts/get", R0, Client, Prompts, Target::Name, None, Result, "runs a prompt";
+    COMPLETION_COMPLETE = "completion/complete", R0, Client, PromptsOrResources, Target::Ref, None, Result,
+        "runs the completer of the prompt or template its ref names";
+    LOGGING_SET_LEVEL = "logging/setLevel", R0, Client, Nothing, Target::None, None, Passes,
+        "sets the server's log verbosity";
+    SAMPLING_CREATE_MESSAGE = "sampling/createMessage", R0, Server, ClientFeatures,
+        Target::Feature(F::Sampling), None, Passes, "asks the client's model";
+    ELICITATION_CREATE = "elicitation/create", R3, Server, ClientFeatures,
+        Target::Feature(F::Elicitation), None, Passes, "asks the user";
+    ROOTS_LIST = "roots/list", R0, Server, ClientFeatures, Target::Feature(F::Roots), None, Passes,
+        "asks for the client's directories";
+    TASKS_GET = "tasks/get", R4, Both, Nothing, Target::None, None, Passes,
+        "the state of a request judged when it was made";
+    TASKS_RESULT = "tasks/result", R4, Both, Nothing, Target::None, None, Passes,
+        "the result of a request judged when it was made";
+    TASKS_LIST = "tasks/list", R4, Both, Nothing, Target::None, None, Passes,
+        "lists requests judged when they were made";
+    TASKS_CANCEL = "tasks/cancel", R4, Both, Nothing, Target::None, None, Passes, "only cancels";
+    NOTIFICATIONS_INITIALIZED = "notifications/initialized", R0, Client, Nothing, Target::None, None,
+        Passes, "a notification: asks nothing";
+    NOTIFICATIONS_CANCELLED = "notifications/cancelled", R0, Both, Nothing, Target::None, None, Passes,
+        "a notification: asks nothing";
+    NOTIFICATIONS_PROGRESS = "notifications/progress", R0, Both, Nothing, Target::None, None, Passes,
+        "a notification: asks nothing";
+    NOTIFICATIONS_MESSAGE = "notifications/message", R0, Server, Nothing, Target::None, None, Passes,
+        "a notification: asks nothing";
+    NOTIFICATIONS_RESOURCES_LIST_CHANGED = "notifications/resources/list_changed", R0, Server, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_RESOURCES_UPDATED = "notifications/resources/updated", R0, Server, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed", R0, Server, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_TOOLS_LIST_CHANGED = "notifications/tools/list_changed", R0, Server, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_ROOTS_LIST_CHANGED = "notifications/roots/list_changed", R0, Client, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_ELICITATION_COMPLETE = "notifications/elicitation/complete", R4, Server, Nothing,
+        Target::None, None, Passes, "a notification: asks nothing";
+    NOTIFICATIONS_TASKS_STATUS = "notifications/tasks/status", R4, Both, Nothing, Target::None, None,
+        Passes, "a notification: asks nothing";
+    NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED = "notifications/subscriptions/acknowledged", R5, Server,
+        Nothing, Target::None, None, Passes, "a notification: asks nothing";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every method once.
+    /// Every method once, and [`method`] finds each row by its name.
     #[test]
     fn each_method_once() {
         let mut seen = std::collections::BTreeSet::new();
         for m in METHODS {
             assert!(seen.insert(m.name), "{} twice", m.name);
-            assert!(m.name.contains('/') || m.name == "initialize" || m.name == "ping");
+            assert!(m.name.contains('/') || m.name == INITIALIZE.name || m.name == PING.name);
+            assert!(method(m.name).is_some_and(|r| r.is(m)), "{}", m.name);
+            // A listing row says which list; no other row does.
+            assert_eq!(m.list.is_some(), m.answer == Answer::Listing, "{}", m.name);
+            // A server request for a client feature names it, and only those rows do.
+            assert_eq!(
+                m.target.feature().is_some(),
+                m.governor == Governor::ClientFeatures,
+                "{}",
+                m.name
+            );
         }
+        assert!(method("Tools/call").is_none() && method("").is_none());
+    }
+
+    /// A listing event names its method; the carrier of its removals comes from the row.
+    #[test]
+    fn listing_carriers() {
+        assert_eq!(listing_carrier(None), Some(Carrier::AnyList));
+        assert_eq!(
+            listing_carrier(Some(PROMPTS_LIST.name)),
+            Some(Carrier::PromptsList)
+        );
+        assert_eq!(
+            listing_carrier(Some(RESOURCES_TEMPLATES_LIST.name)),
+            Some(Carrier::ResourcesList)
+        );
+        assert_eq!(
+            listing_carrier(Some(SERVER_DISCOVER.name)),
+            Some(Carrier::Instructions)
+        );
+        assert_eq!(listing_carrier(Some(TOOLS_CALL.name)), None);
+        assert_eq!(listing_carrier(Some("Tools/list")), None);
+    }
+
+    /// One `docs/methods.md` row, as the docs print it.
+    fn doc_row(m: &Method) -> Vec<String> {
+        let list = m.list.map_or("-".to_string(), |l| {
+            format!("{}[].{}", l.member, l.key.as_str())
+        });
+        vec![
+            m.name.to_string(),
+            m.since.to_string(),
+            m.from.label().to_string(),
+            m.governor.label().to_string(),
+            m.target.label().to_string(),
+            list,
+            m.answer.label().to_string(),
+            m.why.to_string(),
+        ]
     }
 
     /// `docs/methods.md` lists exactly these rows, in this order, with these labels.
@@ -376,21 +456,65 @@ mod tests {
                     .collect()
             })
             .collect();
-        let want: Vec<Vec<String>> = METHODS
-            .iter()
-            .map(|m| {
-                vec![
-                    m.name.to_string(),
-                    m.since.to_string(),
-                    m.from.label().to_string(),
-                    m.governor.label().to_string(),
-                    m.why.to_string(),
-                ]
-            })
-            .collect();
+        let want: Vec<Vec<String>> = METHODS.iter().map(|m| doc_row(m)).collect();
         assert_eq!(
             rows, want,
             "docs/methods.md and src/methods.rs disagree: update both"
+        );
+    }
+
+    /// The Rust sources the product is built from, each with its text up to its first
+    /// `#[cfg(test)]` (test modules sit at the end of a file and may spell protocol lines).
+    fn product_sources() -> Vec<(std::path::PathBuf, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        let mut dirs = vec![
+            root.join("src"),
+            root.join("crates/assay-cli/src"),
+            root.join("crates/assay-capi/src"),
+            root.join("bindings/python/src"),
+        ];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if name != "tests" {
+                        dirs.push(path);
+                    }
+                    continue;
+                }
+                let test_file = name == "tests.rs" || name == "testutil.rs";
+                if !name.ends_with(".rs") || test_file || path.ends_with("src/methods.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let product = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+                out.push((path, product));
+            }
+        }
+        out
+    }
+
+    /// No method name is written outside this table: a module that handles a method asks the
+    /// table for it (issue of one home per fact; adding a governed method is one row here).
+    #[test]
+    fn no_method_name_outside_the_table() {
+        let sources = product_sources();
+        assert!(sources.len() > 50, "the sources were not found");
+        let mut found = Vec::new();
+        for (path, text) in &sources {
+            for m in METHODS {
+                // As a Rust string literal, or inside one as JSON text (`\"method\":\"ping\"`
+                // in a raw string reads `"ping"` too).
+                if text.contains(&format!("\"{}\"", m.name)) {
+                    found.push(format!("{} in {}", m.name, path.display()));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "method names outside src/methods.rs (ask the table instead): {found:#?}"
         );
     }
 }

@@ -108,31 +108,6 @@ pub enum Carrier {
     AnyList,
 }
 
-impl Carrier {
-    /// The methods a listing event names (`data.method`, SPEC §4.1a), each with the carrier of
-    /// its removals.
-    pub const LISTING_METHODS: &'static [(&'static str, Carrier)] = &[
-        ("tools/list", Carrier::ToolsList),
-        ("resources/list", Carrier::ResourcesList),
-        ("resources/templates/list", Carrier::ResourcesList),
-        ("prompts/list", Carrier::PromptsList),
-        ("initialize", Carrier::Instructions),
-        ("server/discover", Carrier::Instructions),
-    ];
-
-    /// The carrier of a listing's removals: by its `method`, [`Carrier::AnyList`] when it names
-    /// none (an older capture), `None` when it names a method no listing is written for.
-    pub fn of_listing(method: Option<&str>) -> Option<Carrier> {
-        match method {
-            None => Some(Carrier::AnyList),
-            Some(m) => Self::LISTING_METHODS
-                .iter()
-                .find(|(name, _)| *name == m)
-                .map(|(_, c)| *c),
-        }
-    }
-}
-
 impl ReasonCode {
     /// Whether an event of `carrier` can carry this code (the table of [`Carrier`]).
     pub fn carried_by(self, carrier: Carrier) -> bool {
@@ -245,22 +220,20 @@ mod tests {
                 all.iter().any(|&c| code.carried_by(c)),
                 "{code} has no carrier"
             );
-            let named = Carrier::LISTING_METHODS
-                .iter()
-                .any(|(_, c)| code.carried_by(*c));
+            let named = [
+                Carrier::ToolsList,
+                Carrier::ResourcesList,
+                Carrier::PromptsList,
+                Carrier::Instructions,
+            ]
+            .iter()
+            .any(|c| code.carried_by(*c));
             assert_eq!(code.carried_by(Carrier::AnyList), named, "{code}");
         }
         assert!(!ReasonCode::P_POLICY_ALLOW.carried_by(Carrier::AnyList));
         assert!(!ReasonCode::P_INSTRUCTIONS_DRIFT.carried_by(Carrier::ToolDecision));
         assert!(!ReasonCode::P_ARG_SCHEMA.carried_by(Carrier::McpDecision));
         assert!(!ReasonCode::P_PROMPT_DENIED.carried_by(Carrier::ToolsList));
-        assert_eq!(Carrier::of_listing(None), Some(Carrier::AnyList));
-        assert_eq!(
-            Carrier::of_listing(Some("prompts/list")),
-            Some(Carrier::PromptsList)
-        );
-        assert_eq!(Carrier::of_listing(Some("tools/call")), None);
-        assert_eq!(Carrier::of_listing(Some("Tools/list")), None);
     }
 
     /// The library code of a source file: without its `#[cfg(test)]` module (at the end) and

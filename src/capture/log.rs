@@ -92,7 +92,7 @@ fn check_listing(i: usize, d: &ListingData<'_>, lr: &mut LineReasons) {
         );
     }
     // Which list it is, and what a removal from that list can be (the one table).
-    match Carrier::of_listing(d.method.as_deref()) {
+    match crate::methods::listing_carrier(d.method.as_deref()) {
         None => lr.push(
             ClosureReasonCode::SchemaMismatch,
             i,

@@ -163,12 +163,25 @@ impl ListingRow {
     /// Whether the listing answers `tools/list` (or names no method: written before listings
     /// named it, when only `tools/list` answers and the instructions had listing events).
     pub fn lists_tools(&self) -> bool {
-        self.method.as_deref().is_none_or(|m| m == "tools/list")
+        self.method
+            .as_deref()
+            .is_none_or(|m| m == crate::methods::TOOLS_LIST.name)
+    }
+
+    /// Whether the listing stands for the server's `instructions` (an answer to `initialize` or
+    /// `server/discover`).
+    pub fn lists_instructions(&self) -> bool {
+        self.method
+            .as_deref()
+            .and_then(crate::methods::method)
+            .is_some_and(|m| m.answer == crate::methods::Answer::Instructions)
     }
 
     /// The list it shows, for people: its method, or `tools/list` for a listing that names none.
     pub fn list_name(&self) -> &str {
-        self.method.as_deref().unwrap_or("tools/list")
+        self.method
+            .as_deref()
+            .unwrap_or(crate::methods::TOOLS_LIST.name)
     }
 }
 

@@ -68,10 +68,14 @@ impl ClientCapabilities {
 
     /// The answer (the JSON-RPC member after the id) to a request the server sent.
     fn answer(self, method: &str) -> &'static str {
-        match (self, method) {
-            (_, "ping") => r#""result":{}"#,
-            (ClientCapabilities::Host, "roots/list") => r#""result":{"roots":[]}"#,
-            (ClientCapabilities::Host, "sampling/createMessage" | "elicitation/create") => {
+        use crate::methods::{ClientFeature, PING, Target};
+        let row = crate::methods::method(method);
+        match (self, row.map(|r| r.target)) {
+            _ if row.is_some_and(|r| r.is(&PING)) => r#""result":{}"#,
+            (ClientCapabilities::Host, Some(Target::Feature(ClientFeature::Roots))) => {
+                r#""result":{"roots":[]}"#
+            }
+            (ClientCapabilities::Host, Some(Target::Feature(_))) => {
                 r#""error":{"code":-1,"message":"declined: assay mcp pin only lists tools"}"#
             }
             _ => r#""error":{"code":-32601,"message":"method not found"}"#,
@@ -245,7 +249,7 @@ impl PipeClient {
     /// # Errors
     /// As [`list_server_tools`] for its requests.
     pub fn list_prompts(&mut self) -> Result<Vec<String>, ListError> {
-        self.client.list_names("prompts/list", "prompts", "name")
+        self.client.list_names(&crate::methods::PROMPTS_LIST)
     }
 
     /// Every page of `resources/list`: the resources' URIs.
@@ -253,7 +257,7 @@ impl PipeClient {
     /// # Errors
     /// As [`list_server_tools`] for its requests.
     pub fn list_resources(&mut self) -> Result<Vec<String>, ListError> {
-        self.client.list_names("resources/list", "resources", "uri")
+        self.client.list_names(&crate::methods::RESOURCES_LIST)
     }
 
     /// Closes the server's input (an MCP client's first step of ending a server).
@@ -444,7 +448,8 @@ impl Client {
             self.capabilities.json(),
             env!("CARGO_PKG_VERSION")
         );
-        let (line, _) = self.request("initialize", "initialize", &params)?;
+        let initialize = crate::methods::INITIALIZE.name;
+        let (line, _) = self.request(initialize, initialize, &params)?;
         let (protocol_version, server_info, instructions, declared) = {
             let text = String::from_utf8_lossy(&line);
             let env: Envelope<'_> =
@@ -474,7 +479,7 @@ impl Client {
         };
         if !PROTOCOL_REVISIONS.contains(&protocol_version.as_str()) {
             return Err(ListError::Refused {
-                what: "initialize",
+                what: initialize,
                 error: format!(
                     "protocol revision {protocol_version:?}, which assay does not know (it knows {})",
                     PROTOCOL_REVISIONS.join(", ")
@@ -482,7 +487,10 @@ impl Client {
             });
         }
         self.initialized = true;
-        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","method":"{}"}}"#,
+            crate::methods::NOTIFICATIONS_INITIALIZED.name
+        ))?;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
@@ -491,7 +499,8 @@ impl Client {
                 Some(c) => serde_json::json!({ "cursor": c }).to_string(),
                 None => "{}".to_string(),
             };
-            let (line, collect) = self.request("tools/list", "tools/list", &params)?;
+            let tools_list = crate::methods::TOOLS_LIST.name;
+            let (line, collect) = self.request(tools_list, tools_list, &params)?;
             if let Some(problem) = collect.problem {
                 return Err(ListError::Unreadable(format!(
                     "tools/list result: {}",
@@ -508,7 +517,7 @@ impl Client {
                     definition,
                 });
             }
-            cursor = next_cursor(&line, "tools/list")?;
+            cursor = next_cursor(&line, tools_list)?;
             match &cursor {
                 None => break,
                 Some(c) if !seen_cursors.insert(c.clone()) => {
@@ -552,21 +561,17 @@ impl Client {
             let resources = has("resources");
             listing.catalog = Some(ServerCatalog {
                 resources: if resources {
-                    Some(self.list_names("resources/list", "resources", "uri")?)
+                    Some(self.list_names(&crate::methods::RESOURCES_LIST)?)
                 } else {
                     None
                 },
                 resource_templates: if resources {
-                    Some(self.list_names(
-                        "resources/templates/list",
-                        "resourceTemplates",
-                        "uriTemplate",
-                    )?)
+                    Some(self.list_names(&crate::methods::RESOURCES_TEMPLATES_LIST)?)
                 } else {
                     None
                 },
                 prompts: if has("prompts") {
-                    Some(self.list_names("prompts/list", "prompts", "name")?)
+                    Some(self.list_names(&crate::methods::PROMPTS_LIST)?)
                 } else {
                     None
                 },
@@ -575,14 +580,18 @@ impl Client {
         Ok(listing)
     }
 
-    /// Every page of the list `method` answers: the string `key` of each entry of the result's
-    /// `member` array, in order.
+    /// Every page of the list the listing request `row` asks for: the string naming each entry
+    /// of the result's list (the row says which member holds it and how an entry is named), in
+    /// order.
     fn list_names(
         &mut self,
-        method: &'static str,
-        member: &str,
-        key: &str,
+        row: &'static crate::methods::Method,
     ) -> Result<Vec<String>, ListError> {
+        let method = row.name;
+        let (member, key) = row
+            .list
+            .map(|l| (l.member, l.key.as_str()))
+            .ok_or_else(|| ListError::Unreadable(format!("{method} is not a listing request")))?;
         let mut names = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();

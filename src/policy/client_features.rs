@@ -16,40 +16,14 @@ use serde_json::Value;
 use super::decision::{Decision, ReasonCode, Verdict};
 use super::error::{Ctx, PolicyError};
 
-/// Something a server asks of the client (SPEC §5.2 `client_features`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ClientFeature {
-    /// `sampling/createMessage`, or a sampling input request in an `input_required` result.
-    Sampling,
-    /// `elicitation/create`, or an elicitation input request.
-    Elicitation,
-    /// `roots/list`, or a roots input request.
-    Roots,
-}
+pub use crate::methods::ClientFeature;
 
-impl ClientFeature {
-    /// Every feature, in the order the policy documents them.
-    pub const ALL: [ClientFeature; 3] = [
-        ClientFeature::Sampling,
-        ClientFeature::Elicitation,
-        ClientFeature::Roots,
-    ];
-
-    /// The policy key: `"sampling"`, `"elicitation"` or `"roots"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ClientFeature::Sampling => "sampling",
-            ClientFeature::Elicitation => "elicitation",
-            ClientFeature::Roots => "roots",
-        }
-    }
-
-    fn index(self) -> usize {
-        match self {
-            ClientFeature::Sampling => 0,
-            ClientFeature::Elicitation => 1,
-            ClientFeature::Roots => 2,
-        }
+/// A feature's slot in the compiled rules.
+fn index(f: ClientFeature) -> usize {
+    match f {
+        ClientFeature::Sampling => 0,
+        ClientFeature::Elicitation => 1,
+        ClientFeature::Roots => 2,
     }
 }
 
@@ -87,7 +61,7 @@ impl ClientFeatures {
                     return Err(ctx.invalid(&key, "must be the string allow or the string deny"));
                 }
             };
-            if let Some(slot) = rules.get_mut(feature.index()) {
+            if let Some(slot) = rules.get_mut(index(feature)) {
                 *slot = Some(allow);
             }
         }
@@ -97,7 +71,7 @@ impl ClientFeatures {
     /// `Some(true)` when the section allows `feature`, `Some(false)` when it denies it, `None`
     /// when it does not name it.
     pub(crate) fn rule(&self, feature: ClientFeature) -> Option<bool> {
-        self.rules.get(feature.index()).copied().flatten()
+        self.rules.get(index(feature)).copied().flatten()
     }
 
     /// Judges a request for `feature`; `None` when the section does not name it.

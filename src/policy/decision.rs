@@ -48,6 +48,18 @@ pub struct Verdict {
     pub matched_rule: Option<String>,
 }
 
+impl Verdict {
+    /// The same content, borrowed.
+    pub(crate) fn as_ref(&self) -> VerdictRef<'_> {
+        VerdictRef {
+            decision: self.decision,
+            reason_code: self.reason_code,
+            reason: std::borrow::Cow::Borrowed(&self.reason),
+            matched_rule: self.matched_rule.as_deref().map(std::borrow::Cow::Borrowed),
+        }
+    }
+}
+
 /// A [`Verdict`] whose texts borrow the policy where they can: the proxy judges an allowed call
 /// without allocating (the `reason` and `matched_rule` of a name rule are the policy's own
 /// precomputed strings).
@@ -60,6 +72,16 @@ pub(crate) struct VerdictRef<'p> {
 }
 
 impl VerdictRef<'_> {
+    /// The same content, borrowed from this one.
+    pub(crate) fn borrowed(&self) -> VerdictRef<'_> {
+        VerdictRef {
+            decision: self.decision,
+            reason_code: self.reason_code,
+            reason: std::borrow::Cow::Borrowed(&self.reason),
+            matched_rule: self.matched_rule.as_deref().map(std::borrow::Cow::Borrowed),
+        }
+    }
+
     /// The owned [`Verdict`] with the same content.
     pub(crate) fn into_owned(self) -> Verdict {
         Verdict {

@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use super::answers::LineAnswers;
-use super::governed::{self, FEATURE_METHODS, Judged};
+use super::governed::{self, Judged};
 use super::message::{self, ClientLine, for_each_message, raw_id, tool_call_id};
 use super::respond;
 use super::shared::Shared;
@@ -352,8 +352,10 @@ fn input_required_for(shared: &Shared, line: &[u8], client_id: Option<&str>) -> 
         let Some(method) = input.get("method").and_then(Value::as_str) else {
             continue;
         };
-        let Some((method, feature)) = FEATURE_METHODS.iter().copied().find(|(m, _)| *m == method)
-        else {
+        let Some(row) = crate::methods::method(method) else {
+            continue;
+        };
+        let (method, Some(feature)) = (row.name, row.target.feature()) else {
             continue;
         };
         let Some(verdict) = shared.policy.evaluate_client_feature(feature) else {

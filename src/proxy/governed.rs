@@ -14,24 +14,11 @@ use crate::evidence::decision_log::{Direction, McpDecisionEntry};
 use serde_json::Value;
 
 use crate::lenient;
-use crate::policy::{ClientFeature, Decision, Policy, ReasonCode, Verdict};
+use crate::methods::{
+    COMPLETION_COMPLETE as COMPLETION, Governor, SUBSCRIPTIONS_LISTEN as LISTEN, Target,
+};
+use crate::policy::{Decision, Policy, ReasonCode, Verdict, VerdictRef};
 use crate::sha256::HexDigest;
-
-/// The client methods judged by `params.uri` (the `resources` section).
-const RESOURCE_METHODS: [&str; 2] = ["resources/read", "resources/subscribe"];
-
-/// The server requests judged by `client_features`, with the feature each asks for. (Under
-/// 2026-07-28 the same input requests arrive inside an `input_required` result instead.)
-pub(crate) const FEATURE_METHODS: [(&str, ClientFeature); 3] = [
-    ("sampling/createMessage", ClientFeature::Sampling),
-    ("elicitation/create", ClientFeature::Elicitation),
-    ("roots/list", ClientFeature::Roots),
-];
-
-/// `subscriptions/listen` (2026-07-28, replacing `resources/subscribe`): its
-/// `params.notifications.resourceSubscriptions` lists resource URIs whose updates the client
-/// asks for, each judged by the `resources` section as a `resources/subscribe` of it would be.
-const LISTEN: &str = "subscriptions/listen";
 
 /// A decision `error`, `P_MALFORMED`: a governed request that cannot be judged.
 fn malformed(method: &str, why: &str) -> Option<(Option<String>, Verdict)> {
@@ -46,7 +33,10 @@ fn malformed(method: &str, why: &str) -> Option<(Option<String>, Verdict)> {
     ))
 }
 
-/// What a `subscriptions/listen` asks of the resources, and the verdict: `None` without a
+/// What a `subscriptions/listen` (2026-07-28, replacing `resources/subscribe`) asks of the
+/// resources: its `params.notifications.resourceSubscriptions` lists resource URIs whose updates
+/// the client asks for, each judged by the `resources` section as a `resources/subscribe` of it
+/// would be, and the verdict: `None` without a
 /// `resources` section, or when it asks for no resource. Every URI must be allowed; the first
 /// refused one is the target and its verdict the request's. Fails closed like
 /// [`completion`]: `params` or `notifications` not an object, a lenient variant of
@@ -57,32 +47,32 @@ fn listen(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verd
         return None;
     }
     let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
-        return malformed(LISTEN, "params is not an object");
+        return malformed(LISTEN.name, "params is not an object");
     };
     if lenient::has_variant(&params, &["notifications"]) {
         return malformed(
-            LISTEN,
+            LISTEN.name,
             "params has a case or fold variant of `notifications`",
         );
     }
     let Some(Value::Object(filter)) = params.get("notifications") else {
-        return malformed(LISTEN, "params.notifications is not an object");
+        return malformed(LISTEN.name, "params.notifications is not an object");
     };
     if lenient::has_variant(filter, &["resourceSubscriptions"]) {
         return malformed(
-            LISTEN,
+            LISTEN.name,
             "params.notifications has a case or fold variant of `resourceSubscriptions`",
         );
     }
     let uris = match filter.get("resourceSubscriptions") {
         None => return None,
         Some(Value::Array(uris)) => uris,
-        Some(_) => return malformed(LISTEN, "resourceSubscriptions is not an array"),
+        Some(_) => return malformed(LISTEN.name, "resourceSubscriptions is not an array"),
     };
     let mut allowed = None;
     for uri in uris {
         let Some(uri) = uri.as_str() else {
-            return malformed(LISTEN, "a resourceSubscriptions entry is not a string");
+            return malformed(LISTEN.name, "a resourceSubscriptions entry is not a string");
         };
         let v = policy.evaluate_resource(Some(uri))?;
         if v.decision != Decision::Allow {
@@ -93,12 +83,9 @@ fn listen(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, Verd
     allowed
 }
 
-/// `completion/complete` (SPEC §5.2): its `params.ref` names a prompt (`ref/prompt`, judged by
-/// the `prompts` section) or a resource or resource template (`ref/resource`, judged by the
-/// `resources` section), whose code the server runs to complete an argument.
-const COMPLETION: &str = "completion/complete";
-
-/// What a `completion/complete` names, and the policy's verdict: `None` when the section of
+/// What a `completion/complete` names (SPEC §5.2: its `params.ref` names a prompt, `ref/prompt`,
+/// judged by the `prompts` section, or a resource or resource template, `ref/resource`, judged by
+/// the `resources` section, whose code the server runs to complete an argument), and the policy's verdict: `None` when the section of
 /// what it names is absent (not governed). Read from `params` (strict JSON: the line passed the
 /// duplicate-key check after lenient normalization), failing closed: when either section is
 /// present, `params` that are not an object, a `ref` that is not an object, a key of `params`
@@ -113,17 +100,20 @@ fn completion(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, 
         return None;
     }
     let Some(Value::Object(params)) = params.and_then(|p| serde_json::from_str(p).ok()) else {
-        return malformed(COMPLETION, "params is not an object");
+        return malformed(COMPLETION.name, "params is not an object");
     };
     if lenient::has_variant(&params, &["ref"]) {
-        return malformed(COMPLETION, "params has a case or fold variant of `ref`");
+        return malformed(
+            COMPLETION.name,
+            "params has a case or fold variant of `ref`",
+        );
     }
     let Some(Value::Object(r)) = params.get("ref") else {
-        return malformed(COMPLETION, "params.ref is not an object");
+        return malformed(COMPLETION.name, "params.ref is not an object");
     };
     if lenient::has_variant(r, &["type", "name", "uri"]) {
         return malformed(
-            COMPLETION,
+            COMPLETION.name,
             "params.ref has a case or fold variant of `type`, `name` or `uri`",
         );
     }
@@ -133,16 +123,16 @@ fn completion(policy: &Policy, params: Option<&str>) -> Option<(Option<String>, 
                 let v = policy.evaluate_prompt(Some(name))?;
                 Some((Some(name.to_string()), v))
             }
-            None => malformed(COMPLETION, "params.ref.name is not a string"),
+            None => malformed(COMPLETION.name, "params.ref.name is not a string"),
         },
         Some("ref/resource") if resources => match r.get("uri").and_then(Value::as_str) {
             Some(uri) => Some((Some(uri.to_string()), resource_ref(policy, uri)?)),
-            None => malformed(COMPLETION, "params.ref.uri is not a string"),
+            None => malformed(COMPLETION.name, "params.ref.uri is not a string"),
         },
         // What it names is governed by a section this policy lacks: forwarded as before.
         Some("ref/prompt" | "ref/resource") => None,
         _ => malformed(
-            COMPLETION,
+            COMPLETION.name,
             "params.ref.type is neither ref/prompt nor ref/resource",
         ),
     }
@@ -193,20 +183,41 @@ impl Judged<'_> {
 
     /// The decision line's content.
     pub(crate) fn entry(&self) -> McpDecisionEntry<'_> {
-        self.entry_as(&self.verdict)
+        let v = &self.verdict;
+        self.entry_parts(
+            v.decision,
+            v.reason_code,
+            &v.reason,
+            v.matched_rule.as_deref(),
+        )
     }
 
     /// The decision line's content with another verdict (a message refused with its batch).
-    pub(crate) fn entry_as<'s>(&'s self, verdict: &'s Verdict) -> McpDecisionEntry<'s> {
+    pub(crate) fn entry_as<'s>(&'s self, v: &'s VerdictRef<'_>) -> McpDecisionEntry<'s> {
+        self.entry_parts(
+            v.decision,
+            v.reason_code,
+            &v.reason,
+            v.matched_rule.as_deref(),
+        )
+    }
+
+    fn entry_parts<'s>(
+        &'s self,
+        decision: Decision,
+        reason_code: ReasonCode,
+        reason: &'s str,
+        matched_rule: Option<&'s str>,
+    ) -> McpDecisionEntry<'s> {
         McpDecisionEntry {
             method: self.method,
             direction: self.direction,
             target: self.target.as_deref(),
             request_id: self.request_id.as_deref(),
-            decision: verdict.decision,
-            reason_code: verdict.reason_code,
-            reason: &verdict.reason,
-            matched_rule: verdict.matched_rule.as_deref(),
+            decision,
+            reason_code,
+            reason,
+            matched_rule,
             params_sha256: self.params_sha256.as_ref(),
         }
     }
@@ -218,37 +229,34 @@ fn params_digest(m: &Message<'_>) -> Option<HexDigest> {
 }
 
 /// A client message of a governed method, judged; `None` when the method is not governed by
-/// this policy (or is not one of them).
+/// this policy (or is not one of them). What is judged is read from `params` as the method's row
+/// of the table says.
 pub(crate) fn client_message<'a>(policy: &Policy, m: &Message<'a>) -> Option<Judged<'a>> {
-    m.method?;
-    let (method, target, verdict) =
-        if let Some(method) = RESOURCE_METHODS.iter().copied().find(|x| m.method_is(x)) {
-            let uri = if m.params_object {
-                m.uri.and_then(as_str)
-            } else {
-                None
-            };
+    let row = m.row?;
+    let object = |raw: Option<&'a str>| raw.filter(|_| m.params_object);
+    let (target, verdict) = match (row.governor, row.target) {
+        (Governor::Resources, Target::Uri) => {
+            let uri = object(m.uri).and_then(as_str);
             let verdict = policy.evaluate_resource(uri.as_deref())?;
-            (method, uri, verdict)
-        } else if m.method_is(LISTEN) {
-            let (target, verdict) = listen(policy, m.params.filter(|_| m.params_object))?;
-            (LISTEN, target.map(Cow::Owned), verdict)
-        } else if m.method_is(COMPLETION) {
-            let (target, verdict) = completion(policy, m.params.filter(|_| m.params_object))?;
-            (COMPLETION, target.map(Cow::Owned), verdict)
-        } else if m.method_is("prompts/get") {
-            let name = if m.params_object {
-                m.name.and_then(as_str)
-            } else {
-                None
-            };
+            (uri, verdict)
+        }
+        (Governor::Resources, Target::ResourceSubscriptions) => {
+            let (target, verdict) = listen(policy, object(m.params))?;
+            (target.map(Cow::Owned), verdict)
+        }
+        (Governor::PromptsOrResources, Target::Ref) => {
+            let (target, verdict) = completion(policy, object(m.params))?;
+            (target.map(Cow::Owned), verdict)
+        }
+        (Governor::Prompts, Target::Name) => {
+            let name = object(m.name).and_then(as_str);
             let verdict = policy.evaluate_prompt(name.as_deref())?;
-            ("prompts/get", name, verdict)
-        } else {
-            return None;
-        };
+            (name, verdict)
+        }
+        _ => return None,
+    };
     Some(Judged {
-        method,
+        method: row.name,
         direction: Direction::ClientToServer,
         id: m.id,
         request_id: tool_call_id(m.id),
@@ -262,13 +270,11 @@ pub(crate) fn client_message<'a>(policy: &Policy, m: &Message<'a>) -> Option<Jud
 /// the same method asks nothing of the client), judged; `None` when not governed.
 pub(crate) fn server_request<'a>(policy: &Policy, m: &Message<'a>) -> Option<Judged<'a>> {
     m.id?;
-    let (method, feature) = FEATURE_METHODS
-        .iter()
-        .copied()
-        .find(|(x, _)| m.method_is(x))?;
+    let row = m.row?;
+    let feature = row.target.feature()?;
     let verdict = policy.evaluate_client_feature(feature)?;
     Some(Judged {
-        method,
+        method: row.name,
         direction: Direction::ServerToClient,
         id: m.id,
         request_id: tool_call_id(m.id),

@@ -19,78 +19,69 @@ use super::message::{self, ClientLine};
 use super::pending::RequestKind;
 use super::tools_list::{Listing, withheld_error};
 use crate::lenient;
+use crate::methods::{EntryKey, Governor, List, Method};
 use crate::policy::{Policy, ReasonCode};
 use crate::sha256::HexDigest;
 
-/// Which list a request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ListKind {
-    Resources,
-    ResourceTemplates,
-    Prompts,
+/// Which list a request asks for: the row of its method in the table, which says where the
+/// answer holds the list and how an entry is named.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListKind {
+    row: &'static Method,
+    list: List,
+}
+
+impl PartialEq for ListKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.row.is(other.row)
+    }
 }
 
 impl ListKind {
     /// The kind of an answer, if it answers one of these lists.
     pub(crate) fn of(kind: RequestKind) -> Option<ListKind> {
-        match kind {
-            RequestKind::ResourcesList => Some(ListKind::Resources),
-            RequestKind::ResourceTemplatesList => Some(ListKind::ResourceTemplates),
-            RequestKind::PromptsList => Some(ListKind::Prompts),
-            _ => None,
-        }
+        let row = kind.other_list()?;
+        Some(ListKind {
+            row,
+            list: row.list?,
+        })
     }
 
     /// The method of the request.
     pub(crate) fn method(self) -> &'static str {
-        match self {
-            ListKind::Resources => "resources/list",
-            ListKind::ResourceTemplates => "resources/templates/list",
-            ListKind::Prompts => "prompts/list",
-        }
+        self.row.name
     }
 
     /// What an entry is called in messages.
     pub(crate) fn noun(self) -> &'static str {
-        match self {
-            ListKind::Resources => "resource",
-            ListKind::ResourceTemplates => "resource template",
-            ListKind::Prompts => "prompt",
-        }
+        self.list.noun
     }
 
     /// The result member holding the list.
     fn member(self) -> &'static str {
-        match self {
-            ListKind::Resources => "resources",
-            ListKind::ResourceTemplates => "resourceTemplates",
-            ListKind::Prompts => "prompts",
-        }
+        self.list.member
     }
 
     /// The entry member the policy judges.
     fn key(self) -> &'static str {
-        match self {
-            ListKind::Resources => "uri",
-            ListKind::ResourceTemplates => "uriTemplate",
-            ListKind::Prompts => "name",
-        }
+        self.list.key.as_str()
     }
 
     /// Whether the policy refuses an entry with this key whatever else it carries.
     fn refuses(self, policy: &Policy, key: &str) -> Option<ReasonCode> {
-        match self {
-            ListKind::Resources => policy.refuses_resource(key),
-            ListKind::ResourceTemplates => policy.refuses_resource_template(key),
-            ListKind::Prompts => policy.refuses_prompt(key),
+        match self.list.key {
+            EntryKey::Uri => policy.refuses_resource(key),
+            EntryKey::UriTemplate => policy.refuses_resource_template(key),
+            EntryKey::Name => policy.refuses_prompt(key),
         }
     }
 
     /// Whether the policy governs this list (its section is present).
     fn governed(self, policy: &Policy) -> bool {
-        let section = match self {
-            ListKind::Resources | ListKind::ResourceTemplates => "resources",
-            ListKind::Prompts => "prompts",
+        let section = match self.row.governor {
+            Governor::ResourcesListing => "resources",
+            Governor::PromptsListing => "prompts",
+            _ => return false,
         };
         policy.governed().contains(&section)
     }
@@ -316,6 +307,7 @@ fn judge_result(policy: &Policy, kind: ListKind, value: &mut Value) -> Option<Ju
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods;
     use crate::proxy::answers::{Gate, judge as gate};
     use crate::proxy::pending::{PendingRequests, RequestKind};
 
@@ -358,9 +350,9 @@ mod tests {
         let line = r#"[{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"greet"},{"name":"debug_dump"}]}},{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"call answer"}]}},{"jsonrpc":"2.0","id":3,"result":{"Resources":[]}}]"#;
         let (out, listings) = through(
             &[
-                ("1", RequestKind::PromptsList),
+                ("1", RequestKind::Read(&methods::PROMPTS_LIST)),
                 ("2", RequestKind::Other),
-                ("3", RequestKind::ResourcesList),
+                ("3", RequestKind::Read(&methods::RESOURCES_LIST)),
             ],
             &format!("{line}\n"),
         );
@@ -375,15 +367,18 @@ mod tests {
         assert_eq!(a[2]["id"], 3);
         assert_eq!(a[2]["error"]["code"], -32603, "{out}");
         assert_eq!(listings.len(), 2);
-        assert_eq!(listings[0].0, ListKind::Prompts);
+        assert_eq!(listings[0].0.method(), methods::PROMPTS_LIST.name);
         assert!(!listings[0].1.replaced_by_error);
         assert_eq!(listings[0].1.removed.len(), 1);
-        assert_eq!(listings[1].0, ListKind::Resources);
+        assert_eq!(listings[1].0.method(), methods::RESOURCES_LIST.name);
         assert!(listings[1].1.replaced_by_error);
         // A batch whose list answers lose nothing is forwarded byte for byte.
         let kept = r#"[{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"greet"}]}},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
         let (out, listings) = through(
-            &[("1", RequestKind::PromptsList), ("2", RequestKind::Other)],
+            &[
+                ("1", RequestKind::Read(&methods::PROMPTS_LIST)),
+                ("2", RequestKind::Other),
+            ],
             &format!("{kept}\n"),
         );
         assert_eq!(out, format!("{kept}\n"));

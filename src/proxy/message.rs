@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 
 use crate::lenient::{self, Decoded};
+use crate::methods::{self, Governor, Method, Target};
 use crate::strict_json::{self, ScanError, ScanErrorKind, Visitor};
 
 /// Nesting accepted on a client line. Deeper lines are refused as parse errors (-32700); the
@@ -24,8 +25,11 @@ pub(crate) const CLIENT_MAX_DEPTH: usize = 100;
 /// The members of one JSON-RPC message the proxy needs: raw JSON text borrowed from the line.
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct Message<'a> {
-    /// `method`, when present.
+    /// `method`, when present (raw JSON text).
     pub method: Option<&'a str>,
+    /// The row of the method table of `method`, when it is a string naming a method the product
+    /// knows: read once, when the message's scan ends.
+    pub row: Option<&'static Method>,
     /// `id`, when present (`null` included: an `"id": null` request is not a notification).
     pub id: Option<&'a str>,
     /// `params`, when present.
@@ -70,16 +74,34 @@ pub(crate) fn tool_call_id(id: Option<&str>) -> Option<Cow<'_, str>> {
     }
 }
 
-/// Whether raw JSON text is the string `name` (after unescaping).
-fn str_is(raw: &str, name: &str) -> bool {
-    raw.strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .is_some_and(|inner| lenient::decodes_to(inner, name))
-}
-
 impl Message<'_> {
-    pub(crate) fn method_is(&self, name: &str) -> bool {
-        self.method.is_some_and(|m| str_is(m, name))
+    /// Whether the message's method is `row`'s.
+    pub(crate) fn is(&self, row: &Method) -> bool {
+        self.row.is_some_and(|r| r.is(row))
+    }
+
+    /// The row of the method table of raw `method` text.
+    fn row_of(method: Option<&str>) -> Option<&'static Method> {
+        let raw = method?;
+        match as_str(raw)? {
+            Cow::Borrowed(name) => methods::method(name),
+            Cow::Owned(name) => methods::method(&name),
+        }
+    }
+
+    /// Whether a lenient variant of a member of its `params` refuses the message: its method is
+    /// judged by what `params` names (`tools/call` always; the others when `judged` says the
+    /// policy has their section), so no reading of the message may differ from the policy's.
+    fn refused_variant(&self, judged: Judged) -> Option<usize> {
+        let row = self.row?;
+        match row.target {
+            Target::Name if row.governor == Governor::Tools => self.params_variant,
+            Target::Name if judged.prompts && row.governor == Governor::Prompts => {
+                self.params_variant
+            }
+            Target::Uri if judged.resources => self.uri_variant,
+            _ => None,
+        }
     }
 }
 
@@ -125,11 +147,9 @@ const SLOT_URI: u8 = 8;
 const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
 /// The members of a `tools/call`'s (and a `prompts/get`'s) `params`.
 const CALL_PARAMS: [&str; 3] = ["name", "arguments", "_meta"];
-/// The members of a `resources/read`'s (and `resources/subscribe`'s) `params`.
+/// The members of the `params` of a method judged by `params.uri` (SPEC §5.2): a lenient
+/// variant of one of them refuses the line.
 const URI_PARAMS: [&str; 2] = ["uri", "_meta"];
-/// Methods whose `params` are judged by `uri` (SPEC §5.2): a lenient variant of one of
-/// [`URI_PARAMS`] refuses the line.
-pub(crate) const URI_METHODS: [&str; 2] = ["resources/read", "resources/subscribe"];
 
 /// Which methods besides `tools/call` the policy judges by their `params` (SPEC §5.2): their
 /// lenient key variants refuse the line too. Without a section nothing changes.
@@ -248,23 +268,9 @@ impl<'a, F: FnMut(&Message<'a>)> Visitor<'a> for ClientVisitor<'a, F> {
             SLOT_ARGUMENTS => cur.arguments = Some(text),
             SLOT_URI => cur.uri = Some(text),
             SLOT_ROOT | SLOT_ELEMENT if role == ROLE_ENVELOPE => {
+                cur.row = Message::row_of(cur.method);
                 let msg = *cur;
-                let judged = self.judged;
-                let refused = match (msg.params_variant, msg.uri_variant) {
-                    (Some(at), _)
-                        if msg.method_is("tools/call")
-                            || (judged.prompts && msg.method_is("prompts/get")) =>
-                    {
-                        Some(at)
-                    }
-                    (_, Some(at))
-                        if judged.resources && URI_METHODS.iter().any(|m| msg.method_is(m)) =>
-                    {
-                        Some(at)
-                    }
-                    _ => None,
-                };
-                if let Some(at) = refused {
+                if let Some(at) = msg.refused_variant(self.judged) {
                     self.variant = Some(at);
                     return Err(ScanError {
                         kind: ScanErrorKind::DuplicateKey,
@@ -432,12 +438,12 @@ mod tests {
         else {
             panic!("single")
         };
-        assert!(h.method_is("tools/call"));
+        assert!(h.is(&methods::TOOLS_CALL));
         assert_eq!(h.id, Some("null"));
         let ClientLine::Single(h) = classify(br#"{"method":"\u0074ools/call"}"#) else {
             panic!("single")
         };
-        assert!(h.method_is("tools/call"));
+        assert!(h.is(&methods::TOOLS_CALL));
         assert!(h.id.is_none());
         let ClientLine::Batch(text) =
             classify(br#"[{"method":"a","id":1}, 3, {"method":"tools/call"}]"#)
@@ -445,7 +451,7 @@ mod tests {
             panic!("batch")
         };
         let mut seen = Vec::new();
-        for_each_message(text, |m| seen.push((m.method_is("tools/call"), m.id)));
+        for_each_message(text, |m| seen.push((m.is(&methods::TOOLS_CALL), m.id)));
         assert_eq!(seen, [(false, Some("1")), (true, None)]);
         assert!(matches!(
             classify(b"[[\r{\"method\":\"tools/call\"}\r]]\n"),
@@ -542,7 +548,7 @@ mod tests {
         for_each_message(text, |m| {
             let inner = classify(br#"{"id":1,"id":2}"#);
             seen.push((
-                m.method_is("tools/call"),
+                m.is(&methods::TOOLS_CALL),
                 matches!(inner, ClientLine::ParseError(e) if e.kind == ScanErrorKind::DuplicateKey),
                 matches!(classify(br#"{"METHOD":1}"#), ClientLine::KeyVariant(1)),
             ));

@@ -7,6 +7,7 @@ pub(crate) mod answers;
 mod cancel;
 mod client_features;
 mod client_io;
+mod client_judge;
 mod client_to_server;
 mod emitter;
 mod endpoint;

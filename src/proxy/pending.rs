@@ -17,6 +17,8 @@
 //! forwarded (fail closed: only a server that leaves that many requests unanswered gets there).
 
 use std::cell::OnceCell;
+
+use crate::methods::{self, Answer as MethodAnswer, Method};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -57,37 +59,56 @@ impl RawId {
     }
 }
 
-/// What a pending request asks, as far as the answer's reading depends on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a pending request asks, as far as the answer's reading depends on it: the row of the
+/// method table of a request whose answer the proxy reads (a listing, or an answer that may carry
+/// the server's `instructions`), or any other request.
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum RequestKind {
-    /// `tools/list`: its answer is judged by the listing filter (SPEC §5, §5.1).
-    ToolsList,
-    /// `initialize`: its answer may carry the server's `instructions` (SPEC §5.1).
-    Initialize,
-    /// `server/discover`: likewise.
-    Discover,
-    /// `resources/list`: its answer is filtered when the policy governs resources (SPEC §5.2).
-    ResourcesList,
-    /// `resources/templates/list`: likewise.
-    ResourceTemplatesList,
-    /// `prompts/list`: filtered when the policy governs prompts (SPEC §5.2).
-    PromptsList,
+    /// A request whose answer is read: the row of its method.
+    Read(&'static Method),
     /// Any other request.
     Other,
 }
 
+impl PartialEq for RequestKind {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (RequestKind::Read(a), RequestKind::Read(b)) => a.is(b),
+            (RequestKind::Other, RequestKind::Other) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for RequestKind {}
+
 impl RequestKind {
-    /// The kind of a request with this method (decoded from its JSON string).
-    pub(crate) fn of(method: &str) -> Self {
-        match method {
-            "tools/list" => RequestKind::ToolsList,
-            "initialize" => RequestKind::Initialize,
-            "server/discover" => RequestKind::Discover,
-            "resources/list" => RequestKind::ResourcesList,
-            "resources/templates/list" => RequestKind::ResourceTemplatesList,
-            "prompts/list" => RequestKind::PromptsList,
+    /// A `tools/list` request.
+    pub(crate) const TOOLS_LIST: RequestKind = RequestKind::Read(&methods::TOOLS_LIST);
+
+    /// The kind of a request whose method has this row of the table (`None`: a method the
+    /// product does not know).
+    pub(crate) fn of(row: Option<&'static Method>) -> Self {
+        match row {
+            Some(m) if matches!(m.answer, MethodAnswer::Listing | MethodAnswer::Instructions) => {
+                RequestKind::Read(m)
+            }
             _ => RequestKind::Other,
         }
+    }
+
+    /// The row of a listing request other than `tools/list` (`resources/list`,
+    /// `resources/templates/list`, `prompts/list`).
+    pub(crate) fn other_list(self) -> Option<&'static Method> {
+        match self {
+            RequestKind::Read(m) if m.list.is_some() && !m.is(&methods::TOOLS_LIST) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether the answer is a listing some filter judges (SPEC §5, §5.2).
+    fn is_listing(self) -> bool {
+        matches!(self, RequestKind::Read(m) if m.answer == MethodAnswer::Listing)
     }
 }
 
@@ -134,15 +155,16 @@ impl LineAnswers {
     pub(crate) fn lists_tools(&self) -> bool {
         self.list
             .iter()
-            .any(|(_, a)| a.kind == RequestKind::ToolsList)
+            .any(|(_, a)| a.kind == RequestKind::TOOLS_LIST)
     }
 
     /// The client's spelling of the `initialize` or `server/discover` request the line
     /// answered, if it answered one, and that request's method.
     pub(crate) fn initialize(&self) -> Option<(&str, &'static str)> {
         self.list.iter().find_map(|(_, a)| match a.kind {
-            RequestKind::Initialize => Some((&*a.spelling, "initialize")),
-            RequestKind::Discover => Some((&*a.spelling, "server/discover")),
+            RequestKind::Read(m) if m.answer == MethodAnswer::Instructions => {
+                Some((&*a.spelling, m.name))
+            }
             _ => None,
         })
     }
@@ -154,7 +176,7 @@ impl LineAnswers {
         self.list
             .iter()
             .enumerate()
-            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::ToolsList)
+            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::TOOLS_LIST)
             .map(|(i, (_, a))| (i, &*a.spelling))
     }
 
@@ -276,19 +298,6 @@ enum Slot {
     Other(usize),
 }
 
-impl RequestKind {
-    /// Whether the answer is a listing some filter judges (SPEC §5, §5.2).
-    fn is_listing(self) -> bool {
-        matches!(
-            self,
-            RequestKind::ToolsList
-                | RequestKind::ResourcesList
-                | RequestKind::ResourceTemplatesList
-                | RequestKind::PromptsList
-        )
-    }
-}
-
 impl Inner {
     /// The request `text` answers: the oldest listing request it answers, else the oldest other
     /// one. Servers answer mostly in order: an answer spelled as the oldest request's id costs
@@ -407,13 +416,13 @@ mod tests {
         let p = PendingRequests::new();
         p.note("1", RequestKind::Other);
         p.note("\"two\"", RequestKind::Other);
-        p.note("3", RequestKind::ToolsList);
+        p.note("3", RequestKind::TOOLS_LIST);
         assert!(!p.none());
         // Out of order, re-spelled: 3.0 answers 3, and says it was a listing.
         assert_eq!(
             p.answer("3.0"),
             Some(Answer {
-                kind: RequestKind::ToolsList,
+                kind: RequestKind::TOOLS_LIST,
                 spelling: "3".into()
             })
         );
@@ -430,8 +439,8 @@ mod tests {
     fn a_listing_is_answered_before_another_request_with_a_matching_id() {
         let p = PendingRequests::new();
         p.note("\"1\"", RequestKind::Other);
-        p.note("1", RequestKind::ToolsList);
-        assert_eq!(p.answer("1").map(|a| a.kind), Some(RequestKind::ToolsList));
+        p.note("1", RequestKind::TOOLS_LIST);
+        assert_eq!(p.answer("1").map(|a| a.kind), Some(RequestKind::TOOLS_LIST));
         assert_eq!(p.answer("1").map(|a| a.kind), Some(RequestKind::Other));
     }
 

@@ -17,6 +17,7 @@ use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::ListingEntry;
+use crate::methods::TOOLS_LIST;
 use crate::policy::ReasonCode;
 use crate::sha256::HexDigest;
 
@@ -142,7 +143,7 @@ fn pass_tools(
 ) -> Result<(), WorkerError> {
     let judged = tools_list::on_server_line(&shared.tools_list, &shared.policy, line, answered);
     for listing in &judged.listings {
-        record_listing(shared, listing, "tools/list", "tool");
+        record_listing(shared, listing, TOOLS_LIST.name, tool_noun());
     }
     let written = match judged.line {
         // Only the server's last bytes lack a `\n`: they go out with the close.
@@ -160,6 +161,11 @@ fn pass_tools(
         finish(shared, b"")?;
     }
     Ok(())
+}
+
+/// What a `tools/list` entry is called in messages.
+fn tool_noun() -> &'static str {
+    TOOLS_LIST.list.map_or("tool", |l| l.noun)
 }
 
 /// The name of the `removed` entry that stands for the server's instructions (SPEC §4.1a).

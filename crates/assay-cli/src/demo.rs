@@ -32,45 +32,9 @@ fn failed(error: std::io::Error) -> Failure {
 const SERVER: &str = include_str!("../../../examples/demo/server.py");
 const POLICY: &str = include_str!("../../../examples/demo/policy.yaml");
 
-/// The scripted client: (what the line shows, the JSON-RPC line).
-const SCRIPT: &[(&str, &str)] = &[
-    (
-        "initialize",
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"assay-demo-client","version":"1.0"}}}"#,
-    ),
-    (
-        "initialized (notification)",
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    ),
-    (
-        "tools/list",
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-    ),
-    (
-        "call echo",
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
-    ),
-    (
-        "call read_file /workspace/notes.txt",
-        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/notes.txt"}}}"#,
-    ),
-    (
-        "call read_file /etc/shadow",
-        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/shadow"}}}"#,
-    ),
-    (
-        "call exec",
-        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"exec","arguments":{"cmd":"rm -rf /"}}}"#,
-    ),
-    (
-        "call write_file without content",
-        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/workspace/a"}}}"#,
-    ),
-    (
-        "duplicate-key smuggling attempt",
-        r#"{"jsonrpc":"2.0","id":8,"method":"ping","method":"tools/call","params":{"name":"exec"}}"#,
-    ),
-];
+/// The scripted client, one line each: what the line shows, a tab, the JSON-RPC line (a data
+/// file: protocol text is not written in the code, whose method names live in one table).
+const SCRIPT: &str = include_str!("../../../examples/demo/client.tsv");
 
 /// A new directory for the demo's server and policy files (never the user's directory), and the
 /// capture directory: the one asked for, or `capture/` inside the new directory.
@@ -164,7 +128,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         .ok_or_else(|| failed(std::io::Error::other("no stdout")))?;
     let mut lines = BufReader::new(stdout).lines();
     say!(out, "client session (through `assay mcp wrap`):");
-    for (label, line) in SCRIPT {
+    for (label, line) in SCRIPT.lines().filter_map(|l| l.split_once('\t')) {
         writeln!(stdin, "{line}")
             .and_then(|()| stdin.flush())
             .map_err(failed)?;

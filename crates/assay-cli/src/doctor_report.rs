@@ -160,7 +160,7 @@ fn pins_state(pins: &assay::pins::Pins, listings: &[&assay::capture::ListingRow]
     let listings: Vec<&assay::capture::ListingRow> = listings
         .iter()
         .copied()
-        .filter(|l| l.lists_tools() || matches!(l.list_name(), "initialize" | "server/discover"))
+        .filter(|l| l.lists_tools() || l.lists_instructions())
         .collect();
     if listings.is_empty() {
         return PinsState::Unknown {
@@ -264,8 +264,8 @@ fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
         out.push(format!("{what}: {e}{}", stderr()));
     }
     for (what, r) in [
-        ("prompts/list", &ran.prompts),
-        ("resources/list", &ran.resources),
+        (assay::methods::PROMPTS_LIST.name, &ran.prompts),
+        (assay::methods::RESOURCES_LIST.name, &ran.resources),
     ] {
         if let Some(Err(e)) = r {
             out.push(format!("{what} failed: {e}"));

@@ -30,7 +30,7 @@ fn an_answer_ahead_of_its_request_reaches_nobody() {
     let p = pending(&[]);
     assert_eq!(gate(LIST, &p), (String::new(), 1));
     // The request arrives: its answer passes once; a second copy is dropped.
-    p.note("1", RequestKind::ToolsList);
+    p.note("1", RequestKind::TOOLS_LIST);
     let judged = judge(LIST.as_bytes(), &p);
     match judged.gate {
         Gate::Forward(a) => assert!(a.lists_tools()),
@@ -51,7 +51,7 @@ fn every_reading_an_sdk_gives_an_id_is_matched() {
         ("1", r#"" 1 ""#),
         (r#""a""#, r#""\u0061""#),
     ] {
-        let p = pending(&[(client, RequestKind::ToolsList)]);
+        let p = pending(&[(client, RequestKind::TOOLS_LIST)]);
         let line = format!(r#"{{"jsonrpc":"2.0","id":{server},"result":{{"tools":[]}}}}"#);
         match judge(line.as_bytes(), &p).gate {
             Gate::Forward(a) => {
@@ -165,7 +165,7 @@ fn an_unreadable_line_answering_one_request_twice_is_withheld() {
         // A raw control character in a string.
         "[{\"id\":1,\"result\":\"\u{1}\"},{\"id\":\"1\",\"error\":{}}]\n",
     ] {
-        let p = pending(&[("1", RequestKind::ToolsList), ("2", RequestKind::Other)]);
+        let p = pending(&[("1", RequestKind::TOOLS_LIST), ("2", RequestKind::Other)]);
         let (out, dropped) = gate(line, &p);
         assert!(dropped >= 1, "{line}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -330,7 +330,7 @@ proptest! {
         let mut asked: Vec<u64> = Vec::new();
         for (client, n, id) in steps {
             if client {
-                p.note(&n.to_string(), RequestKind::ToolsList);
+                p.note(&n.to_string(), RequestKind::TOOLS_LIST);
                 asked.push(u64::from(n));
                 continue;
             }
@@ -365,7 +365,7 @@ fn an_answer_under_another_spelling_is_respelled_as_the_client_wrote_its_request
         ("1", r#""1""#),
         ("1", "1.0"),
     ] {
-        let p = pending(&[(client, RequestKind::ToolsList)]);
+        let p = pending(&[(client, RequestKind::TOOLS_LIST)]);
         let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{server},\"result\":{{\"tools\":[]}}}}\n");
         let Gate::Forward(answered) = judge(line.as_bytes(), &p).gate else {
             panic!("{line}")
@@ -382,7 +382,7 @@ fn an_answer_under_another_spelling_is_respelled_as_the_client_wrote_its_request
         );
     }
     // The same value spelled otherwise (an escape): not respelled, the line stays byte-exact.
-    let p = pending(&[(r#""a""#, RequestKind::ToolsList)]);
+    let p = pending(&[(r#""a""#, RequestKind::TOOLS_LIST)]);
     let line = "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0061\",\"result\":{\"tools\":[]}}\n";
     let Gate::Forward(answered) = judge(line.as_bytes(), &p).gate else {
         panic!("{line}")
@@ -409,7 +409,7 @@ fn an_answer_under_another_spelling_is_respelled_as_the_client_wrote_its_request
         "the rest of the line is the server's bytes"
     );
     // A batch that loses an element is respelled as it is copied: the copy is not copied again.
-    let p = pending(&[("1", RequestKind::ToolsList)]);
+    let p = pending(&[("1", RequestKind::TOOLS_LIST)]);
     let line = "[{\"id\":true,\"result\":{}},{\"method\":\"m\"},{\"id\":9,\"result\":{}}]\n";
     let judged = judge(line.as_bytes(), &p);
     assert_eq!(judged.unsolicited, 1);

@@ -397,7 +397,7 @@ fn unreadable_line<'l>(
         == Some(&b'[');
     let listings = ids
         .kinds()
-        .filter(|(kind, _)| *kind == RequestKind::ToolsList)
+        .filter(|(kind, _)| *kind == RequestKind::TOOLS_LIST)
         .map(|(_, spelling)| Listing {
             request_id: spelling.into(),
             shown: Vec::new(),

@@ -23,7 +23,7 @@ fn through_bytes(filter: bool, ids: &[&str], line: &[u8]) -> String {
     let pending = PendingRequests::new();
     for id in ids {
         watch.note_request();
-        pending.note(id, RequestKind::ToolsList);
+        pending.note(id, RequestKind::TOOLS_LIST);
     }
     answer(&watch, &pending, &policy(), line)
 }
@@ -107,7 +107,7 @@ fn every_candidate_is_rewritten_or_replaced() {
     // 4. decoys: the first answer answers the request; every later one reaches nobody
     let watch = ToolsListWatch::new(true, false);
     let pending = PendingRequests::new();
-    pending.note("1", RequestKind::ToolsList);
+    pending.note("1", RequestKind::TOOLS_LIST);
     let p = policy();
     for line in [
         r#"{"jsonrpc":"1.0","id":1,"result":{"tools":[]}}"#,
@@ -229,14 +229,14 @@ fn coverage_remembers_names_of_readable_results_only() {
     let watch = ToolsListWatch::new(false, false);
     let pending = PendingRequests::new();
     let p = policy();
-    pending.note("1", RequestKind::ToolsList);
+    pending.note("1", RequestKind::TOOLS_LIST);
     let _ = answer(
         &watch,
         &pending,
         &p,
         br#"{"id":1,"result":{"tools":[{"name":"a"},{"name":"exec"}]}}"#,
     );
-    pending.note("1", RequestKind::ToolsList);
+    pending.note("1", RequestKind::TOOLS_LIST);
     let _ = answer(
         &watch,
         &pending,
@@ -274,7 +274,7 @@ fn a_huge_list_of_non_tools_is_replaced_cheaply() {
 fn remembers_definition_digests_of_every_readable_listing() {
     let watch = ToolsListWatch::new(false, false);
     let pending = PendingRequests::new();
-    pending.note("1", RequestKind::ToolsList);
+    pending.note("1", RequestKind::TOOLS_LIST);
     let p = policy();
     let line = br#"{"id":1,"result":{"tools":[{"name":"a","description":"x\ny","inputSchema":{"type":"object","properties":{"m":{"type":"string"}}}},{"name":"b"}]}}"#;
     let _ = answer(&watch, &pending, &p, line);
@@ -310,7 +310,7 @@ fn a_listing_naming_a_tool_twice_is_replaced_by_an_error() {
 fn removals_say_which_tool_and_why() {
     let watch = ToolsListWatch::new(true, false);
     let pending = PendingRequests::new();
-    pending.note("1", RequestKind::ToolsList);
+    pending.note("1", RequestKind::TOOLS_LIST);
     let line = br#"{"id":1,"result":{"tools":[{"name":"exec"},{"name":"a"}]}}"#;
     let Gate::Forward(answered) = judge(line, &pending).gate else {
         panic!("answers the pending request");
@@ -345,7 +345,7 @@ fn a_respelled_answer_is_still_filtered() {
         let watch = ToolsListWatch::new(true, false);
         let pending = PendingRequests::new();
         watch.note_request();
-        pending.note(client, RequestKind::ToolsList);
+        pending.note(client, RequestKind::TOOLS_LIST);
         let line = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{server},\"result\":{{\"tools\":[{{\"name\":\"echo\"}},{{\"name\":\"exec\"}}]}}}}\n"
         );
@@ -423,7 +423,7 @@ fn a_tool_without_a_digest_takes_its_answer_with_it() {
     let pending = PendingRequests::new();
     for id in ["1", "2"] {
         watch.note_request();
-        pending.note(id, RequestKind::ToolsList);
+        pending.note(id, RequestKind::TOOLS_LIST);
     }
     let Gate::Forward(answered) = judge(line.as_bytes(), &pending).gate else {
         panic!("answers the pending requests");
