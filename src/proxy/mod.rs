@@ -25,6 +25,7 @@ pub(crate) mod rpc_id;
 mod server_input;
 mod server_to_client;
 mod session_end;
+mod session_files;
 mod shared;
 mod stderr_tee;
 pub(crate) mod tools_list;
@@ -34,22 +35,18 @@ mod workers;
 use std::fs::File;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::config::{LogMode, SessionPlan, StderrSink, WrapConfig};
+use crate::config::{SessionPlan, WrapConfig};
 use crate::diag::Diag;
 use crate::error::ConfigOption;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::decision_log::{DecisionFormat, DecisionLog, LogAccounting};
+use crate::evidence::context;
+use crate::evidence::decision_log::DecisionFormat;
 use crate::evidence::event::{new_session_id, now_rfc3339};
-use crate::evidence::{context, coverage, file, protocol, stop};
-use crate::outcome::{
-    DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
-};
+use crate::outcome::WrapOutcome;
 use crate::policy::Policy;
 use crate::sys::child::{self, ChildGuard};
 use crate::sys::signals::{Forwarding, InstallError, ThreadMask};
@@ -63,218 +60,12 @@ use pending::PendingRequests;
 use recorder::Recorder;
 use server_input::ServerInput;
 use session_end::run_workers;
+use session_files::{
+    Evidence, open_evidence, outcome_of, remove_temporary_log, settle_stop_data, write_context,
+    write_coverage, write_stop,
+};
 use shared::{LogWriterState, Shared};
-use stderr_tee::Tee;
 use undo::StartupFiles;
-
-/// Opened before spawn: the decision log writer.
-struct OpenedLog {
-    file: File,
-    path: PathBuf,
-    temporary: bool,
-    /// Where this invocation's lines begin (the length of an append-mode log when opened).
-    start: u64,
-}
-
-fn open_log(
-    plan: &SessionPlan,
-    session_id: &str,
-    created: &mut StartupFiles,
-) -> Result<Option<OpenedLog>> {
-    let (path, temporary) = match (plan.log_mode, &plan.decision_log) {
-        (LogMode::Absent, _) => return Ok(None),
-        (LogMode::Temporary, _) => (
-            std::env::temp_dir().join(format!("assay-decisions-{session_id}.ndjson")),
-            true,
-        ),
-        (_, Some(p)) => (p.clone(), false),
-        (_, None) => return Ok(None),
-    };
-    let opened = if plan.log_mode == LogMode::Append {
-        file::open_append(&path)
-    } else {
-        file::create_new(&path)
-    };
-    let file = opened.map_err(|e| Error::io(&path, "cannot open decision log", &e))?;
-    if plan.log_mode != LogMode::Append {
-        created.file(&path);
-    }
-    let start = file
-        .metadata()
-        .map_err(|e| Error::io(&path, "cannot inspect decision log", &e))?
-        .len();
-    Ok(Some(OpenedLog {
-        file,
-        path,
-        temporary,
-        start,
-    }))
-}
-
-fn open_stderr(plan: &SessionPlan, created: &mut StartupFiles) -> Result<Option<File>> {
-    match &plan.stderr {
-        None => Ok(None),
-        Some(StderrSink::New(p)) => {
-            let f =
-                file::create_new(p).map_err(|e| Error::io(p, "cannot create stderr log", &e))?;
-            created.file(p);
-            Ok(Some(f))
-        }
-        Some(StderrSink::Append(p)) => file::open_append_sink(p)
-            .map(Some)
-            .map_err(|e| Error::io(p, "cannot open stderr log", &e)),
-    }
-}
-
-/// SPEC §3 item 2: the capture directory (0700, when it does not exist yet) and its
-/// `protocol.json`, the first files a session creates.
-fn start_capture(
-    plan: &SessionPlan,
-    session_id: &str,
-    source: &str,
-    created: &mut StartupFiles,
-) -> Result<()> {
-    if let Some(dir) = &plan.capture_dir {
-        if !dir.is_dir() {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| Error::io(dir, "cannot create capture directory", &e))?;
-            created.dir(dir);
-        }
-    }
-    if let Some(p) = &plan.protocol_out {
-        protocol::write(p, session_id, source, &plan.server_id, &now_rfc3339())?;
-        created.file(p);
-    }
-    Ok(())
-}
-
-/// The child's stderr sink, the wrapper's diagnostics writing to the same file, and with
-/// `tee_stderr` the thread that copies the child's stderr into the sink and to our stderr.
-///
-/// Without a sink of its own, the diagnostics and the server's stderr go to the host's stderr
-/// when it was checked to be one (`host_stderr`), else nowhere (`/dev/null` for the server):
-/// never to whatever a host that closed its standard descriptors has numbered 2 (SPEC §3.1b).
-fn open_diagnostics(
-    plan: &SessionPlan,
-    created: &mut StartupFiles,
-    host_stderr: Option<&File>,
-) -> Result<(Option<File>, Arc<Diag>, Option<Tee>)> {
-    let stderr_file = open_stderr(plan, created)?;
-    let duplicate = |f: &File, what: &str| {
-        f.try_clone()
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot duplicate {what}: {e}")))
-    };
-    let diag_file = match (&stderr_file, host_stderr) {
-        (Some(f), _) => Some(duplicate(f, "stderr log")?),
-        (None, Some(h)) => Some(duplicate(h, "stderr")?),
-        (None, None) => None,
-    };
-    let (stderr_file, tee) = match stderr_file {
-        Some(log) if plan.tee_stderr => {
-            let host = host_stderr.map(|h| duplicate(h, "stderr")).transpose()?;
-            let (pipe, tee) = stderr_tee::start(log, host).map_err(|e| {
-                Error::new(ErrorKind::Io, format!("cannot start the stderr copy: {e}"))
-            })?;
-            (Some(pipe), Some(tee))
-        }
-        Some(log) => (Some(log), None),
-        None => (Some(server_stderr_without_sink(host_stderr)?), None),
-    };
-    Ok((
-        stderr_file,
-        Arc::new(Diag::new(diag_file, plan.verbose)),
-        tee,
-    ))
-}
-
-/// The server's stderr when no sink is configured: the host's stderr (checked), else
-/// `/dev/null`.
-fn server_stderr_without_sink(host_stderr: Option<&File>) -> Result<File> {
-    let io = |e: std::io::Error| {
-        Error::new(
-            ErrorKind::Io,
-            format!("cannot set up the server's stderr: {e}"),
-        )
-    };
-    match host_stderr {
-        Some(h) => h.try_clone().map_err(io),
-        None => std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open("/dev/null")
-            .and_then(crate::sys::fd::file_above_stdio)
-            .map_err(io),
-    }
-}
-
-/// The session-context event (SPEC §4.2), once the server is spawned; the error line when the
-/// write failed (an evidence error, not the end of the session).
-fn write_context(
-    plan: &SessionPlan,
-    source: &str,
-    session_id: &str,
-    pid: u32,
-    started_at: &str,
-    policy: &Policy,
-    hide_refused_tools: bool,
-) -> Option<String> {
-    let p = plan.context_out.as_ref()?;
-    let data = context::ContextData {
-        session_id,
-        server_id: &plan.server_id,
-        server_pid: pid,
-        started_at,
-        policy_sha256: policy.sha256(),
-        policy_name: policy.name(),
-        decision_log: plan.log_mode.as_str(),
-        session_stop_requested: plan.stop_out.is_some(),
-        dry_run: plan.dry_run,
-        hide_refused_tools,
-        pins_sha256: policy.pins().map(crate::pins_file::Pins::sha256),
-        governed: policy.governed(),
-        record_arguments: policy.record_arguments(),
-        command_sha256: &crate::evidence::event::command_sha256(&plan.command),
-        producer: crate::evidence::event::PRODUCER,
-        assertion_basis: "producer_observation",
-        non_claims: NON_CLAIMS,
-    };
-    context::write(p, source, data).err().map(|e| e.to_string())
-}
-
-/// The coverage report (SPEC §4.4), after the session; the error line when the write failed.
-fn write_coverage(
-    plan: &SessionPlan,
-    session_id: &str,
-    shared: &Shared,
-    log_path: Option<&std::path::Path>,
-    log_start: u64,
-) -> Option<String> {
-    let out = plan.coverage_out.as_ref()?;
-    let observed = shared.tools_list.observed_names();
-    coverage::write(
-        out,
-        session_id,
-        log_path.map(|p| (p, log_start)),
-        &shared.policy.declared_tools(),
-        &observed,
-    )
-    .err()
-    .map(|e| e.to_string())
-}
-
-/// A coverage-only decision log is not retained (SPEC §4.3 `temporary`).
-fn remove_temporary_log(log_path: Option<&std::path::Path>, diag: &Diag) {
-    if let Some(p) = log_path {
-        if let Err(e) = std::fs::remove_file(p) {
-            diag.say(&format!(
-                "cannot remove temporary decision log {}: {e}",
-                p.display()
-            ));
-        }
-    }
-}
 
 /// Runs one wrapped MCP session to its end (SPEC §3).
 ///
@@ -350,62 +141,24 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     } = evidence;
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
-    let started_at = now_rfc3339();
-
-    // Write the context.
-    let mut evidence_errors: Vec<String> = Vec::new();
-    // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
-    let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
-    let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
-    let context_id = plan
-        .context_out
-        .as_ref()
-        .map(|_| context::context_id(&session_id));
-    if let Some(e) = write_context(
-        &plan,
-        &source,
-        &session_id,
-        pid,
-        &started_at,
-        &policy,
-        hide_refused_tools,
-    ) {
-        diag.say(&e);
-        evidence_errors.push(e);
-    }
+    let (context_id, evidence_errors) =
+        context_written(&plan, &source, &session_id, pid, &policy, &diag);
 
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
-    // The server worker's listing events share the log and its `seq` (SPEC §4.1a).
-    let event_format = log_writer.is_some().then(|| {
-        Mutex::new(DecisionFormat::new(
-            &session_id,
-            &source,
-            policy.sha256(),
-            !plan.dry_run,
-        ))
-    });
-    let shared = Arc::new(Shared {
-        output: ClientOutput::new(
+    let shared = shared_state(
+        &plan,
+        policy,
+        ClientOutput::new(
             Endpoint::borrowed(io.output, Direction::Write, cancel.clone())
                 .with_progress(client_bytes.clone()),
         ),
-        policy,
-        decision_log: Mutex::new(match log_writer {
-            Some(w) => LogWriterState::Open(Box::new(shared::OrderedLog::new(w))),
-            None => LogWriterState::Absent,
-        }),
-        diag: diag.clone(),
-        dry_run: plan.dry_run,
-        session_message: AtomicBool::new(false),
-        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
-        pending: PendingRequests::new(),
-        unsolicited: AtomicU64::new(0),
-        decision_seq: recorder.counter(),
-        event_format,
-        server_input: ServerInput::new(),
-        session_id: session_id.clone(),
-    });
+        log_writer,
+        &diag,
+        &recorder,
+        &session_id,
+        &source,
+    );
     let streams = Streams::new(
         io.input,
         spawned.stdin,
@@ -422,6 +175,113 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         // behind holds it.
         tee.finish(Duration::from_secs(1));
     }
+    say_how_it_ran(&diag, &run, forwarding.as_ref(), &plan);
+    if run.client_too_long {
+        // An over-long client line is client bytes: a session existed (SPEC §3 item 8).
+        shared.session_message.store(true, Ordering::Relaxed);
+    }
+
+    finish(
+        &plan,
+        &source,
+        &diag,
+        Ended {
+            session_id: &session_id,
+            pid,
+            context_id,
+            shared: &shared,
+            log: &log,
+            run: &run,
+        },
+        evidence_errors,
+    )
+}
+
+/// The session context written (SPEC §4.2) as the server starts: its id (when one is written),
+/// and the evidence errors so far (its write failure, said on stderr too).
+fn context_written(
+    plan: &SessionPlan,
+    source: &str,
+    session_id: &str,
+    pid: u32,
+    policy: &Policy,
+    diag: &Diag,
+) -> (Option<String>, Vec<String>) {
+    let started_at = now_rfc3339();
+    let mut evidence_errors: Vec<String> = Vec::new();
+    // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
+    let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
+    let context_id = plan
+        .context_out
+        .as_ref()
+        .map(|_| context::context_id(session_id));
+    if let Some(e) = write_context(
+        plan,
+        source,
+        session_id,
+        pid,
+        &started_at,
+        policy,
+        hide_refused_tools,
+    ) {
+        diag.say(&e);
+        evidence_errors.push(e);
+    }
+    (context_id, evidence_errors)
+}
+
+/// The state both workers share: the client output, the policy, the decision log and the
+/// listing events' format (they share its `seq`, SPEC §4.1a), the listing filter, the pending
+/// requests.
+#[allow(clippy::too_many_arguments)]
+fn shared_state(
+    plan: &SessionPlan,
+    policy: Policy,
+    output: ClientOutput,
+    log_writer: Option<crate::evidence::decision_log::DecisionLog>,
+    diag: &Arc<Diag>,
+    recorder: &Recorder,
+    session_id: &str,
+    source: &str,
+) -> Arc<Shared> {
+    // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
+    let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
+    let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
+    let event_format = log_writer.is_some().then(|| {
+        Mutex::new(DecisionFormat::new(
+            session_id,
+            source,
+            policy.sha256(),
+            !plan.dry_run,
+        ))
+    });
+    Arc::new(Shared {
+        output,
+        policy,
+        decision_log: Mutex::new(match log_writer {
+            Some(w) => LogWriterState::Open(Box::new(shared::OrderedLog::new(w))),
+            None => LogWriterState::Absent,
+        }),
+        diag: diag.clone(),
+        dry_run: plan.dry_run,
+        session_message: AtomicBool::new(false),
+        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
+        pending: PendingRequests::new(),
+        unsolicited: AtomicU64::new(0),
+        decision_seq: recorder.counter(),
+        event_format,
+        server_input: ServerInput::new(),
+        session_id: session_id.to_string(),
+    })
+}
+
+/// Says on stderr how the session's end came about, where that is not the usual course.
+fn say_how_it_ran(
+    diag: &Diag,
+    run: &session_end::RunResult,
+    forwarding: Option<&Forwarding>,
+    plan: &SessionPlan,
+) {
     if run.cleanup.orphans_ended > 0 {
         let n = run.cleanup.orphans_ended;
         diag.say(&format!(
@@ -435,48 +295,70 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             plan.idle_drain.unwrap_or_default().as_secs_f64()
         ));
     }
-    if let Some(f) = &forwarding {
-        if let Some(sig) = f.received() {
-            diag.say(&format!(
-                "signal {sig} received and forwarded to the server"
-            ));
-        }
+    if let Some(sig) = forwarding.and_then(Forwarding::received) {
+        diag.say(&format!(
+            "signal {sig} received and forwarded to the server"
+        ));
     }
-    if run.client_too_long {
-        // An over-long client line is client bytes: a session existed (SPEC §3 item 8).
-        shared.session_message.store(true, Ordering::Relaxed);
-    }
+}
 
+/// What the ended session leaves for its evidence.
+struct Ended<'s> {
+    session_id: &'s str,
+    pid: u32,
+    context_id: Option<String>,
+    shared: &'s Shared,
+    log: &'s session_files::SessionLog,
+    run: &'s session_end::RunResult,
+}
+
+/// SPEC §3 items 9–10 after the cleanup: the stop data settled, coverage written, a temporary
+/// log removed, then the stop record (or the no-session marker) and the exit status.
+fn finish(
+    plan: &SessionPlan,
+    source: &str,
+    diag: &Diag,
+    ended: Ended<'_>,
+    mut evidence_errors: Vec<String>,
+) -> Result<WrapOutcome> {
+    let Ended {
+        session_id,
+        pid,
+        context_id,
+        shared,
+        log,
+        run,
+    } = ended;
     // Settle the stop data; then coverage and the temporary log.
-    let stop = settle_stop_data(&plan, &session_id, pid, context_id, &shared, &log, &run);
+    let stop = settle_stop_data(plan, session_id, pid, context_id, shared, log, run);
     if stop.poisoned {
         evidence_errors.push("decision log write failed; the log is incomplete".to_string());
     }
-    if let Some(e) = write_coverage(&plan, &session_id, &shared, log.path.as_deref(), log.start) {
+    if let Some(e) = write_coverage(plan, session_id, shared, log.path.as_deref(), log.start) {
         diag.say(&e);
         evidence_errors.push(e);
     }
     if log.temporary {
-        remove_temporary_log(log.path.as_deref(), &diag);
+        remove_temporary_log(log.path.as_deref(), diag);
     }
 
     // Write the stop record.
     let discovery_only = !shared.session_message.load(Ordering::Relaxed);
     let outcome = outcome_of(
-        &plan,
-        &session_id,
-        &log,
+        plan,
+        session_id,
+        log,
         stop.data,
         discovery_only,
         evidence_errors,
-        &run,
+        run,
     );
     if run.proxy_error {
         if let Some(msg) = &run.message {
             diag.say(msg);
         }
     }
-    write_stop(&plan, &source, &diag, outcome)
+    write_stop(plan, source, diag, outcome)
 }
 
 /// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the
@@ -503,78 +385,6 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
         session_id,
         source,
         cancel,
-    })
-}
-
-/// SPEC §3 item 3: the evidence opened before the server is spawned (capture directory,
-/// `protocol.json`, stderr sink, decision log).
-struct Evidence {
-    /// The plan, with this run's capture directory placed under a capture root.
-    plan: SessionPlan,
-    /// The child's stderr sink.
-    stderr_file: Option<File>,
-    /// `--server-stderr tee`: the copy of the child's stderr.
-    tee: Option<Tee>,
-    diag: Arc<Diag>,
-    /// The decision-log writer, when a log is kept.
-    log_writer: Option<DecisionLog>,
-    /// Numbers decisions, and formats their lines when a log is kept.
-    recorder: Recorder,
-    log: SessionLog,
-}
-
-/// Where the decision log of this session is, as opened before spawn.
-struct SessionLog {
-    path: Option<PathBuf>,
-    temporary: bool,
-    start: u64,
-    initialized: bool,
-}
-
-fn open_evidence(
-    plan: SessionPlan,
-    session_id: &str,
-    source: &str,
-    policy: &Policy,
-    host_stderr: Option<&File>,
-    created: &mut StartupFiles,
-) -> Result<Evidence> {
-    let new_run_dir = plan.capture_root.is_some();
-    let (plan, created_root) = crate::capture_root::place_run(plan, session_id, host_stderr)?;
-    if let (true, Some(dir)) = (new_run_dir, &plan.capture_dir) {
-        created.dir(dir);
-    }
-    if let Some(root) = &created_root {
-        created.root(root);
-    }
-    start_capture(&plan, session_id, source, created)?;
-    let (stderr_file, diag, tee) = open_diagnostics(&plan, created, host_stderr)?;
-    let log = open_log(&plan, session_id, created)?;
-    let path = log.as_ref().map(|l| l.path.clone());
-    let temporary = log.as_ref().is_some_and(|l| l.temporary);
-    let start = log.as_ref().map_or(0, |l| l.start);
-    let recorder = Recorder::new(
-        log.as_ref()
-            .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run)),
-        session_id,
-    );
-    // Not kept by a fork of the host (SPEC §3.1b).
-    let log_writer =
-        log.map(|l| DecisionLog::new(Box::new(crate::sys::fork_close::Tracked::new(l.file))));
-    let initialized = log_writer.is_some();
-    Ok(Evidence {
-        plan,
-        stderr_file,
-        tee,
-        diag,
-        log_writer,
-        recorder,
-        log: SessionLog {
-            path,
-            temporary,
-            start,
-            initialized,
-        },
     })
 }
 
@@ -736,132 +546,4 @@ fn run_session(
         ));
     }
     Ok(run)
-}
-
-/// The stop record's data (SPEC §4.3), and whether the decision-log writer was poisoned.
-struct SettledStop {
-    data: StopData,
-    poisoned: bool,
-}
-
-fn settle_stop_data(
-    plan: &SessionPlan,
-    session_id: &str,
-    pid: u32,
-    context_id: Option<String>,
-    shared: &Shared,
-    log: &SessionLog,
-    run: &session_end::RunResult,
-) -> SettledStop {
-    // The accounting this writer observed; sealed, so nothing can be added to the log after it.
-    let accounting: Option<LogAccounting> = shared
-        .decision_log
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .seal();
-    let session_end = if run.proxy_error {
-        SessionEnd::ProxyError
-    } else {
-        SessionEnd::ClientClosed
-    };
-    let poisoned = accounting.as_ref().is_some_and(|a| a.poisoned);
-    let decision_log = DecisionLogState::of(
-        plan.log_mode != LogMode::Absent,
-        log.initialized,
-        poisoned,
-        session_end,
-        log.temporary,
-    );
-    let data = StopData {
-        session_id: session_id.to_string(),
-        server_id: plan.server_id.clone(),
-        server_pid: pid,
-        session_context_id: context_id,
-        session_end,
-        termination: run.cleanup.status.termination,
-        exit_code: run.cleanup.status.exit_code,
-        signal: run.cleanup.status.signal,
-        core_dumped: run.cleanup.status.core_dumped,
-        assay_kill_requested: run.cleanup.kill_requested,
-        group_killed: run.cleanup.group_killed,
-        decision_log,
-        decision_events_written: accounting.as_ref().map(|a| a.written),
-        decision_events_dropped: accounting.as_ref().map(|a| a.dropped),
-        decision_prefix_sha256: accounting.as_ref().map(|a| a.prefix_sha256.clone()),
-        assertion_basis: "producer_observation".to_string(),
-        non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
-    };
-    SettledStop { data, poisoned }
-}
-
-/// The session's outcome before the stop record is written.
-fn outcome_of(
-    plan: &SessionPlan,
-    session_id: &str,
-    log: &SessionLog,
-    stop: StopData,
-    discovery_only: bool,
-    evidence_errors: Vec<String>,
-    run: &session_end::RunResult,
-) -> WrapOutcome {
-    WrapOutcome {
-        session_id: session_id.to_string(),
-        exit_code: 0,
-        paths: OutputPaths {
-            decision_log: if log.temporary {
-                None
-            } else {
-                log.path.clone()
-            },
-            session_context: plan.context_out.clone(),
-            session_stop: plan.stop_out.clone(),
-            coverage: plan.coverage_out.clone(),
-            protocol: plan.protocol_out.clone(),
-            capture_dir: plan.capture_dir.clone(),
-            no_session: None,
-        },
-        stop,
-        stop_written: false,
-        discovery_only,
-        evidence_errors,
-        proxy_error: if run.proxy_error {
-            Some(
-                run.message
-                    .clone()
-                    .unwrap_or_else(|| "I/O worker failed".to_string()),
-            )
-        } else {
-            None
-        },
-    }
-}
-
-/// The stop record (SPEC §4.3) or, for a discovery-only run, the no-session marker (SPEC §3
-/// item 8), and the exit status.
-fn write_stop(
-    plan: &SessionPlan,
-    source: &str,
-    diag: &Diag,
-    mut outcome: WrapOutcome,
-) -> Result<WrapOutcome> {
-    let mut stop_error = None;
-    if let Some(p) = &plan.stop_out {
-        if outcome.discovery_only {
-            diag.say("discovery-only run: no session existed, no stop record written");
-            let session_id = outcome.session_id.clone();
-            crate::evidence::no_session::record(plan, &session_id, diag, &mut outcome);
-        } else {
-            match stop::write(p, source, &outcome.stop) {
-                Ok(()) => outcome.stop_written = true,
-                Err(e) => stop_error = Some(e),
-            }
-        }
-    }
-    outcome.exit_code = outcome.exit_status_rule(stop_error.is_some());
-    if let Some(e) = stop_error {
-        let msg = format!("{e}; {}", outcome.stop.describe_status());
-        outcome.evidence_errors.push(msg.clone());
-        return Err(Error::stop_write(msg, outcome));
-    }
-    Ok(outcome)
 }
