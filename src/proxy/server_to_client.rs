@@ -45,43 +45,11 @@ impl ServerWorker {
                     .unsolicited
                     .fetch_add(judged.unsolicited as u64, Ordering::Relaxed);
             }
-            // An id spelled otherwise than the client's is written as the client's.
-            let gate = match judged.gate {
-                Gate::Forward(answered) => match answers::respell(line, &answered) {
-                    Some((respelled, client)) => Gate::Trimmed(respelled, client),
-                    None => Gate::Forward(answered),
-                },
-                Gate::Trimmed(trimmed, answered) => match answers::respell(&trimmed, &answered) {
-                    Some((respelled, client)) => Gate::Trimmed(respelled, client),
-                    None => Gate::Trimmed(trimmed, answered),
-                },
-                other => other,
-            };
-            let judged_features = |l: &[u8], answered: &LineAnswers| {
-                if features {
-                    client_features::judge(&shared, l, answered)
-                } else {
-                    Features::Pass
+            match judged.gate {
+                Gate::Forward(answered) => judge_answered(&shared, features, line, answered, last)?,
+                Gate::Trimmed(trimmed, answered) => {
+                    judge_answered(&shared, features, &trimmed, answered, last)?
                 }
-            };
-            // What is left of a line after the client features are judged goes through the
-            // instructions and the listing filters.
-            let rest =
-                |l: &[u8], answered: &LineAnswers| match instructions_of(&shared, l, answered) {
-                    Some(replaced) => pass(&shared, &replaced, answered, last),
-                    None => pass(&shared, l, answered, last),
-                };
-            match gate {
-                Gate::Forward(answered) => match judged_features(line, &answered) {
-                    Features::Instead(errors) => instead(&shared, &errors, last)?,
-                    Features::Edited(edited) => rest(&edited, &answered)?,
-                    Features::Pass => rest(line, &answered)?,
-                },
-                Gate::Trimmed(trimmed, answered) => match judged_features(&trimmed, &answered) {
-                    Features::Instead(errors) => instead(&shared, &errors, last)?,
-                    Features::Edited(edited) => rest(&edited, &answered)?,
-                    Features::Pass => rest(&trimmed, &answered)?,
-                },
                 Gate::Replace(errors) => instead(&shared, &errors, last)?,
                 Gate::Drop if last => finish(&shared, b"")?,
                 Gate::Drop => {}
@@ -91,6 +59,40 @@ impl ServerWorker {
             }
         }
         finish(&shared, b"")
+    }
+}
+
+/// A line (or what the gate left of it) whose responses answered `answered`, through the
+/// judgements in order: its ids respelled as the client spelled them, then the client features
+/// (when governed), then the instructions and the listing filters, then the write.
+fn judge_answered(
+    shared: &Shared,
+    features: bool,
+    line: &[u8],
+    answered: LineAnswers,
+    last: bool,
+) -> Result<(), WorkerError> {
+    // An id spelled otherwise than the client's is written as the client's.
+    let respelled = answers::respell(line, &answered);
+    let (line, answered): (&[u8], &LineAnswers) = match &respelled {
+        Some((respelled, client)) => (respelled, client),
+        None => (line, &answered),
+    };
+    let judged = if features {
+        client_features::judge(shared, line, answered)
+    } else {
+        Features::Pass
+    };
+    // What is left of a line after the client features are judged goes through the
+    // instructions and the listing filters.
+    let rest = |l: &[u8]| match instructions_of(shared, l, answered) {
+        Some(replaced) => pass(shared, &replaced, answered, last),
+        None => pass(shared, l, answered, last),
+    };
+    match judged {
+        Features::Instead(errors) => instead(shared, &errors, last),
+        Features::Edited(edited) => rest(&edited),
+        Features::Pass => rest(line),
     }
 }
 
