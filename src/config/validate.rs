@@ -161,37 +161,70 @@ pub(super) fn check_outputs(
     paths: &EvidencePaths,
     policy_meta: &std::fs::Metadata,
 ) -> Result<()> {
-    let EvidencePaths {
-        decision_log,
-        decision_log_new,
-        context_out,
-        stop_out,
-        coverage_out,
-        protocol_out,
-        no_session_out,
-        stderr,
-    } = paths;
-    let decision_log_new = *decision_log_new;
-    let any_evidence = decision_log.is_some()
-        || context_out.is_some()
-        || stop_out.is_some()
-        || coverage_out.is_some();
-    match &config.event_source {
-        Some(s) if !is_event_source(s) => {
-            return Err(Error::config(
-                ConfigOption::EventSource,
-                format!("{s:?} is not an absolute URI like assay://host/path"),
-            ));
+    check_event_source(config, paths)?;
+    check_log_flags(config, paths)?;
+    // Distinctness and non-existence of every output (SPEC §6).
+    let capture_root = match &config.capture_dir {
+        Some(dir) => Some(resolve_dir(dir)?),
+        None => None,
+    };
+    let mut seen = Seen {
+        paths: HashMap::new(),
+        inodes: HashMap::new(),
+    };
+    seen.paths.insert(
+        resolve(ConfigOption::Policy, &config.policy)?,
+        ConfigOption::Policy,
+    );
+    seen.inodes
+        .insert((policy_meta.dev(), policy_meta.ino()), ConfigOption::Policy);
+    for (option, path, may_exist) in outputs_of(paths) {
+        // Files inside a capture directory resolve through the directory, which may not
+        // exist yet (it is created just before spawn).
+        let resolved = match (&capture_root, config.capture_dir.as_deref()) {
+            (Some(root), Some(dir)) if path.parent() == Some(dir) => {
+                root.join(path.file_name().unwrap_or_default())
+            }
+            _ => resolve(option, path)?,
+        };
+        if let Some(other) = seen.paths.insert(resolved, option) {
+            return Err(ConfigError::new(
+                option,
+                ConfigProblem::SameFileAs {
+                    path: path.clone(),
+                    other,
+                },
+            )
+            .into());
         }
-        None if any_evidence => {
-            return Err(Error::config(
-                ConfigOption::EventSource,
-                "required when any evidence output is requested",
-            ));
-        }
-        _ => {}
+        check_output_file(config, &mut seen, option, path, may_exist)?;
     }
-    if stop_out.is_some() && decision_log.is_some() && !decision_log_new {
+    Ok(())
+}
+
+/// `--event-source`: a valid absolute URI, and required whenever evidence is written.
+fn check_event_source(config: &WrapConfig, paths: &EvidencePaths) -> Result<()> {
+    let any_evidence = paths.decision_log.is_some()
+        || paths.context_out.is_some()
+        || paths.stop_out.is_some()
+        || paths.coverage_out.is_some();
+    match &config.event_source {
+        Some(s) if !is_event_source(s) => Err(Error::config(
+            ConfigOption::EventSource,
+            format!("{s:?} is not an absolute URI like assay://host/path"),
+        )),
+        None if any_evidence => Err(Error::config(
+            ConfigOption::EventSource,
+            "required when any evidence output is requested",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `--decision-log-new`: required with a stop record and a log (stop accounting needs a new
+/// log), and meaningless without a log.
+fn check_log_flags(config: &WrapConfig, paths: &EvidencePaths) -> Result<()> {
+    if paths.stop_out.is_some() && paths.decision_log.is_some() && !paths.decision_log_new {
         return Err(ConfigError::new(
             ConfigOption::DecisionLogNew,
             ConfigProblem::RequiredWith {
@@ -202,135 +235,119 @@ pub(super) fn check_outputs(
         )
         .into());
     }
-    if config.decision_log_new && decision_log.is_none() {
+    if config.decision_log_new && paths.decision_log.is_none() {
         return Err(ConfigError::new(
             ConfigOption::DecisionLogNew,
             ConfigProblem::GivenWithout(ConfigOption::DecisionLog),
         )
         .into());
     }
+    Ok(())
+}
 
-    // Distinctness and non-existence of every output (SPEC §6).
+/// Every output file, with the option that names it and whether it may exist already (an
+/// appended decision log or stderr).
+fn outputs_of(paths: &EvidencePaths) -> Vec<(ConfigOption, &PathBuf, bool)> {
     let mut outputs: Vec<(ConfigOption, &PathBuf, bool)> = Vec::new();
-    if let Some(p) = &decision_log {
-        outputs.push((ConfigOption::DecisionLog, p, !decision_log_new));
+    if let Some(p) = &paths.decision_log {
+        outputs.push((ConfigOption::DecisionLog, p, !paths.decision_log_new));
     }
-    if let Some(p) = &context_out {
-        outputs.push((ConfigOption::SessionContextOut, p, false));
+    for (option, path) in [
+        (ConfigOption::SessionContextOut, &paths.context_out),
+        (ConfigOption::SessionStopOut, &paths.stop_out),
+        (ConfigOption::CoverageOut, &paths.coverage_out),
+        (ConfigOption::CaptureDir, &paths.protocol_out),
+        (ConfigOption::CaptureDir, &paths.no_session_out),
+    ] {
+        if let Some(p) = path {
+            outputs.push((option, p, false));
+        }
     }
-    if let Some(p) = &stop_out {
-        outputs.push((ConfigOption::SessionStopOut, p, false));
+    match &paths.stderr {
+        Some(StderrSink::New(p)) => outputs.push((ConfigOption::Stderr, p, false)),
+        Some(StderrSink::Append(p)) => outputs.push((ConfigOption::Stderr, p, true)),
+        None => {}
     }
-    if let Some(p) = &coverage_out {
-        outputs.push((ConfigOption::CoverageOut, p, false));
-    }
-    if let Some(p) = &protocol_out {
-        outputs.push((ConfigOption::CaptureDir, p, false));
-    }
-    if let Some(p) = &no_session_out {
-        outputs.push((ConfigOption::CaptureDir, p, false));
-    }
-    let stderr_path = match &stderr {
-        Some(StderrSink::New(p)) => Some((p, false)),
-        Some(StderrSink::Append(p)) => Some((p, true)),
-        None => None,
-    };
-    if let Some((p, may_exist)) = stderr_path {
-        outputs.push((ConfigOption::Stderr, p, may_exist));
-    }
-    let capture_root = match &config.capture_dir {
-        Some(dir) => Some(resolve_dir(dir)?),
-        None => None,
-    };
-    let mut seen: HashMap<PathBuf, ConfigOption> = HashMap::new();
-    let mut seen_inodes: HashMap<(u64, u64), ConfigOption> = HashMap::new();
-    seen.insert(
-        resolve(ConfigOption::Policy, &config.policy)?,
-        ConfigOption::Policy,
-    );
-    seen_inodes.insert((policy_meta.dev(), policy_meta.ino()), ConfigOption::Policy);
-    for (option, path, may_exist) in outputs {
-        // Files inside a capture directory resolve through the directory, which may not
-        // exist yet (it is created just before spawn).
-        let resolved = match (&capture_root, config.capture_dir.as_deref()) {
-            (Some(root), Some(dir)) if path.parent() == Some(dir) => {
-                root.join(path.file_name().unwrap_or_default())
-            }
-            _ => resolve(option, path)?,
-        };
-        if let Some(other) = seen.insert(resolved.clone(), option) {
-            return Err(ConfigError::new(
+    outputs
+}
+
+/// The files already named, by resolved path and by inode.
+struct Seen {
+    paths: HashMap<PathBuf, ConfigOption>,
+    inodes: HashMap<(u64, u64), ConfigOption>,
+}
+
+/// One output file as it is now: absent, or (where it may exist) a regular file that is no
+/// other output, never a symbolic link, FIFO or device; a file of a used capture directory is
+/// refused as such.
+fn check_output_file(
+    config: &WrapConfig,
+    seen: &mut Seen,
+    option: ConfigOption,
+    path: &PathBuf,
+    may_exist: bool,
+) -> Result<()> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::config(
                 option,
-                ConfigProblem::SameFileAs {
-                    path: path.clone(),
-                    other,
-                },
-            )
-            .into());
+                format!("cannot inspect {}: {e}", path.display()),
+            ));
         }
-        match std::fs::symlink_metadata(path) {
-            Ok(m) => {
-                // A file of the capture directory: the directory was used before (a
-                // capture records one run), whatever option names that file.
-                let in_capture = config
-                    .capture_dir
-                    .as_deref()
-                    .filter(|d| path.parent() == Some(*d));
-                if let (false, Some(_)) = (may_exist, in_capture) {
-                    return Err(ConfigError::new(
-                        ConfigOption::CaptureDir,
-                        ConfigProblem::CaptureDirUsed {
-                            path: path.clone(),
-                            symlink: m.file_type().is_symlink(),
-                        },
-                    )
-                    .into());
-                }
-                if !may_exist {
-                    return Err(Error::config(
-                        option,
-                        format!(
-                            "{} already exists (evidence files must be new)",
-                            path.display()
-                        ),
-                    ));
-                }
-                if m.file_type().is_symlink() {
-                    return Err(Error::config(
-                        option,
-                        format!("{} is a symbolic link", path.display()),
-                    ));
-                }
-                // SPEC §4.1: a FIFO, a device or a directory at an evidence path is refused
-                // here, without opening it (opening a FIFO would wait for a reader).
-                if option != ConfigOption::Stderr && !m.file_type().is_file() {
-                    return Err(Error::config(
-                        option,
-                        format!(
-                            "{} exists and is not a regular file (a FIFO, device or directory)",
-                            path.display()
-                        ),
-                    ));
-                }
-                if let Some(other) = seen_inodes.insert((m.dev(), m.ino()), option) {
-                    return Err(ConfigError::new(
-                        option,
-                        ConfigProblem::SameFileAs {
-                            path: path.clone(),
-                            other,
-                        },
-                    )
-                    .into());
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::config(
-                    option,
-                    format!("cannot inspect {}: {e}", path.display()),
-                ));
-            }
-        }
+    };
+    // A file of the capture directory: the directory was used before (a capture records one
+    // run), whatever option names that file.
+    let in_capture = config
+        .capture_dir
+        .as_deref()
+        .filter(|d| path.parent() == Some(*d));
+    if let (false, Some(_)) = (may_exist, in_capture) {
+        return Err(ConfigError::new(
+            ConfigOption::CaptureDir,
+            ConfigProblem::CaptureDirUsed {
+                path: path.clone(),
+                symlink: m.file_type().is_symlink(),
+            },
+        )
+        .into());
+    }
+    if !may_exist {
+        return Err(Error::config(
+            option,
+            format!(
+                "{} already exists (evidence files must be new)",
+                path.display()
+            ),
+        ));
+    }
+    if m.file_type().is_symlink() {
+        return Err(Error::config(
+            option,
+            format!("{} is a symbolic link", path.display()),
+        ));
+    }
+    // SPEC §4.1: a FIFO, a device or a directory at an evidence path is refused here, without
+    // opening it (opening a FIFO would wait for a reader).
+    if option != ConfigOption::Stderr && !m.file_type().is_file() {
+        return Err(Error::config(
+            option,
+            format!(
+                "{} exists and is not a regular file (a FIFO, device or directory)",
+                path.display()
+            ),
+        ));
+    }
+    if let Some(other) = seen.inodes.insert((m.dev(), m.ino()), option) {
+        return Err(ConfigError::new(
+            option,
+            ConfigProblem::SameFileAs {
+                path: path.clone(),
+                other,
+            },
+        )
+        .into());
     }
     Ok(())
 }
