@@ -19,6 +19,7 @@ mod line;
 pub(crate) mod message;
 mod output;
 pub(crate) mod pending;
+mod pending_lists;
 mod recorder;
 mod respond;
 pub(crate) mod rpc_id;

@@ -25,6 +25,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::pending_lists::PendingLists;
 use super::rpc_id::IdKeys;
 
 /// Pending requests remembered at most.
@@ -282,9 +283,9 @@ impl Entry {
 #[derive(Default)]
 struct Inner {
     /// Listing requests (`tools/list`, `resources/list`, `resources/templates/list`,
-    /// `prompts/list`), oldest first: an answer some client could take for a listing is read as
-    /// one, before any other request it could answer.
-    lists: VecDeque<Entry>,
+    /// `prompts/list`), oldest first, indexed by the readings of their ids: an answer some
+    /// client could take for a listing is read as one, before any other request it could answer.
+    lists: PendingLists,
     /// Every other request, oldest first.
     others: VecDeque<Entry>,
     /// More requests were pending than could be remembered.
@@ -294,7 +295,8 @@ struct Inner {
 /// Where a pending request is kept.
 #[derive(Clone, Copy)]
 enum Slot {
-    List(usize),
+    /// The age of a pending listing.
+    List(u64),
     Other(usize),
 }
 
@@ -307,8 +309,10 @@ impl Inner {
         let keys: OnceCell<Option<IdKeys>> = OnceCell::new();
         let keys = || keys.get_or_init(|| std::str::from_utf8(text).ok().and_then(IdKeys::of_json));
         let answered = |e: &Entry| e.raw.as_bytes() == text || e.answered_by(text, keys());
-        if let Some(i) = self.lists.iter().position(answered) {
-            return Some(Slot::List(i));
+        if !self.lists.is_empty() {
+            if let Some(age) = self.lists.find(text, keys().as_ref()) {
+                return Some(Slot::List(age));
+            }
         }
         if self
             .others
@@ -322,14 +326,19 @@ impl Inner {
 
     /// Forgets the request `text` answers, and says what it was.
     fn take(&mut self, text: &[u8]) -> Option<Answer> {
-        let entry = match self.find(text)? {
-            Slot::List(i) => self.lists.remove(i)?,
-            Slot::Other(i) => self.others.remove(i)?,
+        let (raw, kind) = match self.find(text)? {
+            Slot::List(age) => {
+                let listed = self.lists.remove(age)?;
+                (listed.raw, listed.kind)
+            }
+            Slot::Other(i) => {
+                let entry = self.others.remove(i)?;
+                (Box::from(entry.raw.as_bytes()), entry.kind)
+            }
         };
-        let spelling = String::from_utf8_lossy(entry.raw.as_bytes()).into();
         Some(Answer {
-            kind: entry.kind,
-            spelling,
+            kind,
+            spelling: String::from_utf8_lossy(&raw).into(),
         })
     }
 
@@ -363,15 +372,15 @@ impl PendingRequests {
             inner.overflow = true;
             return;
         }
-        let entry = Entry {
-            raw: RawId::new(id.trim_matches([' ', '\t', '\n', '\r']).as_bytes()),
-            kind,
-            keys: OnceCell::new(),
-        };
+        let raw = id.trim_matches([' ', '\t', '\n', '\r']).as_bytes();
         if kind.is_listing() {
-            inner.lists.push_back(entry);
+            inner.lists.push(raw, kind);
         } else {
-            inner.others.push_back(entry);
+            inner.others.push_back(Entry {
+                raw: RawId::new(raw),
+                kind,
+                keys: OnceCell::new(),
+            });
         }
     }
 

@@ -93,6 +93,12 @@ impl IdKeys {
     }
 
     /// Whether some MCP client would take `self` and `other` for the same id.
+    /// Its readings: the decoded string, JavaScript's `Number(…)` (the double's bits), Python's
+    /// integer as decimal text. Two ids match when some reading is present in both and equal.
+    pub(crate) fn readings(&self) -> (Option<&str>, Option<u64>, Option<&str>) {
+        (self.text.as_deref(), self.js, self.py.as_deref())
+    }
+
     pub(crate) fn matches(&self, other: &IdKeys) -> bool {
         same(&self.text, &other.text) || same(&self.js, &other.js) || same(&self.py, &other.py)
     }
