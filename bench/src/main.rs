@@ -6,7 +6,8 @@
 //! a noisy, shared machine.
 //!
 //! Usage: assay-bench [--quick]
-//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy]
+//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy,targets]
+//!   (`targets` is not in the default set: the proxy's performance targets in one run)
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
@@ -26,6 +27,7 @@ mod policy;
 mod reader;
 mod startup;
 mod summary;
+mod targets;
 mod throughput;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -293,6 +295,21 @@ fn cpu_has_sha_extensions() -> bool {
     })
 }
 
+/// `--emit calls|listing N`: the sessions' client lines on stdout, for bench/profile.sh
+/// (`calls`: the throughput row's, one `tools/list` then calls; `listing`: every tenth a
+/// `tools/list`).
+fn emit(args: &[String]) -> Res<()> {
+    let usage = "usage: assay-bench --emit calls|listing N";
+    let n: u64 = args.get(1).ok_or(usage)?.parse()?;
+    let data = match args.first().map(String::as_str) {
+        Some("calls") => lines(n),
+        Some("listing") => listing::listing_lines(n),
+        _ => return Err(usage.into()),
+    };
+    io::stdout().lock().write_all(&data)?;
+    Ok(())
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("assay-bench: {e}");
@@ -302,6 +319,9 @@ fn main() {
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--emit") {
+        return emit(&args[1..]);
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let only: Option<Vec<String>> = args
         .iter()
@@ -309,6 +329,7 @@ fn run() -> Res<()> {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').map(str::to_string).collect());
     let want = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    let asked = |name: &str| only.as_ref().is_some_and(|o| o.iter().any(|x| x == name));
     let listing_policies: Vec<PathBuf> = args
         .iter()
         .position(|a| a == "--listing-policy")
@@ -392,6 +413,9 @@ fn run() -> Res<()> {
         }
         if want("memory") {
             memory::bench_memory(&env, &mut rows, n_mem)?;
+        }
+        if asked("targets") {
+            targets::bench_targets(&env, &mut rows, rounds, n_tp, n_lat, n_start)?;
         }
         if want("policy") {
             policy::bench_policy(&env, &mut rows, if quick { 3 } else { rounds })?;
