@@ -297,13 +297,17 @@ fn cpu_has_sha_extensions() -> bool {
 
 /// `--emit calls|listing N`: the sessions' client lines on stdout, for bench/profile.sh
 /// (`calls`: the throughput row's, one `tools/list` then calls; `listing`: every tenth a
-/// `tools/list`).
+/// `tools/list`). `--emit plain-policy|every-policy`: the targets group's policies (the second
+/// names `pins-listing.json` beside it, written by `assay mcp pin` against `echo-server
+/// --list-exec`).
 fn emit(args: &[String]) -> Res<()> {
-    let usage = "usage: assay-bench --emit calls|listing N";
-    let n: u64 = args.get(1).ok_or(usage)?.parse()?;
+    let usage = "usage: assay-bench --emit calls|listing N | --emit plain-policy|every-policy";
+    let count = || -> Res<u64> { Ok(args.get(1).ok_or(usage)?.parse()?) };
     let data = match args.first().map(String::as_str) {
-        Some("calls") => lines(n),
-        Some("listing") => listing::listing_lines(n),
+        Some("calls") => lines(count()?),
+        Some("listing") => listing::listing_lines(count()?),
+        Some("plain-policy") => listing::PLAIN.as_bytes().to_vec(),
+        Some("every-policy") => targets::every_section_policy().into_bytes(),
         _ => return Err(usage.into()),
     };
     io::stdout().lock().write_all(&data)?;

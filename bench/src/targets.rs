@@ -24,6 +24,11 @@ const THROUGHPUT_TARGET: f64 = 1.20;
 const P50_TARGET: f64 = 1.10;
 const STARTUP_TARGET_MS: f64 = 0.5;
 
+/// The plain rules with hiding, pins (`pins-listing.json`) and every SPEC §5.2 section.
+pub(crate) fn every_section_policy() -> String {
+    format!("{PLAIN}{HIDE}{PINS}{EVERY_SECTION}")
+}
+
 /// Builds the command of one run (a fresh decision log each time).
 type Builder<'a> = Box<dyn Fn() -> Res<Command> + 'a>;
 
@@ -55,7 +60,7 @@ fn throughput_targets(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: u64) -> 
     let plain = fixed.join("targets-plain.yaml");
     fs::write(&plain, PLAIN)?;
     let every = fixed.join("targets-every-section.yaml");
-    fs::write(&every, format!("{PLAIN}{HIDE}{PINS}{EVERY_SECTION}"))?;
+    fs::write(&every, every_section_policy())?;
     let echo = [env.echo.as_path()];
     let listing_server = [env.echo.as_path(), Path::new("--list-exec")];
     let wrap = |policy: &Path| -> Res<Command> {
