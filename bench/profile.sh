@@ -1,7 +1,7 @@
 #!/bin/sh
 # Where the proxy's time goes, per scenario of the targets group (bench/src/targets.rs):
 # instruction counts from callgrind (deterministic, load-independent) and flame graphs from
-# `perf record` (cpu-clock samples, user space; perf has no hardware counters on a VM).
+# `perf record` (cpu-clock samples; perf has no hardware counters on a VM).
 #
 # Usage: bench/profile.sh [LINES] [PERF_LINES]   (defaults 20000 and 200000)
 #
@@ -60,7 +60,7 @@ wrap() {
     --decision-log-new --event-source assay://bench/local -- "$echo_server" "$@"
 }
 
-# Scenarios: name, client (pipe: the lines at once; pingpong: one in flight; none: stdin
+# Scenarios: name, client (pipe: the first line, once answered the others at once; pingpong: one in flight; none: stdin
 # /dev/null, the server exits at once), lines kind, wrapper argv (split into words: the
 # repository, bench/target and mktemp paths must hold no spaces).
 scenarios() {
@@ -85,7 +85,8 @@ run() {
   rm -f "$work/decisions.ndjson"
   # shellcheck disable=SC2086 # the profiler's words
   case $client in
-    pipe) $profiler "$@" < "$input" > /dev/null ;;
+    pipe) python3 "$here/pingpong.py" --first-answered "$input" -- $profiler "$@" \
+      < /dev/null > /dev/null ;;
     pingpong) python3 "$here/pingpong.py" "$input" -- $profiler "$@" < /dev/null > /dev/null ;;
     none) $profiler "$@" < /dev/null > /dev/null ;;
     loop) $profiler sh -c 'i=0; while [ $i -lt 200 ]; do rm -f "$0"; "$@" < /dev/null > /dev/null;

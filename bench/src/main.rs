@@ -159,15 +159,25 @@ impl Env {
     }
 }
 
-/// One ~200-byte `tools/call` line with the given id.
+/// The bench's calls' arguments repeat every this many ids (and the text's length follows the
+/// id's digits, which keep the line at 201 bytes): under 100,000 ids a policy with
+/// `limits.repeated_call` counts at most 20,000 distinct calls, well below its bound of 65,536,
+/// past which a new distinct call is refused (`P_REPEATED_CALL`), which would change the session.
+const DISTINCT_ARGUMENTS: u64 = 10_000;
+
+/// One 201-byte `tools/call` line with the given id; its arguments are those of the id modulo
+/// [`DISTINCT_ARGUMENTS`], their text as long as the id's digits leave room for.
 fn call_line(out: &mut Vec<u8>, id: u64) {
     let start = out.len();
+    let n = id % DISTINCT_ARGUMENTS;
     let _ = write!(
         out,
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"n\":{id},\"text\":\""
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"n\":{n},\"text\":\""
     );
+    let text = out.len();
+    let offset = n as usize;
     while out.len() - start < 196 {
-        out.push(b'a' + (out.len() % 26) as u8);
+        out.push(b'a' + ((out.len() - text + offset) % 26) as u8);
     }
     out.extend_from_slice(b"\"}}}\n");
 }

@@ -17,7 +17,7 @@ use super::*;
 use crate::latency::latency_once;
 use crate::listing::{EVERY_SECTION, HIDE, PINS, PLAIN, listing_lines, pin_listing_server};
 use crate::startup::startup_once;
-use crate::throughput::pipelined;
+use crate::throughput::{Pace, paced};
 
 /// Wall ratio targets for the throughput sessions, p50 latency, and start-up over the floor.
 const THROUGHPUT_TARGET: f64 = 1.20;
@@ -128,7 +128,7 @@ fn throughput_targets(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: u64) -> 
     // Warm-up: page cache, binaries.
     let tenth = lines(n / 10);
     for (label, command, _) in &runs {
-        pipelined(command()?, label, &tenth, n / 10)?;
+        paced(command()?, label, &tenth, n / 10, Pace::FirstAnswered)?;
     }
     let k = runs.len();
     let mut wall: Vec<Vec<f64>> = vec![Vec::new(); k];
@@ -141,7 +141,7 @@ fn throughput_targets(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: u64) -> 
         for j in 0..k {
             let i = (j + round) % k;
             let (label, command, data) = &runs[i];
-            (w[i], c[i]) = pipelined(command()?, label, data, n)?;
+            (w[i], c[i]) = paced(command()?, label, data, n, Pace::FirstAnswered)?;
         }
         env.clean();
         for i in 0..k {
