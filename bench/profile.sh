@@ -64,6 +64,7 @@ wrap() {
 # /dev/null, the server exits at once), lines kind, wrapper argv (split into words: the
 # repository, bench/target and mktemp paths must hold no spaces).
 scenarios() {
+  echo "hash-floor pipe calls $here/target/release/hash-floor-relay $work/decisions.ndjson -- $echo_server"
   echo "throughput-plain pipe calls $(wrap plain)"
   echo "listing-plain pipe listing $(wrap plain --list-exec)"
   echo "listing-every pipe listing $(wrap every --list-exec)"
@@ -99,20 +100,10 @@ total_ir() {
   awk '/^(summary|totals):/ { print $2; exit }' "$1"
 }
 
-# Instructions in SHA-256's block functions (ring's assembly; under valgrind the SHA extensions
-# are not emulated, so ring takes its AVX/SSSE3 code and this is the software cost).
+# Instructions in SHA-256's block functions (under valgrind the SHA extensions are not emulated:
+# ring takes its AVX code, OpenSSL its AVX2 code, so this is the software cost).
 sha_ir() {
-  callgrind_annotate --threshold=100 "$1" 2>/dev/null |
-    awk '/sha256_block_data_order/ { gsub(",", "", $1); s += $1 } END { print s + 0 }'
-}
-
-# annotated FILE [OPTION]: the program total and the first 45 functions of callgrind_annotate.
-annotated() {
-  file=$1
-  shift
-  callgrind_annotate --threshold=100 "$@" "$file" |
-    awk '/PROGRAM TOTALS/ { print } /file:function/ { on = 1; getline; next } on && n < 45 { print; n++ }' |
-    sed "s|$root/||g"
+  python3 "$here/callgrind_top.py" "$1" --sha
 }
 
 perf_ok=no
@@ -126,14 +117,14 @@ fi
   echo
   echo "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), SHA extensions (sha_ni): $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no); $(date -u '+%Y-%m-%d %H:%M UTC'); wrapper: $("$assay" --version)"
   echo
-  echo "Instructions (callgrind Ir, all threads of the wrapper, not the server): per line = (Ir of $n lines − Ir of $small lines) / $((n - small)); latency: $latency_n − $((latency_n / 10)) round trips; start-up: the whole session. SHA-256 under valgrind is ring's software code (no SHA extensions emulated), shown apart."
+  echo "Instructions (callgrind Ir, all threads of the wrapper — of the relay for the hash floor — not the server): per line = (Ir of $n lines − Ir of $small lines) / $((n - small)); latency: $latency_n − $((latency_n / 10)) round trips; start-up: the whole session. SHA-256 under valgrind is ring's software code (no SHA extensions emulated), shown apart."
   echo
   echo "| scenario | Ir total | Ir per line (per session) | of which SHA-256 (soft) | without SHA-256 |"
   echo "|---|---|---|---|---|"
 } > "$out/summary.md"
 
 scenarios > "$work/scenarios"
-callgrind="valgrind --tool=callgrind --dump-instr=no --trace-children=no"
+callgrind="valgrind --tool=callgrind --dump-instr=no --dump-line=no --trace-children=no"
 while read -r name client kind argv; do
   echo "profile.sh: $name" >&2
   case $client in
@@ -162,10 +153,10 @@ while read -r name client kind argv; do
   {
     echo "# $name: $argv"
     echo "# callgrind_annotate --inclusive=yes (top 45)"
-    annotated "$raw/$name.callgrind.out" --inclusive=yes
+    python3 "$here/callgrind_top.py" "$raw/$name.callgrind.out" --inclusive
     echo
     echo "# callgrind_annotate, self (top 45)"
-    annotated "$raw/$name.callgrind.out"
+    python3 "$here/callgrind_top.py" "$raw/$name.callgrind.out"
   } > "$out/$name.callgrind.txt"
 
   if [ "$perf_ok" = yes ]; then
@@ -179,13 +170,13 @@ while read -r name client kind argv; do
     run "$perf_client" "$input" \
       "perf record -q -F 1999 -m 1024 -e cpu-clock --call-graph dwarf,16384 -o $raw/$name.perf.data" \
       $argv 2>/dev/null
-    # The wrapper's threads only (their names start with `assay`): not the server, the shell.
+    # The wrapper's threads only (their names start with `assay`; the relay's), not the server's.
     perf script -i "$raw/$name.perf.data" 2>/dev/null | inferno-collapse-perf |
-      grep '^assay' > "$raw/$name.folded"
+      grep -E '^(assay|hash-floor)' > "$raw/$name.folded"
     inferno-flamegraph --title "assay: $name" < "$raw/$name.folded" > "$out/$name.svg"
     {
       echo "# $name: perf report --no-children (self samples, the wrapper's threads, user space)"
-      perf report -i "$raw/$name.perf.data" --no-children --comms assay,assay-client-to,assay-client-em,assay-server-to,assay-log-hash,assay-deep \
+      perf report -i "$raw/$name.perf.data" --no-children --comms assay,assay-client-to,assay-client-em,assay-server-to,assay-log-hash,assay-deep,hash-floor-rela \
         --sort comm,symbol \
         --stdio -g none --percent-limit 0.7 2>/dev/null | grep -v '^$' | grep -v '^#' | head -60
     } > "$out/$name.perf.txt"
