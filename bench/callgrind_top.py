@@ -2,7 +2,9 @@
 """Functions of a callgrind profile by instructions, for bench/profile.sh.
 
 callgrind_annotate splits a function by the source file of its inlined parts when the binary
-has line tables; this sums them back per function (and object).
+has line tables; this puts them back together per function: self costs are summed, inclusive
+costs take the largest part (a part's inclusive cost can hold another part's, so a sum would
+count twice; the largest part is the function's own body and holds its calls).
 
 Usage: callgrind_top.py FILE [--inclusive] [--top N]   the PROGRAM TOTALS line and the top N
        callgrind_top.py FILE --sha                        Ir in SHA-256 block functions
@@ -42,8 +44,9 @@ def main() -> int:
             continue
         ir = int(m.group(1).replace(",", ""))
         fn, obj = m.group(3), (m.group(4) or "")
-        by_fn[fn] += ir
-        objects.setdefault(fn, obj.rsplit("/", 1)[-1])
+        by_fn[fn] = max(by_fn[fn], ir) if inclusive else by_fn[fn] + ir
+        if obj or fn not in objects:
+            objects[fn] = obj.rsplit("/", 1)[-1]
     if "--sha" in args:
         sha = sum(ir for fn, ir in by_fn.items() if SHA.search(fn) or SHA.search(objects[fn]))
         # In the inclusive view the callers would count too: only the self view is summed.

@@ -117,7 +117,7 @@ fi
   echo
   echo "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), SHA extensions (sha_ni): $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no); $(date -u '+%Y-%m-%d %H:%M UTC'); wrapper: $("$assay" --version)"
   echo
-  echo "Instructions (callgrind Ir, all threads of the wrapper — of the relay for the hash floor — not the server): per line = (Ir of $n lines − Ir of $small lines) / $((n - small)); latency: $latency_n − $((latency_n / 10)) round trips; start-up: the whole session. SHA-256 under valgrind is ring's software code (no SHA extensions emulated), shown apart."
+  echo "Instructions (callgrind Ir, all threads of the wrapper — of the relay for the hash floor — not the server): per line = (Ir of $n lines − Ir of $small lines) / $((n - small)); latency: $latency_n − $((latency_n / 10)) round trips; start-up: the whole session. SHA-256 under valgrind is software code (no SHA extensions emulated: ring takes its AVX code, OpenSSL its AVX2 code), shown apart; natively both use the SHA extensions."
   echo
   echo "| scenario | Ir total | Ir per line (per session) | of which SHA-256 (soft) | without SHA-256 |"
   echo "|---|---|---|---|---|"
@@ -175,10 +175,11 @@ while read -r name client kind argv; do
       grep -E '^(assay|hash-floor)' > "$raw/$name.folded"
     inferno-flamegraph --title "assay: $name" < "$raw/$name.folded" > "$out/$name.svg"
     {
-      echo "# $name: perf report --no-children (self samples, the wrapper's threads, user space)"
+      echo "# $name: perf report --no-children (self samples of the wrapper's threads — the relay's for the hash floor — kernel included)"
       perf report -i "$raw/$name.perf.data" --no-children --comms assay,assay-client-to,assay-client-em,assay-server-to,assay-log-hash,assay-deep,hash-floor-rela \
         --sort comm,symbol \
-        --stdio -g none --percent-limit 0.7 2>/dev/null | grep -v '^$' | grep -v '^#' | head -60
+        --stdio -g none --percent-limit 0.7 2>/dev/null | grep -v '^$' | grep -v '^#' |
+        sed 's/ *- *- *$//' | head -60
     } > "$out/$name.perf.txt"
   fi
 done < "$work/scenarios"
