@@ -173,7 +173,7 @@ while read -r name client kind argv; do
     # The wrapper's threads only (their names start with `assay`; the relay's), not the server's.
     perf script -i "$raw/$name.perf.data" 2>/dev/null | inferno-collapse-perf |
       grep -E '^(assay|hash-floor)' > "$raw/$name.folded"
-    inferno-flamegraph --title "assay: $name" < "$raw/$name.folded" > "$out/$name.svg"
+    inferno-flamegraph --minwidth 1 --title "assay: $name" < "$raw/$name.folded" > "$out/$name.svg"
     {
       echo "# $name: perf report --no-children (self samples of the wrapper's threads — the relay's for the hash floor — kernel included)"
       perf report -i "$raw/$name.perf.data" --no-children --comms assay,assay-client-to,assay-client-em,assay-server-to,assay-log-hash,assay-deep,hash-floor-rela \
