@@ -18,12 +18,13 @@ const WINDOW: u64 = 16;
 
 /// The plain rules, and the same with hiding, pins, or both (the pins file is written by
 /// `assay mcp pin` against `echo-server --list-exec` at the start of the run).
-const PLAIN: &str = "version: \"1\"\nname: bench-listing\nallow: [\"echo\", \"bench_*\"]\n";
-const HIDE: &str = "hide_refused_tools: true\n";
-const PINS: &str = "pins: pins-listing.json\n";
+pub(crate) const PLAIN: &str =
+    "version: \"1\"\nname: bench-listing\nallow: [\"echo\", \"bench_*\"]\n";
+pub(crate) const HIDE: &str = "hide_refused_tools: true\n";
+pub(crate) const PINS: &str = "pins: pins-listing.json\n";
 /// Every SPEC §5.2 section, with limits the session never reaches (their counters still run on
 /// every call) and recorded, redacted arguments on every decision.
-const EVERY_SECTION: &str = concat!(
+pub(crate) const EVERY_SECTION: &str = concat!(
     "resources: {allow: [\"file:///workspace/**\"], deny: [\"file:///workspace/.env\"]}\n",
     "prompts: {allow: [\"*\"], deny: [\"debug_*\"]}\n",
     "client_features: {sampling: deny, elicitation: allow, roots: allow}\n",
@@ -33,7 +34,7 @@ const EVERY_SECTION: &str = concat!(
 );
 
 /// `n` lines, ids 0…n-1: a `tools/list` at every tenth id (0, 10, 20, …), `tools/call`s between.
-fn listing_lines(n: u64) -> Vec<u8> {
+pub(crate) fn listing_lines(n: u64) -> Vec<u8> {
     let mut v = Vec::with_capacity(n as usize * 201);
     for i in 0..n {
         if i % 10 == 0 {
@@ -46,6 +47,23 @@ fn listing_lines(n: u64) -> Vec<u8> {
         }
     }
     v
+}
+
+/// Writes `fixed/pins-listing.json` (what [`PINS`] names): both tools of `echo-server
+/// --list-exec`, pinned by `assay mcp pin --out`.
+pub(crate) fn pin_listing_server(env: &Env) -> Res<()> {
+    let pinned = Command::new(&env.assay)
+        .args(["mcp", "pin", "--out"])
+        .arg(env.tmp.join("fixed").join("pins-listing.json"))
+        .arg("--")
+        .arg(&env.echo)
+        .arg("--list-exec")
+        .stdout(Stdio::null())
+        .status()?;
+    if !pinned.success() {
+        return Err(format!("assay mcp pin against echo-server --list-exec: {pinned}").into());
+    }
+    Ok(())
 }
 
 /// One configuration of the group.
@@ -72,17 +90,7 @@ pub(crate) fn bench_listing(
     extra: &[PathBuf],
 ) -> Res<()> {
     let fixed = env.tmp.join("fixed");
-    let pinned = Command::new(&env.assay)
-        .args(["mcp", "pin", "--out"])
-        .arg(fixed.join("pins-listing.json"))
-        .arg("--")
-        .arg(&env.echo)
-        .arg("--list-exec")
-        .stdout(Stdio::null())
-        .status()?;
-    if !pinned.success() {
-        return Err(format!("assay mcp pin against echo-server --list-exec: {pinned}").into());
-    }
+    pin_listing_server(env)?;
     let mut configs = vec![
         Config {
             label: Path_::Direct.label().into(),

@@ -6,7 +6,8 @@
 //! a noisy, shared machine.
 //!
 //! Usage: assay-bench [--quick]
-//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy]
+//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy,targets]
+//!   (`targets` is not in the default set: the proxy's performance targets in one run)
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
@@ -26,6 +27,7 @@ mod policy;
 mod reader;
 mod startup;
 mod summary;
+mod targets;
 mod throughput;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -157,15 +159,25 @@ impl Env {
     }
 }
 
-/// One ~200-byte `tools/call` line with the given id.
+/// The bench's calls' arguments repeat every this many ids (and the text's length follows the
+/// id's digits, which keep the line at 201 bytes): under 100,000 ids a policy with
+/// `limits.repeated_call` counts at most 20,000 distinct calls, well below its bound of 65,536,
+/// past which a new distinct call is refused (`P_REPEATED_CALL`), which would change the session.
+const DISTINCT_ARGUMENTS: u64 = 10_000;
+
+/// One 201-byte `tools/call` line with the given id; its arguments are those of the id modulo
+/// [`DISTINCT_ARGUMENTS`], their text as long as the id's digits leave room for.
 fn call_line(out: &mut Vec<u8>, id: u64) {
     let start = out.len();
+    let n = id % DISTINCT_ARGUMENTS;
     let _ = write!(
         out,
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"n\":{id},\"text\":\""
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"n\":{n},\"text\":\""
     );
+    let text = out.len();
+    let offset = n as usize;
     while out.len() - start < 196 {
-        out.push(b'a' + (out.len() % 26) as u8);
+        out.push(b'a' + ((out.len() - text + offset) % 26) as u8);
     }
     out.extend_from_slice(b"\"}}}\n");
 }
@@ -293,6 +305,25 @@ fn cpu_has_sha_extensions() -> bool {
     })
 }
 
+/// `--emit calls|listing N`: the sessions' client lines on stdout, for bench/profile.sh
+/// (`calls`: the throughput row's, one `tools/list` then calls; `listing`: every tenth a
+/// `tools/list`). `--emit plain-policy|every-policy`: the targets group's policies (the second
+/// names `pins-listing.json` beside it, written by `assay mcp pin` against `echo-server
+/// --list-exec`).
+fn emit(args: &[String]) -> Res<()> {
+    let usage = "usage: assay-bench --emit calls|listing N | --emit plain-policy|every-policy";
+    let count = || -> Res<u64> { Ok(args.get(1).ok_or(usage)?.parse()?) };
+    let data = match args.first().map(String::as_str) {
+        Some("calls") => lines(count()?),
+        Some("listing") => listing::listing_lines(count()?),
+        Some("plain-policy") => listing::PLAIN.as_bytes().to_vec(),
+        Some("every-policy") => targets::every_section_policy().into_bytes(),
+        _ => return Err(usage.into()),
+    };
+    io::stdout().lock().write_all(&data)?;
+    Ok(())
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("assay-bench: {e}");
@@ -302,6 +333,9 @@ fn main() {
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--emit") {
+        return emit(&args[1..]);
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let only: Option<Vec<String>> = args
         .iter()
@@ -309,6 +343,7 @@ fn run() -> Res<()> {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').map(str::to_string).collect());
     let want = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    let asked = |name: &str| only.as_ref().is_some_and(|o| o.iter().any(|x| x == name));
     let listing_policies: Vec<PathBuf> = args
         .iter()
         .position(|a| a == "--listing-policy")
@@ -392,6 +427,9 @@ fn run() -> Res<()> {
         }
         if want("memory") {
             memory::bench_memory(&env, &mut rows, n_mem)?;
+        }
+        if asked("targets") {
+            targets::bench_targets(&env, &mut rows, rounds, n_tp, n_lat, n_start)?;
         }
         if want("policy") {
             policy::bench_policy(&env, &mut rows, if quick { 3 } else { rounds })?;

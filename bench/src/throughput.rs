@@ -26,6 +26,36 @@ pub(crate) fn windowed(
     n: u64,
     window: Option<u64>,
 ) -> Res<(f64, f64)> {
+    paced(
+        command,
+        what,
+        data,
+        n,
+        window.map_or(Pace::AllAtOnce, Pace::AtMost),
+    )
+}
+
+/// How the client writes its lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// Every line at once.
+    AllAtOnce,
+    /// At most this many requests awaiting their response.
+    AtMost(u64),
+    /// The first line, then, once it is answered, every other line at once: as a client that
+    /// lists the tools before it calls them (with pins, a call judged before any listing of the
+    /// session came back is refused, `P_TOOL_UNLISTED`).
+    FirstAnswered,
+}
+
+/// [`pipelined`] at the given [`Pace`].
+pub(crate) fn paced(
+    command: Command,
+    what: &str,
+    data: &[u8],
+    n: u64,
+    pace: Pace,
+) -> Res<(f64, f64)> {
     let t0 = Instant::now();
     let mut child = spawn(command, Stdio::piped())?;
     let pid = child.id();
@@ -37,12 +67,25 @@ pub(crate) fn windowed(
     let (got, cpu) = std::thread::scope(|s| -> Res<(u64, f64)> {
         let answered = &answered;
         let w = s.spawn(move || -> io::Result<()> {
-            match window {
-                None => stdin.write_all(data)?,
-                Some(window) => {
+            let (lock, ready) = answered;
+            match pace {
+                Pace::AllAtOnce => stdin.write_all(data)?,
+                Pace::FirstAnswered => {
+                    let first = data
+                        .iter()
+                        .position(|b| *b == b'\n')
+                        .map_or(data.len(), |i| i + 1);
+                    stdin.write_all(&data[..first])?;
+                    let mut read = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    while *read == 0 {
+                        read = ready.wait(read).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(read);
+                    stdin.write_all(&data[first..])?;
+                }
+                Pace::AtMost(window) => {
                     for (i, line) in data.split_inclusive(|b| *b == b'\n').enumerate() {
                         let sent = i as u64;
-                        let (lock, ready) = answered;
                         let mut read = lock.lock().unwrap_or_else(|e| e.into_inner());
                         while sent >= *read + window {
                             read = ready.wait(read).unwrap_or_else(|e| e.into_inner());
@@ -69,7 +112,7 @@ pub(crate) fn windowed(
                 break;
             }
             count += memchr_count(&buf[..k]);
-            if window.is_some() {
+            if pace != Pace::AllAtOnce {
                 let (lock, ready) = answered;
                 *lock.lock().unwrap_or_else(|e| e.into_inner()) = count;
                 ready.notify_one();
