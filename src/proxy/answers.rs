@@ -310,7 +310,7 @@ enum Glance {
 /// Looks at the keys of a line without backslashes (see the module documentation).
 fn glance(line: &[u8]) -> Glance {
     let byte = |at: usize| line.get(at).copied();
-    let mut marks = memchr::memchr2_iter(b'"', b'\\', line);
+    let mut marks = QuotesAndEscapes { line, at: 0 };
     let mut quote = || match marks.next() {
         Some(at) if byte(at) == Some(b'"') => Ok(Some(at)),
         Some(_) => Err(()),
@@ -355,6 +355,32 @@ fn glance(line: &[u8]) -> Glance {
         (_, 0) => Glance::NoResponse,
         (1, 1) => Glance::Single,
         _ => Glance::Unsure,
+    }
+}
+
+/// The positions of `"` and `\` in a line, in order: a short stretch is searched byte by byte
+/// (an answer's keys sit a few bytes apart, and a fresh vectorized search per quote costs more
+/// than the bytes it skips), a long one with `memchr2`.
+struct QuotesAndEscapes<'a> {
+    line: &'a [u8],
+    at: usize,
+}
+
+impl Iterator for QuotesAndEscapes<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        const SHORT: usize = 32;
+        let rest = self.line.get(self.at..)?;
+        let head = rest.get(..SHORT).unwrap_or(rest);
+        let found = match head.iter().position(|b| matches!(b, b'"' | b'\\')) {
+            Some(i) => i,
+            None if rest.len() > SHORT => SHORT + memchr::memchr2(b'"', b'\\', rest.get(SHORT..)?)?,
+            None => return None,
+        };
+        let at = self.at + found;
+        self.at = at + 1;
+        Some(at)
     }
 }
 

@@ -66,11 +66,14 @@ fn withheld(answered: &LineAnswers, why: &str) -> Vec<u8> {
 /// any reader: it passes unread (most server lines are plain responses).
 fn may_hold_request(line: &[u8]) -> bool {
     const WORD: &[u8] = b"method";
-    line.iter().any(|b| *b == b'\\' || !b.is_ascii())
-        || memchr::memchr2_iter(b'm', b'M', line).any(|at| {
-            line.get(at..at + WORD.len())
-                .is_some_and(|w| w.eq_ignore_ascii_case(WORD))
-        })
+    // One pass: any escape or non-ASCII byte, or the word at any `m`/`M`.
+    line.iter().enumerate().any(|(at, b)| match b {
+        b'\\' | 0x80..=0xff => true,
+        b'm' | b'M' => line
+            .get(at..at + WORD.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(WORD)),
+        _ => false,
+    })
 }
 
 /// Judges a line the gate let through. `answered`: the client requests its responses answer.
@@ -406,6 +409,27 @@ pub(crate) fn governed(shared: &Shared) -> bool {
 #[cfg(test)]
 mod tests {
     use super::may_hold_request;
+    use proptest::prelude::*;
+
+    /// The definition the one pass replaces: an escape or non-ASCII byte anywhere, or the word
+    /// in any ASCII case.
+    fn two_passes(line: &[u8]) -> bool {
+        const WORD: &[u8] = b"method";
+        line.iter().any(|b| *b == b'\\' || !b.is_ascii())
+            || memchr::memchr2_iter(b'm', b'M', line).any(|at| {
+                line.get(at..at + WORD.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(WORD))
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn one_pass_is_the_definition(line in prop::collection::vec(prop_oneof![
+            Just(b'm'), Just(b'M'), Just(b'e'), Just(b't'), Just(b'H'), Just(b'o'), Just(b'd'),
+            Just(b'\\'), any::<u8>()], 0..64)) {
+            prop_assert_eq!(may_hold_request(&line), two_passes(&line));
+        }
+    }
 
     #[test]
     fn only_a_line_without_any_spelling_of_method_passes_unread() {
