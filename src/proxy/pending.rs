@@ -285,7 +285,7 @@ struct Inner {
     /// Listing requests (`tools/list`, `resources/list`, `resources/templates/list`,
     /// `prompts/list`), oldest first, indexed by the readings of their ids: an answer some
     /// client could take for a listing is read as one, before any other request it could answer.
-    lists: PendingLists,
+    lists: PendingLists<RequestKind>,
     /// Every other request, oldest first.
     others: VecDeque<Entry>,
     /// More requests were pending than could be remembered.

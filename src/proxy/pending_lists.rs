@@ -12,22 +12,20 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hash;
 
-use super::pending::RequestKind;
 use super::rpc_id::IdKeys;
 
-/// One pending listing request.
-pub(super) struct Listed {
+/// One pending listing request, and what it asks (`K`: the caller's kind of request).
+pub(super) struct Listed<K> {
     /// Its id text as the client wrote it (surrounding whitespace trimmed).
     pub(super) raw: Box<[u8]>,
-    pub(super) kind: RequestKind,
+    pub(super) kind: K,
     /// Its id's readings (`None`: an id that matches nothing but its own bytes).
     keys: Option<IdKeys>,
 }
 
 /// Pending listings by age (a number that only grows), and the four indexes.
-#[derive(Default)]
-pub(super) struct PendingLists {
-    entries: BTreeMap<u64, Listed>,
+pub(super) struct PendingLists<K> {
+    entries: BTreeMap<u64, Listed<K>>,
     next: u64,
     by_raw: HashMap<Box<[u8]>, BTreeSet<u64>>,
     by_text: HashMap<Box<str>, BTreeSet<u64>>,
@@ -59,7 +57,20 @@ where
     index.get(key).and_then(|ages| ages.first().copied())
 }
 
-impl PendingLists {
+impl<K> Default for PendingLists<K> {
+    fn default() -> Self {
+        PendingLists {
+            entries: BTreeMap::new(),
+            next: 0,
+            by_raw: HashMap::new(),
+            by_text: HashMap::new(),
+            by_js: HashMap::new(),
+            by_py: HashMap::new(),
+        }
+    }
+}
+
+impl<K> PendingLists<K> {
     /// How many listings are pending.
     pub(super) fn len(&self) -> usize {
         self.entries.len()
@@ -71,7 +82,7 @@ impl PendingLists {
     }
 
     /// A listing request with id text `raw` is about to be forwarded.
-    pub(super) fn push(&mut self, raw: &[u8], kind: RequestKind) {
+    pub(super) fn push(&mut self, raw: &[u8], kind: K) {
         let age = self.next;
         self.next += 1;
         let keys = std::str::from_utf8(raw).ok().and_then(IdKeys::of_json);
@@ -119,7 +130,7 @@ impl PendingLists {
     }
 
     /// Forgets the listing of this age.
-    pub(super) fn remove(&mut self, age: u64) -> Option<Listed> {
+    pub(super) fn remove(&mut self, age: u64) -> Option<Listed<K>> {
         let listed = self.entries.remove(&age)?;
         remove(&mut self.by_raw, &*listed.raw, age);
         if let Some(k) = &listed.keys {
@@ -182,10 +193,10 @@ mod tests {
             pending in prop::collection::vec(id(), 0..12),
             answers in prop::collection::vec(id(), 1..12),
         ) {
-            let mut lists = PendingLists::default();
+            let mut lists = PendingLists::<()>::default();
             let mut model: Vec<(u64, String)> = Vec::new();
             for (age, raw) in pending.iter().enumerate() {
-                lists.push(raw.as_bytes(), RequestKind::TOOLS_LIST);
+                lists.push(raw.as_bytes(), ());
                 model.push((age as u64, raw.clone()));
             }
             for text in &answers {
