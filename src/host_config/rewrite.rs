@@ -327,53 +327,8 @@ pub fn rewrite_selected(
     servers: &[String],
 ) -> Result<Rewrite, HostConfigError> {
     let (text, found) = locate::locate(bytes)?;
-    if !found.top_is_object {
-        return Err(HostConfigError::Shape(
-            "the file is not a JSON object".to_string(),
-        ));
-    }
-    if let Some((key, name)) = &found.variant {
-        return Err(HostConfigError::Shape(format!(
-            "top-level key `{}` is read as `{name}` by some hosts; spell it `{name}`",
-            key.escape_debug()
-        )));
-    }
-    if found.sections.is_empty() {
-        return Err(HostConfigError::Shape(format!(
-            "no top-level `{}` or `{}` object (only those are rewritten)",
-            SECTIONS[0], SECTIONS[1]
-        )));
-    }
-    let selected = |section: &locate::Section, name: &str| {
-        servers.is_empty()
-            || servers
-                .iter()
-                .any(|s| s == name || *s == label(section.name, section.project.as_deref(), name))
-    };
-    let unknown: Vec<String> = servers
-        .iter()
-        .filter(|s| {
-            !found.sections.iter().any(|section| {
-                section.entries.iter().any(|e| {
-                    **s == e.name || **s == label(section.name, section.project.as_deref(), &e.name)
-                })
-            })
-        })
-        .cloned()
-        .collect();
-    if !unknown.is_empty() {
-        let known: Vec<String> = found
-            .sections
-            .iter()
-            .flat_map(|section| {
-                section
-                    .entries
-                    .iter()
-                    .map(|e| label(section.name, section.project.as_deref(), &e.name))
-            })
-            .collect();
-        return Err(HostConfigError::UnknownServer { unknown, known });
-    }
+    check_shape(&found)?;
+    check_selection(&found, servers)?;
     let mut edits: Vec<Edit> = Vec::new();
     // Per entry: its report and the indexes of its edits.
     let mut reports: Vec<(EntryReport, Vec<usize>)> = Vec::new();
@@ -386,52 +341,11 @@ pub fn rewrite_selected(
         }
         for entry in &section.entries {
             let kind = classify(text, section.name, entry)?;
-            let mut evidence_removed = false;
             let wrapped = matches!(kind, Kind::Stdio) && edit::is_wrapped(text, entry);
-            let (change, new_edits) = match (kind, action) {
-                (Kind::Remote, _) => (EntryChange::Remote, Vec::new()),
-                (Kind::NoCommand, _) => (EntryChange::NoCommand, Vec::new()),
-                (Kind::Stdio, _) if !selected(section, &entry.name) => {
-                    (EntryChange::NotSelected, Vec::new())
-                }
-                (Kind::Stdio, RewriteAction::Wrap(w)) => {
-                    let old = if wrapped {
-                        edit::wrapped_parts(text, entry).map_or_else(Vec::new, |(o, _)| o)
-                    } else {
-                        Vec::new()
-                    };
-                    let prefix = prefix_for(w, &entry.name, &old);
-                    let drop_evidence = w.capture == Capture::Off;
-                    evidence_removed = drop_evidence && edit::has_evidence(&old);
-                    if !wrapped {
-                        (EntryChange::Wrapped, edit::wrap(text, entry, &prefix))
-                    } else {
-                        match edit::rewrap(text, entry, &prefix, drop_evidence) {
-                            None => (EntryChange::NoSeparator, Vec::new()),
-                            Some(e) if e.is_empty() => (EntryChange::AlreadyWrapped, e),
-                            Some(e) => (EntryChange::Updated, e),
-                        }
-                    }
-                }
-                (Kind::Stdio, RewriteAction::Unwrap) => {
-                    if !wrapped {
-                        (EntryChange::NotWrapped, Vec::new())
-                    } else {
-                        match edit::unwrap(text, entry) {
-                            Some(e) => (EntryChange::Unwrapped, e),
-                            None => (EntryChange::NoSeparator, Vec::new()),
-                        }
-                    }
-                }
-            };
-            let (server, wrapping) = match kind {
-                Kind::Stdio if wrapped => match edit::wrapped_parts(text, entry) {
-                    Some((options, server)) => (Some(server), Some(wrapping_of(&options))),
-                    None => (None, Some(Wrapping::default())),
-                },
-                Kind::Stdio => (edit::command_line(text, entry), None),
-                _ => (None, None),
-            };
+            let selected = is_selected(section, &entry.name, servers);
+            let (change, new_edits, evidence_removed) =
+                change_entry(text, entry, kind, wrapped, selected, action);
+            let (server, wrapping) = server_and_wrapping(text, entry, kind, wrapped);
             let first = edits.len();
             edits.extend(new_edits);
             reports.push((
@@ -473,6 +387,130 @@ pub fn rewrite_selected(
         text: new_text,
         entries,
     })
+}
+
+/// The file is a JSON object with a `mcpServers` or `servers` section spelled exactly.
+fn check_shape(found: &locate::Located) -> Result<(), HostConfigError> {
+    if !found.top_is_object {
+        return Err(HostConfigError::Shape(
+            "the file is not a JSON object".to_string(),
+        ));
+    }
+    if let Some((key, name)) = &found.variant {
+        return Err(HostConfigError::Shape(format!(
+            "top-level key `{}` is read as `{name}` by some hosts; spell it `{name}`",
+            key.escape_debug()
+        )));
+    }
+    if found.sections.is_empty() {
+        return Err(HostConfigError::Shape(format!(
+            "no top-level `{}` or `{}` object (only those are rewritten)",
+            SECTIONS[0], SECTIONS[1]
+        )));
+    }
+    Ok(())
+}
+
+/// Every name or label in `servers` selects some entry.
+fn check_selection(found: &locate::Located, servers: &[String]) -> Result<(), HostConfigError> {
+    let unknown: Vec<String> = servers
+        .iter()
+        .filter(|s| {
+            !found.sections.iter().any(|section| {
+                section.entries.iter().any(|e| {
+                    **s == e.name || **s == label(section.name, section.project.as_deref(), &e.name)
+                })
+            })
+        })
+        .cloned()
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<String> = found
+        .sections
+        .iter()
+        .flat_map(|section| {
+            section
+                .entries
+                .iter()
+                .map(|e| label(section.name, section.project.as_deref(), &e.name))
+        })
+        .collect();
+    Err(HostConfigError::UnknownServer { unknown, known })
+}
+
+/// Whether `servers` selects the entry `name` of `section` (every entry when it is empty).
+fn is_selected(section: &locate::Section, name: &str, servers: &[String]) -> bool {
+    servers.is_empty()
+        || servers
+            .iter()
+            .any(|s| s == name || *s == label(section.name, section.project.as_deref(), name))
+}
+
+/// What `action` does to one entry: its change, its edits, and whether a wrap with
+/// [`Capture::Off`] found evidence options to remove.
+fn change_entry(
+    text: &str,
+    entry: &Entry,
+    kind: Kind,
+    wrapped: bool,
+    selected: bool,
+    action: &RewriteAction,
+) -> (EntryChange, Vec<Edit>, bool) {
+    let mut evidence_removed = false;
+    let (change, edits) = match (kind, action) {
+        (Kind::Remote, _) => (EntryChange::Remote, Vec::new()),
+        (Kind::NoCommand, _) => (EntryChange::NoCommand, Vec::new()),
+        (Kind::Stdio, _) if !selected => (EntryChange::NotSelected, Vec::new()),
+        (Kind::Stdio, RewriteAction::Wrap(w)) => {
+            let old = if wrapped {
+                edit::wrapped_parts(text, entry).map_or_else(Vec::new, |(o, _)| o)
+            } else {
+                Vec::new()
+            };
+            let prefix = prefix_for(w, &entry.name, &old);
+            let drop_evidence = w.capture == Capture::Off;
+            evidence_removed = drop_evidence && edit::has_evidence(&old);
+            if !wrapped {
+                (EntryChange::Wrapped, edit::wrap(text, entry, &prefix))
+            } else {
+                match edit::rewrap(text, entry, &prefix, drop_evidence) {
+                    None => (EntryChange::NoSeparator, Vec::new()),
+                    Some(e) if e.is_empty() => (EntryChange::AlreadyWrapped, e),
+                    Some(e) => (EntryChange::Updated, e),
+                }
+            }
+        }
+        (Kind::Stdio, RewriteAction::Unwrap) => {
+            if !wrapped {
+                (EntryChange::NotWrapped, Vec::new())
+            } else {
+                match edit::unwrap(text, entry) {
+                    Some(e) => (EntryChange::Unwrapped, e),
+                    None => (EntryChange::NoSeparator, Vec::new()),
+                }
+            }
+        }
+    };
+    (change, edits, evidence_removed)
+}
+
+/// What the entry runs as its server, and how it is wrapped (a stdio entry only).
+fn server_and_wrapping(
+    text: &str,
+    entry: &Entry,
+    kind: Kind,
+    wrapped: bool,
+) -> (Option<Vec<String>>, Option<Wrapping>) {
+    match kind {
+        Kind::Stdio if wrapped => match edit::wrapped_parts(text, entry) {
+            Some((options, server)) => (Some(server), Some(wrapping_of(&options))),
+            None => (None, Some(Wrapping::default())),
+        },
+        Kind::Stdio => (edit::command_line(text, entry), None),
+        _ => (None, None),
+    }
 }
 
 /// The `--policy` and `--capture-root` values among a wrapped entry's options (`--opt V` or

@@ -442,6 +442,14 @@ impl Client {
     /// `initialize`, `notifications/initialized` and every page of `tools/list`; the listing
     /// has no catalog, and the capability names the server declared are returned beside it.
     fn tools(&mut self) -> Result<(ToolListing, Vec<String>), ListError> {
+        let (mut listing, declared) = self.initialize()?;
+        listing.tools = self.pages()?;
+        Ok((listing, declared))
+    }
+
+    /// `initialize` in the newest revision, then `notifications/initialized`: the listing
+    /// without tools or catalog, and the capability names the server declared.
+    fn initialize(&mut self) -> Result<(ToolListing, Vec<String>), ListError> {
         let newest = PROTOCOL_REVISIONS[PROTOCOL_REVISIONS.len() - 1];
         let params = format!(
             r#"{{"protocolVersion":"{newest}","capabilities":{},"clientInfo":{{"name":"assay","version":"{}"}}}}"#,
@@ -491,6 +499,21 @@ impl Client {
             r#"{{"jsonrpc":"2.0","method":"{}"}}"#,
             crate::methods::NOTIFICATIONS_INITIALIZED.name
         ))?;
+        Ok((
+            ToolListing {
+                protocol_version,
+                server_info,
+                instructions,
+                tools: Vec::new(),
+                catalog: None,
+            },
+            declared,
+        ))
+    }
+
+    /// Every page of `tools/list` (at most [`MAX_PAGES`], no cursor twice): every tool with
+    /// its definition digest, no name twice.
+    fn pages(&mut self) -> Result<Vec<ListedTool>, ListError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
@@ -542,16 +565,7 @@ impl Client {
                 )));
             }
         }
-        Ok((
-            ToolListing {
-                protocol_version,
-                server_info,
-                instructions,
-                tools,
-                catalog: None,
-            },
-            declared,
-        ))
+        Ok(tools)
     }
 
     fn list(&mut self) -> Result<ToolListing, ListError> {

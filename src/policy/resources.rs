@@ -282,6 +282,50 @@ fn verdict(
     }
 }
 
+/// Every reading must be allowed by a rule of `allow`; the verdict names the rule that allows
+/// the first reading, as written.
+fn allowed<'a>(allow: &[Rule], readable: impl Iterator<Item = (Reading, &'a str)>) -> Verdict {
+    let mut allowed_by = None;
+    for (reading, form) in readable {
+        match allow.iter().find(|r| r.glob.matches(form)) {
+            Some(rule) => {
+                allowed_by.get_or_insert(rule);
+            }
+            None => {
+                let reason = match reading {
+                    Reading::Written => "resource matches no resources.allow rule".to_owned(),
+                    other => format!(
+                        "resource matches no resources.allow rule {}: `{}`",
+                        other.describe(),
+                        form.escape_debug()
+                    ),
+                };
+                return verdict(
+                    Decision::Deny,
+                    ReasonCode::P_RESOURCE_NOT_ALLOWED,
+                    reason,
+                    None,
+                );
+            }
+        }
+    }
+    match allowed_by {
+        Some(rule) => verdict(
+            Decision::Allow,
+            ReasonCode::P_POLICY_ALLOW,
+            format!("resource allowed by rule `{}`", rule.written.escape_debug()),
+            Some(&rule.label),
+        ),
+        // Unreachable: the reading as written is always judged.
+        None => verdict(
+            Decision::Deny,
+            ReasonCode::P_RESOURCE_NOT_ALLOWED,
+            "resource matches no resources.allow rule".to_owned(),
+            None,
+        ),
+    }
+}
+
 impl Resources {
     /// Compiles the section (`v` is the value of `resources`).
     pub(crate) fn parse(ctx: &Ctx<'_>, v: &Value) -> Result<Resources, PolicyError> {
@@ -369,24 +413,8 @@ impl Resources {
                 .iter()
                 .filter_map(|(r, f)| Some((*r, f.as_deref().ok()?))),
         );
-        for (reading, form) in readable.clone() {
-            if let Some(rule) = self.deny.iter().find(|r| r.glob.matches(form)) {
-                let written = rule.written.escape_debug();
-                let reason = match reading {
-                    Reading::Written => format!("resource matches deny rule `{written}`"),
-                    other => format!(
-                        "resource matches deny rule `{written}` {}: `{}`",
-                        other.describe(),
-                        form.escape_debug()
-                    ),
-                };
-                return verdict(
-                    Decision::Deny,
-                    ReasonCode::P_RESOURCE_DENIED,
-                    reason,
-                    Some(&rule.label),
-                );
-            }
+        if let Some(denied) = self.denied(readable.clone()) {
+            return denied;
         }
         // Then a reading that cannot be read.
         if let Some((reading, Err(problem))) = others.iter().find(|(_, f)| f.is_err()) {
@@ -405,46 +433,31 @@ impl Resources {
                 None,
             );
         };
-        // Every reading must be allowed; the verdict names the rule that allows it as written.
-        let mut allowed_by = None;
+        allowed(allow, readable)
+    }
+
+    /// The verdict of the first deny rule that matches a reading, in order, if one does.
+    fn denied<'a>(&self, readable: impl Iterator<Item = (Reading, &'a str)>) -> Option<Verdict> {
         for (reading, form) in readable {
-            match allow.iter().find(|r| r.glob.matches(form)) {
-                Some(rule) => {
-                    allowed_by.get_or_insert(rule);
-                }
-                None => {
-                    let reason = match reading {
-                        Reading::Written => "resource matches no resources.allow rule".to_owned(),
-                        other => format!(
-                            "resource matches no resources.allow rule {}: `{}`",
-                            other.describe(),
-                            form.escape_debug()
-                        ),
-                    };
-                    return verdict(
-                        Decision::Deny,
-                        ReasonCode::P_RESOURCE_NOT_ALLOWED,
-                        reason,
-                        None,
-                    );
-                }
+            if let Some(rule) = self.deny.iter().find(|r| r.glob.matches(form)) {
+                let written = rule.written.escape_debug();
+                let reason = match reading {
+                    Reading::Written => format!("resource matches deny rule `{written}`"),
+                    other => format!(
+                        "resource matches deny rule `{written}` {}: `{}`",
+                        other.describe(),
+                        form.escape_debug()
+                    ),
+                };
+                return Some(verdict(
+                    Decision::Deny,
+                    ReasonCode::P_RESOURCE_DENIED,
+                    reason,
+                    Some(&rule.label),
+                ));
             }
         }
-        match allowed_by {
-            Some(rule) => verdict(
-                Decision::Allow,
-                ReasonCode::P_POLICY_ALLOW,
-                format!("resource allowed by rule `{}`", rule.written.escape_debug()),
-                Some(&rule.label),
-            ),
-            // Unreachable: the reading as written is always judged.
-            None => verdict(
-                Decision::Deny,
-                ReasonCode::P_RESOURCE_NOT_ALLOWED,
-                "resource matches no resources.allow rule".to_owned(),
-                None,
-            ),
-        }
+        None
     }
 
     /// The reason code when every read of `uri` is refused (it always is: a resource's URI is

@@ -253,16 +253,7 @@ pub(super) fn check<'v>(
     let mut stack: Vec<(&'v Value, usize, &'v Value)> = vec![(schema, 0, schema)];
     while let Some((value, place, resource)) = stack.pop() {
         if value.is_object() || value.is_boolean() {
-            budget.subschemas += 1;
-            budget.location_bytes += walk.places.get(place).map_or(0, |p| p.len);
-            if budget.subschemas > MAX_SUBSCHEMAS || budget.location_bytes > MAX_LOCATION_BYTES {
-                return Err(ctx.bad_schema(
-                    &format!("schemas.{tool}"),
-                    &format!(
-                        "the policy's schemas hold more than {MAX_SUBSCHEMAS} subschemas, or their locations more than {MAX_LOCATION_BYTES} bytes in all (so compiling them stays cheap); simplify them or drop schemas of tools the policy does not need to check"
-                    ),
-                ));
-            }
+            count_subschema(ctx, tool, budget, &walk, place)?;
         }
         let Value::Object(map) = value else {
             // A boolean schema holds no keywords; anything else does not compile.
@@ -273,63 +264,7 @@ pub(super) fn check<'v>(
         } else {
             resource
         };
-        for (keyword, child) in map {
-            if !is_keyword(keyword) {
-                let at = format!("{}/{}", pointer(&walk.places, Some(place)), escape(keyword));
-                return Err(PolicyError::UnknownSchemaKeyword {
-                    path: ctx.file.to_path_buf(),
-                    tool: tool.to_owned(),
-                    keyword: keyword.clone(),
-                    pointer: at,
-                });
-            }
-            match (keyword.as_str(), child) {
-                ("$schema", _) if place != 0 => {
-                    let at = format!("{}/$schema", pointer(&walk.places, Some(place)));
-                    return Err(ctx.bad_schema(
-                        &format!("schemas.{tool}"),
-                        &format!(
-                            "`$schema` at `{}`: only a schema's root may name a dialect, and policy schemas are draft 2020-12",
-                            at.escape_debug()
-                        ),
-                    ));
-                }
-                ("$anchor" | "$dynamicAnchor", Value::String(name)) => {
-                    walk.anchors.insert((address(resource), name.as_str()));
-                    if keyword == "$dynamicAnchor" {
-                        walk.dynamic_anchors.insert(name.as_str());
-                    }
-                }
-                ("$ref" | "$dynamicRef", Value::String(r)) => walk.references.push(Reference {
-                    value: r,
-                    dynamic: keyword == "$dynamicRef",
-                    holder: place,
-                    keyword,
-                    resource,
-                }),
-                (k, Value::Array(items))
-                    if SUBSCHEMA_ARRAY.contains(&k) || SUBSCHEMA.contains(&k) =>
-                {
-                    let at = walk.place(place, Token::Name(keyword));
-                    for (i, item) in items.iter().enumerate() {
-                        let p = walk.place(at, Token::Index(i));
-                        stack.push((item, p, resource));
-                    }
-                }
-                (k, Value::Object(members)) if SUBSCHEMA_MAP.contains(&k) => {
-                    let at = walk.place(place, Token::Name(keyword));
-                    for (name, member) in members {
-                        let p = walk.place(at, Token::Name(name));
-                        stack.push((member, p, resource));
-                    }
-                }
-                (k, _) if SUBSCHEMA.contains(&k) => {
-                    let p = walk.place(place, Token::Name(keyword));
-                    stack.push((child, p, resource));
-                }
-                _ => {}
-            }
-        }
+        visit_keywords(ctx, tool, &mut walk, &mut stack, map, place, resource)?;
     }
     for r in &walk.references {
         if let Some(reason) = problem(&walk, r) {
@@ -340,6 +275,97 @@ pub(super) fn check<'v>(
                 pointer: format!("{}/{}", pointer(&walk.places, Some(r.holder)), r.keyword),
                 reason,
             });
+        }
+    }
+    Ok(())
+}
+
+/// Counts one subschema (at `place`) against the policy's budget.
+fn count_subschema(
+    ctx: &Ctx<'_>,
+    tool: &str,
+    budget: &mut Budget,
+    walk: &Walk<'_>,
+    place: usize,
+) -> Result<(), PolicyError> {
+    budget.subschemas += 1;
+    budget.location_bytes += walk.places.get(place).map_or(0, |p| p.len);
+    if budget.subschemas > MAX_SUBSCHEMAS || budget.location_bytes > MAX_LOCATION_BYTES {
+        return Err(ctx.bad_schema(
+            &format!("schemas.{tool}"),
+            &format!(
+                "the policy's schemas hold more than {MAX_SUBSCHEMAS} subschemas, or their locations more than {MAX_LOCATION_BYTES} bytes in all (so compiling them stays cheap); simplify them or drop schemas of tools the policy does not need to check"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every keyword of the schema object `map` (at `place`, in `resource`): an unknown
+/// keyword or a `$schema` below the root is an error; anchors and references are collected
+/// into `walk`, subschemas pushed on `stack` with their places.
+fn visit_keywords<'v>(
+    ctx: &Ctx<'_>,
+    tool: &str,
+    walk: &mut Walk<'v>,
+    stack: &mut Vec<(&'v Value, usize, &'v Value)>,
+    map: &'v serde_json::Map<String, Value>,
+    place: usize,
+    resource: &'v Value,
+) -> Result<(), PolicyError> {
+    for (keyword, child) in map {
+        if !is_keyword(keyword) {
+            let at = format!("{}/{}", pointer(&walk.places, Some(place)), escape(keyword));
+            return Err(PolicyError::UnknownSchemaKeyword {
+                path: ctx.file.to_path_buf(),
+                tool: tool.to_owned(),
+                keyword: keyword.clone(),
+                pointer: at,
+            });
+        }
+        match (keyword.as_str(), child) {
+            ("$schema", _) if place != 0 => {
+                let at = format!("{}/$schema", pointer(&walk.places, Some(place)));
+                return Err(ctx.bad_schema(
+                    &format!("schemas.{tool}"),
+                    &format!(
+                        "`$schema` at `{}`: only a schema's root may name a dialect, and policy schemas are draft 2020-12",
+                        at.escape_debug()
+                    ),
+                ));
+            }
+            ("$anchor" | "$dynamicAnchor", Value::String(name)) => {
+                walk.anchors.insert((address(resource), name.as_str()));
+                if keyword == "$dynamicAnchor" {
+                    walk.dynamic_anchors.insert(name.as_str());
+                }
+            }
+            ("$ref" | "$dynamicRef", Value::String(r)) => walk.references.push(Reference {
+                value: r,
+                dynamic: keyword == "$dynamicRef",
+                holder: place,
+                keyword,
+                resource,
+            }),
+            (k, Value::Array(items)) if SUBSCHEMA_ARRAY.contains(&k) || SUBSCHEMA.contains(&k) => {
+                let at = walk.place(place, Token::Name(keyword));
+                for (i, item) in items.iter().enumerate() {
+                    let p = walk.place(at, Token::Index(i));
+                    stack.push((item, p, resource));
+                }
+            }
+            (k, Value::Object(members)) if SUBSCHEMA_MAP.contains(&k) => {
+                let at = walk.place(place, Token::Name(keyword));
+                for (name, member) in members {
+                    let p = walk.place(at, Token::Name(name));
+                    stack.push((member, p, resource));
+                }
+            }
+            (k, _) if SUBSCHEMA.contains(&k) => {
+                let p = walk.place(place, Token::Name(keyword));
+                stack.push((child, p, resource));
+            }
+            _ => {}
         }
     }
     Ok(())

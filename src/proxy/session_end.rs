@@ -148,10 +148,46 @@ pub(crate) fn run_workers(
         ended_by_session: false,
         client_too_long: false,
     };
+    wait_for_end(rx, child, cancel, &watch, &mut state);
+    grace_after_server_eof(rx, cancel, &mut state);
 
-    // Phase 1: until the client closes its input, a worker fails, or the server's output ends.
-    // A client that stopped reading while it keeps its input open is given up on once the
-    // server's output has closed and the client accepted nothing for the whole window.
+    let drained = if state.proxy_error {
+        Drained::default()
+    } else {
+        drain(rx, child, plan, &watch, &mut state)
+    };
+
+    if state.proxy_error {
+        // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
+        cancel.cancel();
+    }
+    let cleanup = child::cleanup(child);
+    settle_output_worker(
+        rx,
+        &watch,
+        &mut state,
+        output_window_end(&cleanup, &drained),
+    );
+    finish_threads(rx, cancel, &mut state, watch.threads);
+    RunResult {
+        proxy_error: state.proxy_error,
+        message: state.message,
+        cleanup,
+        client_too_long: state.client_too_long,
+        idle_ended: drained.idle_ended,
+    }
+}
+
+/// Phase 1: until the client closes its input, a worker fails, or the server's output ends.
+/// A client that stopped reading while it keeps its input open is given up on once the
+/// server's output has closed and the client accepted nothing for the whole window.
+fn wait_for_end(
+    rx: &mpsc::Receiver<Report>,
+    child: &mut child::ServerProcess,
+    cancel: &Cancel,
+    watch: &Watch,
+    state: &mut WorkerOutcomes,
+) {
     let mut progress: Option<ClientProgress> = None;
     while state.pending.contains(&Worker::ClientToServer)
         && state.pending.contains(&Worker::ServerToClient)
@@ -161,8 +197,8 @@ pub(crate) fn run_workers(
             Ok((w, r)) => state.settle(w, r),
             Err(RecvTimeoutError::Timeout) => {
                 if watch.server_output_closed() {
-                    let p = progress.get_or_insert_with(|| ClientProgress::new(&watch));
-                    if p.stalled(&watch, Instant::now()) {
+                    let p = progress.get_or_insert_with(|| ClientProgress::new(watch));
+                    if p.stalled(watch, Instant::now()) {
                         state.abandon_output(STALLED_CLIENT);
                     }
                 } else if watch.ended_by_signal(child) {
@@ -177,58 +213,64 @@ pub(crate) fn run_workers(
             }
         }
     }
+}
 
-    // Phase 1b: the server's output ended first and the client output is closed. The client
-    // closes its side (client_closed), or sends a line that cannot be forwarded (proxy_error),
-    // or stays silent: after SERVER_EOF_GRACE the session ends without it.
-    if !state.proxy_error
-        && !state.ended_by_session
-        && state.pending.contains(&Worker::ClientToServer)
+/// Phase 1b: the server's output ended first and the client output is closed. The client
+/// closes its side (client_closed), or sends a line that cannot be forwarded (proxy_error),
+/// or stays silent: after [`SERVER_EOF_GRACE`] the session ends without it.
+fn grace_after_server_eof(
+    rx: &mpsc::Receiver<Report>,
+    cancel: &Cancel,
+    state: &mut WorkerOutcomes,
+) {
+    if state.proxy_error
+        || state.ended_by_session
+        || !state.pending.contains(&Worker::ClientToServer)
     {
-        let deadline = Instant::now() + SERVER_EOF_GRACE;
-        while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
-            let now = Instant::now();
-            if now >= deadline {
-                // Not an error: nothing the client sent went unhandled.
-                state.ended_by_session = true;
-                cancel.cancel();
-                break;
-            }
-            match rx.recv_timeout(deadline - now) {
-                Ok((w, r)) => state.settle(w, r),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    state.proxy_error = true;
-                }
+        return;
+    }
+    let deadline = Instant::now() + SERVER_EOF_GRACE;
+    while state.pending.contains(&Worker::ClientToServer) && !state.proxy_error {
+        let now = Instant::now();
+        if now >= deadline {
+            // Not an error: nothing the client sent went unhandled.
+            state.ended_by_session = true;
+            cancel.cancel();
+            break;
+        }
+        match rx.recv_timeout(deadline - now) {
+            Ok((w, r)) => state.settle(w, r),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                state.proxy_error = true;
             }
         }
     }
+}
 
-    let drained = if state.proxy_error {
-        Drained::default()
-    } else {
-        drain(rx, child, plan, &watch, &mut state)
-    };
-
-    if state.proxy_error {
-        // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
-        cancel.cancel();
-    }
-    let cleanup = child::cleanup(child);
-
-    // The server→client worker must finish within the same 2 s window, or it is abandoned;
-    // when the drain already gave it that window after the child's exit, it gets no other. A
-    // worker still delivering the bounded rest of a closed output to a client that keeps
-    // reading is never abandoned.
-    // After a group kill the pipe's last writers are gone (or going): the worker gets the
-    // window from the kill, whatever the drain spent before it.
-    let window_end = if cleanup.kill_requested {
+/// When the server→client worker's window after the cleanup ends: it must finish within the
+/// same 2 s window, or it is abandoned; when the drain already gave it that window after the
+/// child's exit, it gets no other. After a group kill the pipe's last writers are gone (or
+/// going): the worker gets the window from the kill, whatever the drain spent before it.
+fn output_window_end(cleanup: &child::Cleanup, drained: &Drained) -> Instant {
+    if cleanup.kill_requested {
         cleanup.window_start + KILL_POLL_BOUND
     } else if drained.window_spent {
         Instant::now()
     } else {
         Instant::now() + KILL_POLL_BOUND
-    };
+    }
+}
+
+/// Waits for the workers after the cleanup until `window_end`; the output worker still pending
+/// then is abandoned. A worker still delivering the bounded rest of a closed output to a client
+/// that keeps reading is never abandoned.
+fn settle_output_worker(
+    rx: &mpsc::Receiver<Report>,
+    watch: &Watch,
+    state: &mut WorkerOutcomes,
+    window_end: Instant,
+) {
     let mut progress: Option<ClientProgress> = None;
     while !state.pending.is_empty() {
         match rx.recv_timeout(TICK) {
@@ -241,25 +283,17 @@ pub(crate) fn run_workers(
         }
         let now = Instant::now();
         if state.pending.contains(&Worker::ServerToClient) && watch.server_output_closed() {
-            let p = progress.get_or_insert_with(|| ClientProgress::new(&watch));
-            if p.stalled(&watch, now) {
+            let p = progress.get_or_insert_with(|| ClientProgress::new(watch));
+            if p.stalled(watch, now) {
                 state.abandon_output(STALLED_CLIENT);
                 break;
             }
         } else if now >= window_end {
             if state.pending.contains(&Worker::ServerToClient) {
-                state.abandon_output(&holders_named(&watch));
+                state.abandon_output(&holders_named(watch));
             }
             break;
         }
-    }
-    finish_threads(rx, cancel, &mut state, watch.threads);
-    RunResult {
-        proxy_error: state.proxy_error,
-        message: state.message,
-        cleanup,
-        client_too_long: state.client_too_long,
-        idle_ended: drained.idle_ended,
     }
 }
 

@@ -4,8 +4,8 @@
 //! denied calls; then the reader's verdict is printed for a person to read.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
 
 use assay::{ClosureKind, read_capture, text};
 
@@ -100,9 +100,38 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     say!(out, "  policy:  {}", policy.display());
     say!(out, "  capture: {}", capture.display());
     say!(out);
-    let mut child = Command::new(&exe)
+    let mut child = spawn_wrapped(&exe, &policy, &capture, &server).map_err(failed)?;
+    converse(&mut out, &mut child)?;
+    let status = child.wait().map_err(failed)?;
+    say!(out);
+    say!(
+        out,
+        "wrapper exit status: {}",
+        status
+            .code()
+            .map_or("signal".to_string(), |c| c.to_string())
+    );
+    let closure = show_verdict(&mut out, &capture)?;
+    say!(
+        out,
+        "decisions: {}",
+        capture.join(assay::capture_files::DECISIONS).display()
+    );
+    out.flush().map_err(Failure::output(exit::FAILURE))?;
+    Ok(exit::code(closure.exit_status()))
+}
+
+/// `assay mcp wrap` (this same binary) of `python3 server` with `policy`, its evidence in
+/// `capture`, its stdin and stdout piped.
+fn spawn_wrapped(
+    exe: &Path,
+    policy: &Path,
+    capture: &Path,
+    server: &Path,
+) -> std::io::Result<Child> {
+    Command::new(exe)
         .args(["mcp", "wrap", "--policy"])
-        .arg(&policy)
+        .arg(policy)
         .args([
             "--event-source",
             "assay://demo/session",
@@ -111,13 +140,17 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             "--forward-signals",
             "--capture-dir",
         ])
-        .arg(&capture)
+        .arg(capture)
         .args(["--", "python3"])
-        .arg(&server)
+        .arg(server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(failed)?;
+}
+
+/// The scripted client's session with the wrapped server: each line sent, each answer
+/// summarized on `out`; then the client's input closed and any late output shown.
+fn converse(out: &mut impl Write, child: &mut Child) -> Result<(), Failure> {
     let mut stdin = child
         .stdin
         .take()
@@ -155,16 +188,12 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             text::render(&rest.map_err(failed)?)
         );
     }
-    let status = child.wait().map_err(failed)?;
-    say!(out);
-    say!(
-        out,
-        "wrapper exit status: {}",
-        status
-            .code()
-            .map_or("signal".to_string(), |c| c.to_string())
-    );
-    let verdict = read_capture(&capture);
+    Ok(())
+}
+
+/// The reader's verdict on `capture`, in JSON and in a sentence; returns its closure.
+fn show_verdict(out: &mut impl Write, capture: &Path) -> Result<ClosureKind, Failure> {
+    let verdict = read_capture(capture);
     say!(out);
     say!(
         out,
@@ -189,11 +218,5 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         ),
         other => say!(out, "closure: {other:?}: {}", reasons.join("; ")),
     }
-    say!(
-        out,
-        "decisions: {}",
-        capture.join(assay::capture_files::DECISIONS).display()
-    );
-    out.flush().map_err(Failure::output(exit::FAILURE))?;
-    Ok(exit::code(verdict.closure.exit_status()))
+    Ok(verdict.closure)
 }

@@ -230,6 +230,23 @@ fn plural(n: usize, one: &str) -> String {
 /// Each failing reason of the entry, in words.
 fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
     let mut out: Vec<String> = plan.problems.clone();
+    start_reasons(plan, ran, f, &mut out);
+    for (what, r) in [
+        (assay::methods::PROMPTS_LIST.name, &ran.prompts),
+        (assay::methods::RESOURCES_LIST.name, &ran.resources),
+    ] {
+        if let Some(Err(e)) = r {
+            out.push(format!("{what} failed: {e}"));
+        }
+    }
+    pins_reason(ran, f, &mut out);
+    close_reasons(ran, f, &mut out);
+    evidence_reasons(f, &mut out);
+    out
+}
+
+/// Why the entry did not start, initialize or list its tools, if it did not.
+fn start_reasons(plan: &Plan, ran: &Ran, f: &Finding, out: &mut Vec<String>) {
     let stderr = || {
         f.stderr_last
             .as_ref()
@@ -263,14 +280,10 @@ fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
         };
         out.push(format!("{what}: {e}{}", stderr()));
     }
-    for (what, r) in [
-        (assay::methods::PROMPTS_LIST.name, &ran.prompts),
-        (assay::methods::RESOURCES_LIST.name, &ran.resources),
-    ] {
-        if let Some(Err(e)) = r {
-            out.push(format!("{what} failed: {e}"));
-        }
-    }
+}
+
+/// The entry's tools differ from its pins, or the pins could not be judged.
+fn pins_reason(ran: &Ran, f: &Finding, out: &mut Vec<String>) {
     match &f.pins {
         Some(PinsState::Drifted { file, check }) => out.push(format!(
             "its tools differ from the pins in {file}: {} added, {} removed, {} changed{} (the \
@@ -289,6 +302,10 @@ fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
         }
         _ => {}
     }
+}
+
+/// How the entry ended when it did not exit on its input's close.
+fn close_reasons(ran: &Ran, f: &Finding, out: &mut Vec<String>) {
     let ms = f.close_to_exit.map_or(0, |d| d.as_millis());
     let grace = GRACE.as_secs();
     match f.ended_by {
@@ -307,6 +324,10 @@ fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
         Some(EndedBy::NotEnded) => out.push("it did not exit even after SIGKILL".into()),
         _ => {}
     }
+}
+
+/// A wrapped entry's capture that is missing or not closed, and processes left behind.
+fn evidence_reasons(f: &Finding, out: &mut Vec<String>) {
     if f.wrapped && f.started {
         if f.captures.is_empty() {
             out.push("the wrapper wrote no capture".into());
@@ -334,7 +355,6 @@ fn reasons(plan: &Plan, ran: &Ran, f: &Finding) -> Vec<String> {
             }
         ));
     }
-    out
 }
 
 /// The table's header.

@@ -247,20 +247,8 @@ pub(crate) fn on_server_line<'l>(
     line: &'l [u8],
     answers: &LineAnswers,
 ) -> Judgement<'l> {
-    if !answers.lists_tools() {
-        // While filtering, once the client asked for a listing, a line the strict rules refuse
-        // is withheld whatever it answers (it cannot be judged); a line the gate walked was
-        // read strictly and passes. So does a line the gate judged at a glance to be one
-        // response to a pending request that is not a listing: exactly one id key and one
-        // answer key anywhere in it, and no reading of that one id makes it the answer to a
-        // pending listing (those are preferred on any ambiguous match, `pending.rs`) — no
-        // client can take it for one. (The common case: the answers to calls are not walked a
-        // second time.) Every other line is walked.
-        let asked = watch.asked.load(std::sync::atomic::Ordering::Relaxed);
-        let one_other_answer = answers.strict.is_none() && answers.spellings().count() == 1;
-        if !watch.filter() || !asked || answers.strict == Some(true) || one_other_answer {
-            return Judgement::forward();
-        }
+    if !answers.lists_tools() && passes_unwalked(watch, answers) {
+        return Judgement::forward();
     }
     let ids = answers;
     let Some(first) = line
@@ -288,62 +276,9 @@ pub(crate) fn on_server_line<'l>(
     if candidates.list.is_empty() {
         return Judgement::forward();
     }
-    let mut listings: Vec<Listing> = candidates
-        .list
-        .iter()
-        .map(|c| Listing {
-            request_id: c
-                .client
-                .and_then(|i| candidates.spellings.get(i))
-                .cloned()
-                .unwrap_or_default(),
-            shown: Vec::new(),
-            removed: Vec::new(),
-            replaced_by_error: c.problem.is_some(),
-        })
-        .collect();
+    let mut listings = empty_listings(&candidates);
     let judged = rewrite::judge(text, candidates, |c, name, tool| {
-        let digest = crate::canonical::digest_of(tool);
-        let Some(d) = digest else {
-            // SPEC §5.1: every tool a client is shown has its digest recorded; one that has
-            // none takes its whole answer with it (the client gets the `-32603` error), and it
-            // is not remembered as listed (`tool_definition_sha256` stays null: no answer that
-            // reached the client contained it).
-            if let Some(listing) = listings.get_mut(c) {
-                listing.shown.clear();
-                listing.removed.clear();
-                listing.replaced_by_error = true;
-            }
-            return rewrite::Verdict::Withhold(Malformed::Undigestible);
-        };
-        let digest = Some(d);
-        watch.remember(name, digest);
-        let hidden = if watch.hide {
-            policy.refusal_by_name(name)
-        } else {
-            None
-        };
-        let unpinned = if watch.pins {
-            match (policy.pins().and_then(|p| p.get(name)), &digest) {
-                (None, _) => Some(ReasonCode::P_TOOL_UNPINNED),
-                (Some(_), Some(d)) if policy.pins().is_some_and(|p| p.matches(name, d)) => None,
-                (Some(_), _) => Some(ReasonCode::P_TOOL_DRIFT),
-            }
-        } else {
-            None
-        };
-        let refusal = hidden.or(unpinned);
-        if let Some(listing) = listings.get_mut(c) {
-            match refusal {
-                Some(code) => listing.removed.push((name.to_string(), digest, code)),
-                None => listing.shown.push((name.to_string(), digest)),
-            }
-        }
-        if refusal.is_none() {
-            rewrite::Verdict::Keep
-        } else {
-            rewrite::Verdict::Drop
-        }
+        judge_tool(watch, policy, listings.get_mut(c), name, tool)
     });
     if !watch.filter() {
         // Without the filter nothing is removed; an answer with a tool that has no digest is
@@ -364,6 +299,93 @@ pub(crate) fn on_server_line<'l>(
         ServerLine::Forward
     };
     Judgement { line, listings }
+}
+
+/// Whether a line that answered no `tools/list` request passes without a walk. While
+/// filtering, once the client asked for a listing, a line the strict rules refuse is withheld
+/// whatever it answers (it cannot be judged); a line the gate walked was read strictly and
+/// passes. So does a line the gate judged at a glance to be one response to a pending request
+/// that is not a listing: exactly one id key and one answer key anywhere in it, and no reading
+/// of that one id makes it the answer to a pending listing (those are preferred on any
+/// ambiguous match, `pending.rs`) — no client can take it for one. (The common case: the
+/// answers to calls are not walked a second time.) Every other line is walked.
+fn passes_unwalked(watch: &ToolsListWatch, answers: &LineAnswers) -> bool {
+    let asked = watch.asked.load(std::sync::atomic::Ordering::Relaxed);
+    let one_other_answer = answers.strict.is_none() && answers.spellings().count() == 1;
+    !watch.filter() || !asked || answers.strict == Some(true) || one_other_answer
+}
+
+/// One listing per candidate, nothing shown or removed yet; a malformed candidate's is
+/// replaced by the error.
+fn empty_listings(candidates: &Candidates) -> Vec<Listing> {
+    candidates
+        .list
+        .iter()
+        .map(|c| Listing {
+            request_id: c
+                .client
+                .and_then(|i| candidates.spellings.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            shown: Vec::new(),
+            removed: Vec::new(),
+            replaced_by_error: c.problem.is_some(),
+        })
+        .collect()
+}
+
+/// Pass two's judgement of one tool (`name` decoded, `tool` its object's text) of a
+/// well-formed candidate whose listing is `listing`: remembered with its digest, then kept,
+/// dropped (refused by name while hiding, unpinned or drifted while pinning) or withholding
+/// its whole answer (no digest).
+fn judge_tool(
+    watch: &ToolsListWatch,
+    policy: &Policy,
+    listing: Option<&mut Listing>,
+    name: &str,
+    tool: &str,
+) -> rewrite::Verdict {
+    let digest = crate::canonical::digest_of(tool);
+    let Some(d) = digest else {
+        // SPEC §5.1: every tool a client is shown has its digest recorded; one that has
+        // none takes its whole answer with it (the client gets the `-32603` error), and it
+        // is not remembered as listed (`tool_definition_sha256` stays null: no answer that
+        // reached the client contained it).
+        if let Some(listing) = listing {
+            listing.shown.clear();
+            listing.removed.clear();
+            listing.replaced_by_error = true;
+        }
+        return rewrite::Verdict::Withhold(Malformed::Undigestible);
+    };
+    let digest = Some(d);
+    watch.remember(name, digest);
+    let hidden = if watch.hide {
+        policy.refusal_by_name(name)
+    } else {
+        None
+    };
+    let unpinned = if watch.pins {
+        match (policy.pins().and_then(|p| p.get(name)), &digest) {
+            (None, _) => Some(ReasonCode::P_TOOL_UNPINNED),
+            (Some(_), Some(d)) if policy.pins().is_some_and(|p| p.matches(name, d)) => None,
+            (Some(_), _) => Some(ReasonCode::P_TOOL_DRIFT),
+        }
+    } else {
+        None
+    };
+    let refusal = hidden.or(unpinned);
+    if let Some(listing) = listing {
+        match refusal {
+            Some(code) => listing.removed.push((name.to_string(), digest, code)),
+            None => listing.shown.push((name.to_string(), digest)),
+        }
+    }
+    if refusal.is_none() {
+        rewrite::Verdict::Keep
+    } else {
+        rewrite::Verdict::Drop
+    }
 }
 
 /// Why a line cannot be read strictly.

@@ -217,92 +217,6 @@ impl<'l> Rewrite<'l> {
 /// Pass three: the line with removed tools left out (the remaining ones byte-exact, joined by
 /// `,`), malformed candidates replaced by errors, everything else copied as it was.
 fn emit(text: &str, judged: &Judged, w: &mut dyn Write) -> io::Result<()> {
-    struct Emit<'a, 'w> {
-        text: &'a str,
-        judged: &'a Judged,
-        w: &'w mut dyn Write,
-        failed: Option<io::Error>,
-        /// Everything before this offset has been written (or left out).
-        copied: usize,
-        cursor: usize,
-        /// Index of the next tool of a well-formed candidate.
-        tool: usize,
-        /// Inside a `tools` array being rebuilt; no tool written yet.
-        rebuilding: bool,
-        first: bool,
-    }
-    impl Emit<'_, '_> {
-        fn copy_to(&mut self, end: usize) {
-            if let Some(part) = self.text.get(self.copied..end) {
-                put(self.w, part.as_bytes(), &mut self.failed);
-            }
-            self.copied = self.copied.max(end);
-        }
-    }
-    impl<'a> Hooks<'a> for Emit<'a, '_> {
-        fn tools_open(&mut self, message: usize, at: usize) {
-            let c = self.judged.candidates.at(&mut self.cursor, message);
-            let rebuild = c
-                .and_then(|c| self.judged.candidates.list.get(c))
-                .is_some_and(|c| c.problem.is_none() && c.loses);
-            if rebuild {
-                self.copy_to(at + 1);
-                self.rebuilding = true;
-                self.first = true;
-            }
-        }
-        fn tool(&mut self, message: usize, text: &'a str, _name: &'a str) {
-            let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
-                return;
-            };
-            if self
-                .judged
-                .candidates
-                .list
-                .get(c)
-                .is_none_or(|c| c.problem.is_some())
-            {
-                return;
-            }
-            let i = self.tool;
-            self.tool += 1;
-            if self.rebuilding && self.judged.kept(i) {
-                if !self.first {
-                    put(self.w, b",", &mut self.failed);
-                }
-                put(self.w, text.as_bytes(), &mut self.failed);
-                self.first = false;
-            }
-        }
-        fn tools_close(&mut self, _message: usize, at: usize) {
-            if self.rebuilding {
-                self.copied = at;
-                self.rebuilding = false;
-            }
-        }
-        fn message(&mut self, m: &MessageInfo<'a>) {
-            let Some(c) = self.judged.candidates.at(&mut self.cursor, m.start) else {
-                return;
-            };
-            let Some(candidate) = self.judged.candidates.list.get(c).copied() else {
-                return;
-            };
-            let Some(problem) = candidate.problem else {
-                return;
-            };
-            let spelling = match candidate.client {
-                Some(i) => self.judged.candidates.spellings.get(i).map(|s| &**s),
-                None => m.id,
-            };
-            self.copy_to(m.start);
-            let error = withheld_error(
-                spelling,
-                &format!("tools/list result withheld: {}", problem.text()),
-            );
-            put(self.w, &error, &mut self.failed);
-            self.copied = m.end;
-        }
-    }
     let mut e = Emit {
         text,
         judged,
@@ -320,5 +234,97 @@ fn emit(text: &str, judged: &Judged, w: &mut dyn Write) -> io::Result<()> {
     match e.failed {
         Some(err) => Err(err),
         None => Ok(()),
+    }
+}
+
+/// Pass three's writer: a walk hook that copies the line to `w` as it goes.
+struct Emit<'a, 'w> {
+    text: &'a str,
+    judged: &'a Judged,
+    w: &'w mut dyn Write,
+    failed: Option<io::Error>,
+    /// Everything before this offset has been written (or left out).
+    copied: usize,
+    cursor: usize,
+    /// Index of the next tool of a well-formed candidate.
+    tool: usize,
+    /// Inside a `tools` array being rebuilt; no tool written yet.
+    rebuilding: bool,
+    /// No tool of the array being rebuilt written yet.
+    first: bool,
+}
+
+impl Emit<'_, '_> {
+    /// Writes the text from where the copy stands up to `end`.
+    fn copy_to(&mut self, end: usize) {
+        if let Some(part) = self.text.get(self.copied..end) {
+            put(self.w, part.as_bytes(), &mut self.failed);
+        }
+        self.copied = self.copied.max(end);
+    }
+}
+
+impl<'a> Hooks<'a> for Emit<'a, '_> {
+    fn tools_open(&mut self, message: usize, at: usize) {
+        let c = self.judged.candidates.at(&mut self.cursor, message);
+        let rebuild = c
+            .and_then(|c| self.judged.candidates.list.get(c))
+            .is_some_and(|c| c.problem.is_none() && c.loses);
+        if rebuild {
+            self.copy_to(at + 1);
+            self.rebuilding = true;
+            self.first = true;
+        }
+    }
+    fn tool(&mut self, message: usize, text: &'a str, _name: &'a str) {
+        let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
+            return;
+        };
+        if self
+            .judged
+            .candidates
+            .list
+            .get(c)
+            .is_none_or(|c| c.problem.is_some())
+        {
+            return;
+        }
+        let i = self.tool;
+        self.tool += 1;
+        if self.rebuilding && self.judged.kept(i) {
+            if !self.first {
+                put(self.w, b",", &mut self.failed);
+            }
+            put(self.w, text.as_bytes(), &mut self.failed);
+            self.first = false;
+        }
+    }
+    fn tools_close(&mut self, _message: usize, at: usize) {
+        if self.rebuilding {
+            self.copied = at;
+            self.rebuilding = false;
+        }
+    }
+    fn message(&mut self, m: &MessageInfo<'a>) {
+        let Some(c) = self.judged.candidates.at(&mut self.cursor, m.start) else {
+            return;
+        };
+        let Some(candidate) = self.judged.candidates.list.get(c).copied() else {
+            return;
+        };
+        let Some(problem) = candidate.problem else {
+            return;
+        };
+        let spelling = match candidate.client {
+            Some(i) => self.judged.candidates.spellings.get(i).map(|s| &**s),
+            None => m.id,
+        };
+        self.copy_to(m.start);
+        let error = withheld_error(
+            spelling,
+            &format!("tools/list result withheld: {}", problem.text()),
+        );
+        put(self.w, &error, &mut self.failed);
+        self.copied = m.end;
     }
 }
