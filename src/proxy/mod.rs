@@ -25,6 +25,7 @@ mod server_input;
 mod server_to_client;
 mod session_end;
 mod shared;
+mod signing;
 mod stderr_tee;
 pub(crate) mod tools_list;
 mod undo;
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::attestation::SigningKey;
 use crate::config::{LogMode, SessionPlan, StderrSink, WrapConfig};
 use crate::diag::Diag;
 use crate::error::ConfigOption;
@@ -63,6 +65,7 @@ use recorder::Recorder;
 use server_input::ServerInput;
 use session_end::run_workers;
 use shared::{LogWriterState, Shared};
+use signing::{Signer, sign_at_stop};
 use stderr_tee::Tee;
 use undo::StartupFiles;
 
@@ -316,6 +319,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let Prepared {
         plan,
         policy,
+        signer,
         session_id,
         source,
         cancel,
@@ -475,7 +479,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             diag.say(msg);
         }
     }
-    write_stop(&plan, &source, &diag, outcome)
+    let signer = signer.map(|key| Signer::new(key, shared.policy.sha256()));
+    write_stop(&plan, &source, &diag, signer.as_ref(), outcome)
 }
 
 /// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the
@@ -483,6 +488,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 struct Prepared {
     plan: SessionPlan,
     policy: Policy,
+    /// The key that signs the capture after the stop record (SPEC §4.5).
+    signer: Option<SigningKey>,
     session_id: String,
     source: String,
     cancel: Cancel,
@@ -492,6 +499,11 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
     // Relative paths are resolved now, once (SPEC §3.1b).
     let plan = config.plan()?.anchored();
     let policy = crate::config::load_policy(&plan.policy_path)?;
+    let signer = plan
+        .sign_key
+        .as_deref()
+        .map(crate::config::load_sign_key)
+        .transpose()?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
     let cancel = Cancel::new()
@@ -499,6 +511,7 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
     Ok(Prepared {
         plan,
         policy,
+        signer,
         session_id,
         source,
         cancel,
@@ -818,6 +831,7 @@ fn outcome_of(
             protocol: plan.protocol_out.clone(),
             capture_dir: plan.capture_dir.clone(),
             no_session: None,
+            attestation: None,
         },
         stop,
         stop_written: false,
@@ -832,6 +846,7 @@ fn outcome_of(
         } else {
             None
         },
+        signature: None,
     }
 }
 
@@ -841,6 +856,7 @@ fn write_stop(
     plan: &SessionPlan,
     source: &str,
     diag: &Diag,
+    signer: Option<&Signer>,
     mut outcome: WrapOutcome,
 ) -> Result<WrapOutcome> {
     let mut stop_error = None;
@@ -855,6 +871,9 @@ fn write_stop(
                 Err(e) => stop_error = Some(e),
             }
         }
+    }
+    if let Some(signer) = signer {
+        sign_at_stop(plan, signer, diag, &mut outcome);
     }
     outcome.exit_code = outcome.exit_status_rule(stop_error.is_some());
     if let Some(e) = stop_error {
