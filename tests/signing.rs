@@ -124,8 +124,10 @@ fn a_signed_session_verifies_and_reads_as_it_would_unsigned() {
     );
 }
 
-/// What each tampering does, and the text its stderr must hold.
-fn tamperings() -> Vec<(&'static str, fn(&Signed), &'static str)> {
+/// A tampering: its name, what it does, and the text `capture verify`'s stderr must hold.
+type Tampering = (&'static str, fn(&Signed), &'static str);
+
+fn tamperings() -> Vec<Tampering> {
     vec![
         (
             "byte",

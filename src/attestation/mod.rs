@@ -29,3 +29,6 @@ pub use statement::{
 };
 pub use subjects::{MAX_SUBJECT_BYTES, MAX_SUBJECTS, Subject, SubjectError};
 pub use verify::{Mismatch, Unverified, Verified, verify_capture};
+
+#[cfg(test)]
+mod tests;
