@@ -1,6 +1,7 @@
-//! Signing a capture at stop (SPEC §4.5): after the stop record is written, every other file of
-//! the capture is hashed, the reader judges the capture, and `attestation.dsse.json` is created
-//! exclusively (mode 0600) relative to the capture directory opened once.
+//! Signing a capture at stop (SPEC §4.5): after the stop record is written, the reader judges the
+//! capture (hashing the files it reads whole), every other file of the capture is hashed, and
+//! `attestation.dsse.json` is created exclusively (mode 0600) relative to the capture directory
+//! opened once.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,8 +48,12 @@ pub(crate) fn sign_capture(
     claims: &SessionClaims<'_>,
 ) -> Result<PathBuf, SignError> {
     let path = dir.join(ATTESTATION);
-    let (fd, subjects) = collect(dir)?;
+    // The reader reads (and hashes) the capture's own files whole: their digests are reused,
+    // so signing reads each file once.
     let closure = crate::capture::read_capture(dir);
+    let (fd, subjects) = collect(dir, |name| {
+        closure.files.get(name).map(|f| f.sha256.clone())
+    })?;
     let predicate = Predicate {
         session_id: claims.session_id.to_string(),
         verdict: SignedVerdict {

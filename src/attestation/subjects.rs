@@ -131,13 +131,21 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
         && !name.contains(['/', '\0'])
 }
 
-/// Every file of the capture but the attestation, each hashed, and the directory as opened.
-pub(crate) fn collect(dir: &Path) -> Result<(OwnedFd, Vec<Subject>), SubjectError> {
+/// Every file of the capture but the attestation, each with its digest, and the directory as
+/// opened. `known` gives the digest of a file just read whole by someone else (the reader's
+/// `files`), so no file is read twice; every other file is hashed here.
+pub(crate) fn collect(
+    dir: &Path,
+    known: impl Fn(&str) -> Option<String>,
+) -> Result<(OwnedFd, Vec<Subject>), SubjectError> {
     let fd = open_dir(dir)?;
     let subjects = entry_names(dir)?
         .into_iter()
         .map(|name| {
-            let sha256 = digest_at(&fd, &name)?;
+            let sha256 = match known(&name) {
+                Some(sha256) => sha256,
+                None => digest_at(&fd, &name)?,
+            };
             Ok(Subject { name, sha256 })
         })
         .collect::<Result<_, SubjectError>>()?;
