@@ -66,7 +66,7 @@ pub(crate) fn verify(dir: &Path, keys: &[PathBuf]) -> Result<ExitCode, Failure> 
     let closure = &verified.closure;
     let mut lines = vec![
         format!(
-            "verified: {} signed by key {}",
+            "verified: {}: signed by key {}",
             render(&dir.display().to_string()),
             verified.keyid
         ),
