@@ -196,3 +196,43 @@ fn a_capture_with_too_many_files_is_not_signed() {
     let e = sign_capture(&cap, &sk, &claims()).unwrap_err();
     assert!(e.to_string().contains("more than 64 files"), "{e}");
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::super::envelope::Envelope;
+    use super::super::statement::Statement;
+
+    /// JSON-ish bytes: the characters envelopes and statements are made of, so the readers get
+    /// past the first byte often.
+    fn jsonish() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just(b'{'),
+                Just(b'}'),
+                Just(b'['),
+                Just(b']'),
+                Just(b'"'),
+                Just(b':'),
+                Just(b','),
+                Just(b'\\'),
+                any::<u8>()
+            ],
+            0..256,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+        /// Hostile bytes never panic the envelope or statement readers, and what the envelope
+        /// reader accepts is strict JSON.
+        #[test]
+        fn readers_never_panic(bytes in jsonish()) {
+            if Envelope::open(&bytes).is_ok() {
+                prop_assert!(crate::strict_json::scan(&bytes, 8).is_ok());
+            }
+            let _ = Statement::read(&bytes);
+        }
+    }
+}
