@@ -10,7 +10,9 @@ then stdin is closed and the clock runs until the wrapper has exited — the dra
 cleanup, the stop record and, signed, the attestation. Each round runs both configurations once
 (order rotated) and takes the difference signed − unsigned inside the round; the table shows
 medians over rounds. Every capture is checked: `assay capture read` closed, and the signed one
-`assay capture verify` exit 0. Prints a Markdown table.
+`assay capture verify` exit 0. Beside it, what the reader's pass alone costs on the same capture
+(`assay capture read` minus `assay --version`, process wall time): signing runs that pass for
+the verdict it signs. Prints a Markdown table.
 """
 from __future__ import annotations
 
@@ -68,6 +70,20 @@ def check(assay: str, cap: Path, public: Path | None) -> None:
                        stdout=subprocess.DEVNULL)
 
 
+def reader_time(assay: str, cap: Path, rounds: int) -> float:
+    """Median over rounds of (`assay capture read CAP` − `assay --version`), process wall time:
+    what the reader's pass over the capture costs, which signing repeats for its verdict."""
+    diffs = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        subprocess.run([assay, "capture", "read", str(cap)], stdout=subprocess.DEVNULL, check=True)
+        t1 = time.perf_counter()
+        subprocess.run([assay, "--version"], stdout=subprocess.DEVNULL, check=True)
+        t2 = time.perf_counter()
+        diffs.append((t1 - t0) - (t2 - t1))
+    return statistics.median(diffs)
+
+
 def main() -> None:
     assay, server, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with tempfile.TemporaryDirectory(prefix="assay-bench-sign-") as tmp:
@@ -77,8 +93,8 @@ def main() -> None:
         key = work / "signing.key"
         subprocess.run([assay, "keygen", "--out", str(key)], check=True, stdout=subprocess.DEVNULL)
         public = Path(str(key) + ".pub")
-        print("| session | stop, unsigned (median) | stop, signed (median) | signing adds (median of per-round differences) | max added | attestation |")
-        print("|---|---|---|---|---|---|")
+        print("| session | stop, unsigned (median) | stop, signed (median) | signing adds (median of per-round differences) | max added | the reader alone: `capture read` − `--version` (median) | attestation |")
+        print("|---|---|---|---|---|---|---|")
         for calls in (100, 10_000):
             unsigned: list[float] = []
             signed: list[float] = []
@@ -98,9 +114,10 @@ def main() -> None:
             size = (work / f"cap-{calls}-2" / "attestation.dsse.json").stat().st_size \
                 if (work / f"cap-{calls}-2" / "attestation.dsse.json").exists() \
                 else (work / f"cap-{calls}-1" / "attestation.dsse.json").stat().st_size
+            reader = reader_time(assay, work / f"cap-{calls}-1", rounds)
             ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
             print(f"| {calls:,} calls | {ms(statistics.median(unsigned))} | {ms(statistics.median(signed))} "
-                  f"| {ms(statistics.median(added))} | {ms(max(added))} | {size} bytes |")
+                  f"| {ms(statistics.median(added))} | {ms(max(added))} | {ms(reader)} | {size} bytes |")
 
 
 if __name__ == "__main__":

@@ -179,7 +179,8 @@ pub struct OutputPaths {
     /// `no-session.json`, written instead of a stop record by a discovery-only run inside a
     /// capture directory (SPEC §3 item 8).
     pub no_session: Option<PathBuf>,
-    /// `attestation.dsse.json`, when the capture was signed (SPEC §4.5).
+    /// `attestation.dsse.json`, when the capture was signed (SPEC §4.5); absent from the JSON
+    /// form otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attestation: Option<PathBuf>,
 }

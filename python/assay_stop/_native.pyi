@@ -227,7 +227,8 @@ class WrapOutcome:
     def paths(self) -> Dict[str, Optional[str]]:
         """Paths involved: ``decision_log``, ``session_context``, ``session_stop``, ``coverage``,
         ``protocol``, ``capture_dir`` (with ``capture_root``: the directory chosen for this run),
-        ``no_session``, ``attestation`` (``None`` when not requested or not written)."""
+        ``no_session`` (``None`` when not requested or not written), and ``attestation`` only
+        when the capture was signed."""
     @property
     def capture_dir(self) -> Optional[str]:
         """The capture directory, when one was used."""

@@ -161,7 +161,7 @@ def test_cli_and_python_signed_captures_verify_with_third_party_tools(
     assert cli_verify(assay_bin, run_dir, pub).returncode == 0
     # Without a key nothing changes: no attestation, `signed` None.
     plain = py_session(tmp_path, demo_server, demo_policy, capture_dir=tmp_path / "plain")
-    assert plain.signed is None and plain.signature is None and plain.paths["attestation"] is None
+    assert plain.signed is None and plain.signature is None and "attestation" not in plain.paths
     assert not (tmp_path / "plain" / ATTESTATION).exists()
 
 

@@ -142,7 +142,6 @@ pub fn verify_capture(dir: &Path, keys: &[PublicKey]) -> Result<Verified, Unveri
         .iter()
         .map(|s| (s.name.as_str(), s.sha256.as_str()))
         .collect();
-    let mut digests = BTreeMap::new();
     for name in &names {
         if signed.contains_key(name.as_str()) {
             continue;
@@ -162,9 +161,7 @@ pub fn verify_capture(dir: &Path, keys: &[PublicKey]) -> Result<Verified, Unveri
             continue;
         }
         match digest_at(&fd, &s.name) {
-            Ok(actual) if actual == s.sha256 => {
-                digests.insert(s.name.clone(), actual);
-            }
+            Ok(actual) if actual == s.sha256 => {}
             Ok(actual) => mismatches.push(Mismatch::Digest {
                 name: crate::text::render(&s.name),
                 signed: s.sha256.clone(),

@@ -69,9 +69,13 @@ fn paths_dict<'py>(py: Python<'py>, p: &assay::OutputPaths) -> PyResult<Bound<'p
         ("protocol", &p.protocol),
         ("capture_dir", &p.capture_dir),
         ("no_session", &p.no_session),
-        ("attestation", &p.attestation),
     ] {
         dict.set_item(key, path_str(value.as_deref()))?;
+    }
+    // Only when the capture was signed, as in the library's JSON: the keys of an unsigned
+    // session's paths are what they were before signing existed.
+    if let Some(attestation) = &p.attestation {
+        dict.set_item("attestation", path_str(Some(attestation.as_path())))?;
     }
     Ok(dict.into_any())
 }
