@@ -18,7 +18,20 @@ pub const COVERAGE: &str = "coverage.json";
 /// Written instead of a stop record by a discovery-only run (SPEC §3 item 8, §10).
 pub const NO_SESSION: &str = "no-session.json";
 
+/// The DSSE envelope of a signed capture, written after the stop record (SPEC §4.5).
+pub const ATTESTATION: &str = "attestation.dsse.json";
+/// A package's manifest (`capture package`, SPEC §7): in the package directory, not a capture
+/// file.
+pub const MANIFEST: &str = "manifest.json";
+
 /// Every file a capture directory may hold, in the order a package manifest lists them.
-pub const ALL: [&str; 7] = [
-    PROTOCOL, CONTEXT, STOP, DECISIONS, STDERR, COVERAGE, NO_SESSION,
+pub const ALL: [&str; 8] = [
+    PROTOCOL,
+    CONTEXT,
+    STOP,
+    DECISIONS,
+    STDERR,
+    COVERAGE,
+    NO_SESSION,
+    ATTESTATION,
 ];

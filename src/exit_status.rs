@@ -20,6 +20,11 @@ pub const USAGE: i32 = 2;
 /// status.
 pub const FAILURE: i32 = 3;
 
+/// `4`: `capture verify` found a signature or a file that does not match: the attestation is
+/// missing, altered, by none of the given keys, or a file was changed, added or removed after
+/// signing (SPEC §4.5, §10).
+pub const UNVERIFIED: i32 = 4;
+
 /// `126`: the child command exists but cannot be executed (`mcp wrap`).
 pub const NOT_EXECUTABLE: i32 = 126;
 

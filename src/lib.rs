@@ -7,7 +7,9 @@
 //! decision log, and on request a session-context event and — after bounded child cleanup — a
 //! session-stop event. [`read_capture`] later judges a capture directory `closed`, `incomplete`
 //! or `unknown` without trusting anything it reads; [`read_captures`] judges every capture under a
-//! capture root at once. [`package_capture`] copies a capture with a manifest of digests.
+//! capture root at once. [`package_capture`] copies a capture with a manifest of digests. With a
+//! signing key, a session signs its capture ([`attestation`]); [`attestation::verify_capture`]
+//! checks such a signature without trusting the capture.
 //!
 //! This crate is the core: the same operations are exposed to C by `crates/assay-capi`
 //! (`include/assay.h`), to Python by `bindings/python` (`import assay_stop`) and on the command
@@ -16,6 +18,7 @@
 // `unsafe` only in `sys` (the process, signal and descriptor layer); every other module forbids it.
 #![deny(unsafe_code)]
 
+pub mod attestation;
 pub mod capture;
 pub mod capture_files;
 pub mod error;
@@ -35,7 +38,8 @@ pub use error::{
     ConfigError, ConfigOption, ConfigProblem, Error, ErrorKind, OptionSpelling, Result,
 };
 pub use outcome::{
-    ChildStatus, DecisionLogState, OutputPaths, SessionEnd, StopData, Termination, WrapOutcome,
+    ChildStatus, DecisionLogState, OutputPaths, SessionEnd, SignatureOutcome, StopData,
+    Termination, WrapOutcome,
 };
 
 mod canonical;

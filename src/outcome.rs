@@ -179,6 +179,23 @@ pub struct OutputPaths {
     /// `no-session.json`, written instead of a stop record by a discovery-only run inside a
     /// capture directory (SPEC §3 item 8).
     pub no_session: Option<PathBuf>,
+    /// `attestation.dsse.json`, when the capture was signed (SPEC §4.5); absent from the JSON
+    /// form otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<PathBuf>,
+}
+
+/// Whether a session with a signing key signed its capture (SPEC §4.5). A failure never
+/// changes the capture's verdict: the signature is an extra claim, not a condition of the stop
+/// record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureOutcome {
+    /// `attestation.dsse.json` was written.
+    pub signed: bool,
+    /// The key id of the signing key (lowercase hex SHA-256 of its raw public key).
+    pub keyid: String,
+    /// Why the capture was not signed, when it was not.
+    pub error: Option<String>,
 }
 
 /// Everything `wrap_session` observed, returned to every surface (Rust, C as JSON, Python).
@@ -203,6 +220,9 @@ pub struct WrapOutcome {
     pub evidence_errors: Vec<String>,
     /// Why the session ended with `proxy_error`, when it did.
     pub proxy_error: Option<String>,
+    /// With a signing key: whether the capture was signed, and why not (SPEC §4.5). `None`
+    /// without a key.
+    pub signature: Option<SignatureOutcome>,
 }
 
 impl WrapOutcome {
@@ -229,7 +249,9 @@ impl WrapOutcome {
     /// The outcome as one JSON object: `session_id`, `exit_code` (the CLI status rule),
     /// `child_exit_code` (the stop record's `exit_code`), every other stop field at the top level,
     /// `stop` (the stop `data` exactly as written, or as it would have been), `paths`,
-    /// `stop_written`, `discovery_only`, `evidence_errors`, `proxy_error`. No key appears twice.
+    /// `stop_written`, `discovery_only`, `evidence_errors`, `proxy_error`, `signed` (`true`,
+    /// `false`, or `null` without a signing key) and `signature` (`null` without a key, else
+    /// `{signed, keyid, error}`). No key appears twice.
     pub fn to_json_value(&self) -> serde_json::Value {
         use serde_json::{Map, Value};
         let stop = serde_json::to_value(&self.stop).unwrap_or(Value::Null);
@@ -256,6 +278,14 @@ impl WrapOutcome {
             Value::from(self.evidence_errors.clone()),
         );
         out.insert("proxy_error".into(), Value::from(self.proxy_error.clone()));
+        out.insert(
+            "signed".into(),
+            Value::from(self.signature.as_ref().map(|s| s.signed)),
+        );
+        out.insert(
+            "signature".into(),
+            serde_json::to_value(&self.signature).unwrap_or(Value::Null),
+        );
         Value::Object(out)
     }
 }
@@ -325,6 +355,7 @@ mod tests {
             discovery_only: false,
             evidence_errors: vec![],
             proxy_error: None,
+            signature: None,
         };
         let text = serde_json::to_string(&outcome).unwrap();
         crate::strict_json::scan(text.as_bytes(), 8).unwrap();
@@ -333,5 +364,7 @@ mod tests {
         assert_eq!(v["child_exit_code"], 7);
         assert_eq!(v["stop"]["exit_code"], 7);
         assert_eq!(v["decision_log"], "incomplete");
+        assert_eq!(v["signed"], serde_json::Value::Null);
+        assert_eq!(v["signature"], serde_json::Value::Null);
     }
 }

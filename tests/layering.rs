@@ -296,7 +296,8 @@ fn no_import_cycle_between_source_files() {
 
 /// Folders of the core that a lower one never imports: the digest type sits beside the one
 /// SHA-256 (`sha256.rs`), the pins file and its diff below the policy (`pins_file/`), and only
-/// the live listing (`pins/`) above the proxy. Each rule: a folder, and the folders above it.
+/// the live listing (`pins/`) above the proxy, the signer and verifier of captures
+/// (`attestation/`) above the reader. Each rule: a folder, and the folders above it.
 const NOT_IMPORTED_FROM_BELOW: &[(&str, &[&str])] = &[
     (
         "canonical/",
@@ -304,7 +305,11 @@ const NOT_IMPORTED_FROM_BELOW: &[(&str, &[&str])] = &[
     ),
     ("pins_file/", &["evidence/", "pins/", "policy/", "proxy/"]),
     ("policy/", &["capture/", "evidence/", "pins/", "proxy/"]),
-    ("evidence/", &["capture/", "pins/", "proxy/"]),
+    (
+        "evidence/",
+        &["attestation/", "capture/", "pins/", "proxy/"],
+    ),
+    ("capture/", &["attestation/"]),
     ("proxy/", &["pins/"]),
 ];
 

@@ -38,4 +38,5 @@ mod properties;
 mod proxy;
 mod regression;
 mod show;
+mod signing;
 mod text_for_people;

@@ -106,6 +106,7 @@ def wrap_session(
     max_line_bytes: Optional[int] = None,
     forward_signals: bool = False,
     idle_drain: Optional[float] = None,
+    sign_key: Optional[StrPath] = None,
     stdin: FileDescriptorLike = 0,
     stdout: FileDescriptorLike = 1,
     stderr: Optional[StrPath] = None,
@@ -119,6 +120,15 @@ def wrap_session(
     ``capture_dir``: ``proxy-stderr.log`` in the capture). ``capture_root`` gives every call a
     new capture directory ``ROOT/<UTC YYYYMMDDTHHMMSS.ffffffZ>-<session_id>`` (``ROOT`` is
     created if missing; its parent must exist); the directory chosen is ``outcome.capture_dir``.
+
+    ``sign_key``: an Ed25519 private key file (PKCS#8 as ``assay keygen`` writes it, or a raw
+    32-byte seed; mode 0600 or 0400) that signs the capture after its stop record: the capture
+    gets ``attestation.dsse.json`` (a DSSE envelope over an in-toto Statement v1; SPEC §4.5),
+    ``outcome.signed`` is ``True`` and ``outcome.paths["attestation"]`` names it. It needs
+    ``capture_dir`` or ``capture_root``; a missing, unreadable or group/other-accessible key is a
+    :class:`ConfigError` (option ``sign_key``) before anything is spawned. A signing failure
+    leaves ``outcome.signed`` ``False`` with ``outcome.signature["error"]``, an entry in
+    ``evidence_errors`` and ``exit_code`` 3; the capture's verdict is unchanged.
 
     The GIL is released for the whole session; Ctrl-C takes effect only when this returns.
 
@@ -174,6 +184,7 @@ def wrap_session(
         max_line_bytes=max_line_bytes,
         forward_signals=forward_signals,
         idle_drain=idle_drain,
+        sign_key=_opt_path(sign_key),
         stdin=_fd("stdin", stdin),
         stdout=_fd("stdout", stdout),
         stderr=_opt_path(stderr),

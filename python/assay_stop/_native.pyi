@@ -48,6 +48,7 @@ def wrap_session(
     verbose: bool = False,
     forward_signals: bool = False,
     idle_drain: Optional[float] = None,
+    sign_key: Optional[str] = None,
 ) -> WrapOutcome:
     """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
 
@@ -64,6 +65,14 @@ def wrap_session(
     cannot be combined with ``capture_dir``, ``decision_log``, ``session_context_out``,
     ``session_stop_out`` or ``coverage_out``. A discovery-only run inside a capture directory
     writes ``no-session.json`` instead of a stop record.
+
+    ``sign_key`` (needs ``capture_dir`` or ``capture_root``): an Ed25519 private key file
+    (PKCS#8 DER or PEM, or a raw 32-byte seed) readable and writable by its owner only (mode
+    0600 or 0400; otherwise :class:`ConfigError`, option ``sign_key``, before anything is
+    spawned). After the stop record the capture is signed: ``attestation.dsse.json``, a DSSE
+    envelope over an in-toto Statement v1 naming every other file of the capture with its
+    SHA-256 (SPEC §4.5). ``outcome.signed``/``outcome.signature`` say whether it was; a failure
+    is an entry of ``evidence_errors`` (``exit_code`` 3) and never changes the verdict.
 
     The GIL is released for the whole session, so other Python threads keep running.
     Ctrl-C (``KeyboardInterrupt``) takes effect only when this call returns.
@@ -218,7 +227,8 @@ class WrapOutcome:
     def paths(self) -> Dict[str, Optional[str]]:
         """Paths involved: ``decision_log``, ``session_context``, ``session_stop``, ``coverage``,
         ``protocol``, ``capture_dir`` (with ``capture_root``: the directory chosen for this run),
-        ``no_session`` (``None`` when not requested or not written)."""
+        ``no_session`` (``None`` when not requested or not written), and ``attestation`` only
+        when the capture was signed."""
     @property
     def capture_dir(self) -> Optional[str]:
         """The capture directory, when one was used."""
@@ -234,6 +244,14 @@ class WrapOutcome:
     @property
     def proxy_error(self) -> Optional[str]:
         """Why the session ended with ``proxy_error``, when it did."""
+    @property
+    def signed(self) -> Optional[bool]:
+        """With ``sign_key``: whether ``attestation.dsse.json`` was written; ``None`` without a
+        key."""
+    @property
+    def signature(self) -> Optional[Dict[str, Any]]:
+        """With ``sign_key``: ``{"signed": bool, "keyid": str, "error": str | None}`` (the key
+        id is the hex SHA-256 of the raw public key); ``None`` without a key."""
     def to_dict(self) -> Dict[str, Any]:
         """A plain dict of every attribute (stop fields at the top level, plus ``stop``)."""
 

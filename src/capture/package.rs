@@ -24,13 +24,12 @@ use serde::Serialize;
 use super::bounds::{MAX_COMPANION_BYTES, MAX_LOG_BYTES};
 use super::judgement::Closure;
 use super::reader::judge;
-use crate::capture_files::{CONTEXT, COVERAGE, DECISIONS, NO_SESSION, PROTOCOL, STDERR, STOP};
+use crate::capture_files::{
+    ATTESTATION, CONTEXT, COVERAGE, DECISIONS, MANIFEST, NO_SESSION, PROTOCOL, STDERR, STOP,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
 use crate::sha256::Sha256;
-
-/// The manifest's file name inside the package.
-const MANIFEST: &str = "manifest.json";
 
 /// The `schema` of `manifest.json`.
 pub const PACKAGE_SCHEMA: &str = "assay.capture.package.v1";
@@ -43,7 +42,7 @@ const MAX_STDERR_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_EXTRA_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// The files a package may hold, in manifest order, with their bounds.
-const PACKAGED: [(&str, u64); 7] = [
+const PACKAGED: [(&str, u64); 8] = [
     (PROTOCOL, MAX_COMPANION_BYTES),
     (CONTEXT, MAX_COMPANION_BYTES),
     (STOP, MAX_COMPANION_BYTES),
@@ -51,6 +50,8 @@ const PACKAGED: [(&str, u64); 7] = [
     (STDERR, MAX_STDERR_BYTES),
     (COVERAGE, MAX_COVERAGE_BYTES),
     (NO_SESSION, MAX_COMPANION_BYTES),
+    // A signed capture's attestation (SPEC §4.5), copied byte for byte so the package verifies.
+    (ATTESTATION, MAX_COMPANION_BYTES),
 ];
 
 /// The manifest's `non_claims`.

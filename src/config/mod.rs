@@ -15,6 +15,7 @@ use std::path::Path;
 pub(crate) use plan::{LogMode, SessionPlan, StderrSink};
 pub(crate) use validate::check_root;
 pub use validate::load_policy;
+pub(crate) use validate::load_sign_key;
 pub use wrap_config::{DEFAULT_IDLE_DRAIN, DEFAULT_LABEL, DEFAULT_MAX_LINE_BYTES, WrapConfig};
 
 use crate::error::{ConfigError, ConfigOption, ConfigProblem, Result};
@@ -22,6 +23,7 @@ use crate::error::{ConfigError, ConfigOption, ConfigProblem, Result};
 impl WrapConfig {
     /// Runs every check of SPEC §6, then resolves the plan. Touches nothing on disk but `stat`s.
     pub(crate) fn plan(&self) -> Result<SessionPlan> {
+        validate::check_sign_key(self)?;
         if let Some(root) = &self.capture_root {
             return plan_capture_root(self, root);
         }
@@ -66,9 +68,11 @@ fn plan_capture_root(config: &WrapConfig, root: &Path) -> Result<SessionPlan> {
     let mut base = config.clone();
     base.capture_root = None;
     base.decision_log_new = false;
+    base.sign_key = None;
     let mut plan = base.plan()?;
     validate::check_capture_root(config, root)?;
     plan.capture_root = Some(root.to_path_buf());
+    plan.sign_key = config.sign_key.clone();
     Ok(plan)
 }
 

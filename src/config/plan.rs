@@ -50,6 +50,8 @@ pub(crate) struct SessionPlan {
     pub max_line_bytes: usize,
     pub verbose: bool,
     pub forward_signals: bool,
+    /// The key that signs the capture after the stop record (SPEC §4.5).
+    pub sign_key: Option<PathBuf>,
 }
 
 /// Where the child's stderr (and, for a capture, the wrapper's diagnostics) go.
@@ -83,6 +85,7 @@ impl SessionPlan {
             &mut self.capture_dir,
             &mut self.capture_root,
             &mut self.protocol_out,
+            &mut self.sign_key,
         ]
         .into_iter()
         .flatten()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::plan::StderrSink;
 use super::resolve::EvidencePaths;
 use super::wrap_config::{DEFAULT_MAX_LINE_BYTES, WrapConfig};
-use crate::capture_files::COVERAGE;
+use crate::capture_files::{ATTESTATION, COVERAGE};
 use crate::error::{ConfigError, ConfigOption, ConfigProblem, Error, Result};
 use crate::event_source::is_event_source;
 use crate::policy::Policy;
@@ -87,6 +87,26 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
     })
 }
 
+/// A signing key (SPEC §4.5) signs a capture: it needs a capture directory or a capture root.
+/// The key file itself is read by [`load_sign_key`], before anything is spawned.
+pub(super) fn check_sign_key(config: &WrapConfig) -> Result<()> {
+    if config.sign_key.is_some() && config.capture_dir.is_none() && config.capture_root.is_none() {
+        return Err(Error::config(
+            ConfigOption::SignKey,
+            "signs a capture: give a capture directory or a capture root with it",
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the signing key at `path` (SPEC §4.5) as a configuration error on the `sign_key`
+/// option: a missing or unreadable file, a mode that lets others read or write it, or bytes
+/// that are not an Ed25519 private key.
+pub(crate) fn load_sign_key(path: &Path) -> Result<crate::attestation::SigningKey> {
+    crate::attestation::SigningKey::load(path)
+        .map_err(|e| Error::config(ConfigOption::SignKey, e.to_string()))
+}
+
 /// A capture directory (SPEC §7, §10): the options it sets itself are not given too, and it is a
 /// directory or can be created in an existing one; a coverage report given with it is the
 /// capture's own `coverage.json`.
@@ -136,6 +156,18 @@ pub(super) fn check_capture_dir(config: &WrapConfig, dir: &Path) -> Result<()> {
                 format!("cannot inspect {}: {e}", dir.display()),
             ));
         }
+    }
+    // An attestation is a capture's last file: one there means the directory was used.
+    let attestation = dir.join(ATTESTATION);
+    if let Ok(m) = std::fs::symlink_metadata(&attestation) {
+        return Err(ConfigError::new(
+            ConfigOption::CaptureDir,
+            ConfigProblem::CaptureDirUsed {
+                path: attestation,
+                symlink: m.file_type().is_symlink(),
+            },
+        )
+        .into());
     }
     if let Some(c) = &config.coverage_out {
         let expected = dir.join(COVERAGE);

@@ -98,6 +98,11 @@ pub struct WrapConfig {
     /// session runs (SPEC §3 item 9). Off by default: then no signal handler is installed.
     #[serde(default)]
     pub forward_signals: bool,
+    /// An Ed25519 private key file (PKCS#8 or a raw 32-byte seed, mode 0600): after the stop
+    /// record, the session signs its capture with it (`attestation.dsse.json`, SPEC §4.5). Needs
+    /// `capture_dir` or `capture_root`; the key is read before anything is spawned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_key: Option<PathBuf>,
 }
 
 fn default_stdin() -> i32 {
@@ -136,6 +141,7 @@ impl WrapConfig {
             tee_server_stderr: false,
             verbose: false,
             forward_signals: false,
+            sign_key: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod server_to_client;
 mod session_end;
 mod session_files;
 mod shared;
+mod signing;
 mod stderr_tee;
 pub(crate) mod tools_list;
 mod undo;
@@ -40,6 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::attestation::SigningKey;
 use crate::config::{SessionPlan, WrapConfig};
 use crate::diag::Diag;
 use crate::error::ConfigOption;
@@ -66,6 +68,7 @@ use session_files::{
     write_coverage, write_stop,
 };
 use shared::{LogWriterState, Shared};
+use signing::Signer;
 use undo::StartupFiles;
 
 /// Runs one wrapped MCP session to its end (SPEC §3).
@@ -109,6 +112,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let Prepared {
         plan,
         policy,
+        signer,
         session_id,
         source,
         cancel,
@@ -193,6 +197,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             shared: &shared,
             log: &log,
             run: &run,
+            signer: signer.map(|key| Signer::new(key, shared.policy.sha256())),
         },
         evidence_errors,
     )
@@ -311,6 +316,8 @@ struct Ended<'s> {
     shared: &'s Shared,
     log: &'s session_files::SessionLog,
     run: &'s session_end::RunResult,
+    /// Signs the capture after the stop record (SPEC §4.5).
+    signer: Option<Signer>,
 }
 
 /// SPEC §3 items 9–10 after the cleanup: the stop data settled, coverage written, a temporary
@@ -329,6 +336,7 @@ fn finish(
         shared,
         log,
         run,
+        signer,
     } = ended;
     // Settle the stop data; then coverage and the temporary log.
     let stop = settle_stop_data(plan, session_id, pid, context_id, shared, log, run);
@@ -359,7 +367,7 @@ fn finish(
             diag.say(msg);
         }
     }
-    write_stop(plan, source, diag, outcome)
+    write_stop(plan, source, diag, signer.as_ref(), outcome)
 }
 
 /// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the
@@ -367,6 +375,8 @@ fn finish(
 struct Prepared {
     plan: SessionPlan,
     policy: Policy,
+    /// The key that signs the capture after the stop record (SPEC §4.5).
+    signer: Option<SigningKey>,
     session_id: String,
     source: String,
     cancel: Cancel,
@@ -376,6 +386,11 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
     // Relative paths are resolved now, once (SPEC §3.1b).
     let plan = config.plan()?.anchored();
     let policy = crate::config::load_policy(&plan.policy_path)?;
+    let signer = plan
+        .sign_key
+        .as_deref()
+        .map(crate::config::load_sign_key)
+        .transpose()?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();
     let cancel = Cancel::new()
@@ -383,6 +398,7 @@ fn prepare(config: &WrapConfig) -> Result<Prepared> {
     Ok(Prepared {
         plan,
         policy,
+        signer,
         session_id,
         source,
         cancel,

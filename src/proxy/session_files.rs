@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::recorder::Recorder;
 use super::session_end;
 use super::shared::Shared;
+use super::signing::{Signer, sign_at_stop};
 use super::stderr_tee::Tee;
 use super::undo::StartupFiles;
 use crate::config::{LogMode, SessionPlan, StderrSink};
@@ -387,6 +388,7 @@ pub(super) fn outcome_of(
             protocol: plan.protocol_out.clone(),
             capture_dir: plan.capture_dir.clone(),
             no_session: None,
+            attestation: None,
         },
         stop,
         stop_written: false,
@@ -401,6 +403,7 @@ pub(super) fn outcome_of(
         } else {
             None
         },
+        signature: None,
     }
 }
 
@@ -410,6 +413,7 @@ pub(super) fn write_stop(
     plan: &SessionPlan,
     source: &str,
     diag: &Diag,
+    signer: Option<&Signer>,
     mut outcome: WrapOutcome,
 ) -> Result<WrapOutcome> {
     let mut stop_error = None;
@@ -424,6 +428,9 @@ pub(super) fn write_stop(
                 Err(e) => stop_error = Some(e),
             }
         }
+    }
+    if let Some(signer) = signer {
+        sign_at_stop(plan, signer, diag, &mut outcome);
     }
     outcome.exit_code = outcome.exit_status_rule(stop_error.is_some());
     if let Some(e) = stop_error {

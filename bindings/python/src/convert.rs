@@ -72,6 +72,11 @@ fn paths_dict<'py>(py: Python<'py>, p: &assay::OutputPaths) -> PyResult<Bound<'p
     ] {
         dict.set_item(key, path_str(value.as_deref()))?;
     }
+    // Only when the capture was signed, as in the library's JSON: the keys of an unsigned
+    // session's paths are what they were before signing existed.
+    if let Some(attestation) = &p.attestation {
+        dict.set_item("attestation", path_str(Some(attestation.as_path())))?;
+    }
     Ok(dict.into_any())
 }
 
@@ -201,10 +206,20 @@ impl WrapOutcome {
     fn proxy_error(&self) -> Option<&str> {
         self.inner.proxy_error.as_deref()
     }
+    /// With `sign_key`: whether the capture was signed (SPEC §4.5); `None` without a key.
+    #[getter]
+    fn signed(&self) -> Option<bool> {
+        self.inner.signature.as_ref().map(|s| s.signed)
+    }
+    /// With `sign_key`: `{"signed", "keyid", "error"}`; `None` without a key.
+    #[getter]
+    fn signature<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.signature)
+    }
 
     /// A plain dict: `session_id`, `exit_code` (the CLI status), `child_exit_code`, every other
     /// stop field at the top level, `stop` (the exact stop `data`), `paths`, `stop_written`,
-    /// `discovery_only`, `evidence_errors`, `proxy_error`.
+    /// `discovery_only`, `evidence_errors`, `proxy_error`, `signed`, `signature`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // The library's one JSON form of the outcome, so C and Python agree key for key; its
         // paths as `os.fsdecode` gives them (JSON text cannot hold a non-UTF-8 path).

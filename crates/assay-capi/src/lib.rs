@@ -112,8 +112,13 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   file). Optional keys: `event_source`, `label`, `decision_log`, `decision_log_new`,
 ///   `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `capture_root`,
 ///   `dry_run`, `drain_timeout` (seconds), `idle_drain` (seconds), `max_line_bytes`, `stdin`,
-///   `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`. Unknown or
-///   duplicate keys are refused.
+///   `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`,
+///   `sign_key`. Unknown or duplicate keys are refused.
+///   `sign_key` (needs `capture_dir` or `capture_root`): an Ed25519 private key file (PKCS#8 or
+///   a raw 32-byte seed) only its owner may read or write (mode 0600 or 0400, else
+///   `ASSAY_ERR_CONFIG` before anything is spawned); after the stop record the capture is
+///   signed with it: `attestation.dsse.json`, a DSSE envelope over an in-toto Statement v1 of
+///   every other file of the capture (SPEC §4.5).
 ///   `idle_drain` (default 1, 0 waits forever): after the client closed its input and no request
 ///   of it is pending, a server that writes nothing for that long and keeps its stdout open is
 ///   treated as done and ended by the bounded cleanup.
@@ -152,7 +157,11 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   `child_exit_code`, so no key appears twice), `stop` (the stop record's `data` exactly as
 ///   recorded, or as it would have been), `paths` (the files written; `paths.no_session` is the
 ///   `no-session.json` a discovery-only run writes in a capture directory), `stop_written`,
-///   `discovery_only`, `evidence_errors` and `proxy_error`.
+///   `discovery_only`, `evidence_errors`, `proxy_error`, `signed` (with `sign_key`: whether the
+///   capture was signed; `null` without) and `signature` (`null` without `sign_key`, else
+///   `{"signed", "keyid", "error"}`; a signing failure is also an `evidence_errors` entry and
+///   makes `exit_code` 3, never changing the capture's verdict); `paths.attestation` names
+///   the attestation when one was written.
 /// - `ASSAY_ERR_STOP_WRITE`: the session ran but the requested stop record could not be
 ///   written; the outcome JSON is still stored (it reports the observed child status).
 /// - `ASSAY_ERR_INVALID_ARGUMENT`: `config_json` is NULL, not UTF-8, not JSON, has an unknown,

@@ -3,6 +3,8 @@
 //! - `assay_wrap_session`: the status for a stop write that fails mid-session is
 //!   `ASSAY_ERR_STOP_WRITE`, and the outcome JSON still comes back with the observed child status
 //!   (SPEC §8);
+//! - `assay_wrap_session` with `sign_key`: the capture is signed and the outcome says so
+//!   (`signed`, `signature`, `paths.attestation`); a key others may read is `ASSAY_ERR_CONFIG`;
 //! - the version macros of the checked-in `include/assay.h` equal what the library reports.
 
 use std::ffi::{CStr, CString};
@@ -172,4 +174,92 @@ fn stop_write_failure_returns_status_4_with_the_outcome() {
     assert_eq!(v["decision_log"], "complete");
     // Earlier evidence is intact.
     assert_eq!(decision_lines(&log).len(), 1);
+}
+
+/// Runs one session through `assay_wrap_session` with `config` (its `stdin`/`stdout` set here)
+/// and the client lines `input`; returns the status, the outcome JSON and the last error.
+fn wrap_with(
+    mut config: serde_json::Value,
+    input: &[u8],
+) -> (AssayStatus, Option<serde_json::Value>, String) {
+    let (client_in_r, mut client_in_w) = std::io::pipe().unwrap();
+    let (client_out_r, client_out_w) = std::io::pipe().unwrap();
+    config["stdin"] = client_in_r.as_raw_fd().into();
+    config["stdout"] = client_out_w.as_raw_fd().into();
+    let config = CString::new(config.to_string()).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut r = client_out_r;
+        std::io::Read::read_to_end(&mut r, &mut out).unwrap();
+    });
+    client_in_w.write_all(input).unwrap();
+    drop(client_in_w);
+    let mut out: *mut std::os::raw::c_char = std::ptr::null_mut();
+    // SAFETY (test): a valid NUL-terminated config and a valid out pointer.
+    let status = unsafe { assay_wrap_session(config.as_ptr(), &mut out) };
+    let last_ptr = assay_last_error();
+    let last = if last_ptr.is_null() {
+        String::new()
+    } else {
+        // SAFETY (test): read before any other `assay_*` call on this thread.
+        unsafe { CStr::from_ptr(last_ptr) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let outcome = (!out.is_null()).then(|| {
+        // SAFETY (test): the library returned a NUL-terminated string it allocated.
+        let s = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
+        unsafe { assay_string_free(out) };
+        core_api::strict_json::scan(s.as_bytes(), 16).expect("no duplicate keys");
+        serde_json::from_str(&s).unwrap()
+    });
+    drop(client_in_r);
+    drop(client_out_w);
+    reader.join().unwrap();
+    (status, outcome, last)
+}
+
+#[test]
+fn sign_key_signs_the_capture_and_a_key_others_may_read_is_a_config_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let key = dir.path().join("k");
+    let files = core_api::attestation::generate_key_pair(&key).unwrap();
+    let cap = dir.path().join("cap");
+    let config = serde_json::json!({
+        "command": ["python3", fault_server(), "normal"],
+        "policy": demo_policy(),
+        "event_source": "assay://t/ffi",
+        "capture_dir": cap,
+        "sign_key": key,
+    });
+    let input = script(&[INIT, &call(2, "echo", r#"{"text":"a"}"#)]);
+    let (status, outcome, last) = wrap_with(config.clone(), &input);
+    assert_eq!(status, AssayStatus::ASSAY_OK, "{last}");
+    let v = outcome.unwrap();
+    assert_eq!(v["signed"], true, "{v}");
+    assert_eq!(
+        v["signature"],
+        serde_json::json!({"signed": true, "keyid": files.keyid, "error": null})
+    );
+    assert_eq!(
+        v["paths"]["attestation"],
+        cap.join("attestation.dsse.json").display().to_string()
+    );
+    let public = core_api::attestation::PublicKey::load(&files.public).unwrap();
+    let verified = core_api::attestation::verify_capture(&cap, &[public]).unwrap();
+    assert_eq!(verified.keyid, files.keyid);
+    assert_eq!(
+        verified.predicate.session_id,
+        v["session_id"].as_str().unwrap()
+    );
+
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut config = config;
+    config["capture_dir"] = dir.path().join("cap2").display().to_string().into();
+    let (status, outcome, last) = wrap_with(config, &input);
+    assert_eq!(status, AssayStatus::ASSAY_ERR_CONFIG);
+    assert!(outcome.is_none());
+    assert!(last.starts_with("sign_key: signing key "), "{last}");
+    assert!(!dir.path().join("cap2").exists());
 }

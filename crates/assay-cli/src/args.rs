@@ -16,6 +16,7 @@ const MCP_ABOUT: &str = "Wrap MCP servers";
 const CAPTURE_ABOUT: &str = "Read and package capture directories";
 const POLICY_ABOUT: &str = "Check policy files";
 const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with an example policy, a scripted client session, then the reader's verdict";
+const KEYGEN_ABOUT: &str = "Write a new Ed25519 key pair for signing captures: the private key to FILE (PKCS#8, mode 0600) and the public key to FILE.pub (PEM); neither may exist";
 const COMPLETIONS_ABOUT: &str =
     "Print the shell completion script for SHELL (bash, zsh or fish) on stdout";
 const WRAP_ABOUT: &str = "Run COMMAND as an MCP stdio server behind the policy";
@@ -89,6 +90,7 @@ pub(crate) fn command() -> clap::Command {
             PolicyCommand::augment_subcommands,
         ))
         .subcommand(leaf("demo", DEMO_ABOUT, DemoArgs::augment_args))
+        .subcommand(leaf("keygen", KEYGEN_ABOUT, KeygenArgs::augment_args))
         .subcommand(leaf(
             "completions",
             COMPLETIONS_ABOUT,
@@ -118,8 +120,17 @@ pub(crate) enum Command {
     Policy(PolicyCommand),
     #[command(about = DEMO_ABOUT)]
     Demo(DemoArgs),
+    #[command(about = KEYGEN_ABOUT)]
+    Keygen(KeygenArgs),
     #[command(about = COMPLETIONS_ABOUT)]
     Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct KeygenArgs {
+    /// The private key file to create (the public key goes to FILE.pub).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -334,6 +345,11 @@ pub(crate) struct WrapArgs {
     /// no stop record is written.
     #[arg(long, overrides_with = "forward_signals")]
     pub no_forward_signals: bool,
+    /// Sign the capture with this Ed25519 private key after the stop record
+    /// (attestation.dsse.json; the key file must be mode 0600; needs --capture-dir or
+    /// --capture-root).
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
     /// The server command and its arguments: after `--`, or from the first argument that is not
     /// an option on. Everything from there belongs to the server, options included.
     // SPEC §10: hosts such as the MCP Inspector strip a `--`.
@@ -361,6 +377,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.idle_drain = a.idle_drain;
         // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
         c.forward_signals = !a.no_forward_signals;
+        c.sign_key = a.sign_key;
         c
     }
 }
@@ -396,6 +413,17 @@ pub(crate) enum CaptureCommand {
         /// Also record the SHA-256 of this helper or source file (repeatable).
         #[arg(long = "hash-file", value_name = "PATH")]
         hash_file: Vec<PathBuf>,
+    },
+    /// Verify a signed capture: its attestation's signature by one of the public keys, every
+    /// file's digest, no file missing or added; then the verdict. Exit 0 verified and closed, 1
+    /// verified but not closed, 4 signature or file mismatch, 2 usage.
+    Verify {
+        /// The capture directory (or a package of one).
+        dir: PathBuf,
+        /// A public key the capture may be signed with (PEM, as `assay keygen` writes FILE.pub,
+        /// or the raw 32 bytes); repeatable.
+        #[arg(long = "pub", value_name = "FILE", required = true, num_args = 1..)]
+        public_keys: Vec<PathBuf>,
     },
 }
 

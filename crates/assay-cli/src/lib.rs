@@ -25,6 +25,7 @@ mod pin;
 mod policy;
 mod program_path;
 mod show;
+mod signing;
 mod text;
 mod wrap;
 mod wrap_config_cmd;
@@ -93,6 +94,10 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
             out,
             hash_file,
         }) => capture::package(&dir, &out, &hash_file),
+        Command::Capture(CaptureCommand::Verify { dir, public_keys }) => {
+            signing::verify(&dir, &public_keys)
+        }
+        Command::Keygen(args) => signing::keygen(&args.out),
         Command::Demo(args) => demo::run(args),
         Command::Completions(args) => completions::print(args.shell),
     }
