@@ -289,6 +289,18 @@ fn special_bytes(word: u64) -> u64 {
     (zero(quote) | zero(backslash) | (word.wrapping_sub(ONES * 0x20) & !word)) & HIGH
 }
 
+/// The key set of the object just opened at `depth` (one set per nesting level, reused by every
+/// object at that level), emptied for a line of `len` bytes.
+#[inline(always)]
+fn fresh_keyset(keysets: &mut Vec<KeySet>, depth: usize, len: usize) {
+    while keysets.len() < depth {
+        keysets.push(KeySet::new());
+    }
+    if let Some(k) = keysets.get_mut(depth - 1) {
+        k.clear(len);
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Scanner<'a> {
     text: &'a str,
@@ -337,13 +349,7 @@ impl<'a> Scanner<'a> {
             match self.peek() {
                 Some(b'{') => {
                     self.open(stack, true, slot, v)?;
-                    let depth = stack.len();
-                    while keysets.len() < depth {
-                        keysets.push(KeySet::new());
-                    }
-                    if let Some(k) = keysets.get_mut(depth - 1) {
-                        k.clear(self.bytes.len());
-                    }
+                    fresh_keyset(keysets, stack.len(), self.bytes.len());
                     self.skip_ws();
                     if self.peek() == Some(b'}') {
                         self.pos += 1;
