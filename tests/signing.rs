@@ -237,6 +237,20 @@ fn a_signed_capture_that_is_not_closed_verifies_with_exit_1() {
 }
 
 #[test]
+fn a_discovery_only_run_is_signed_and_verifies_as_not_closed() {
+    let d = tempdir();
+    let (key, public) = keygen(d.path(), "k");
+    let cap = d.path().join("cap");
+    let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
+    signed_session(&cap, &key, &[], &script(&[discover]));
+    assert!(cap.join("no-session.json").is_file());
+    let r = verify(&cap, &[&public]);
+    r.expect_status(1);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(out.contains("closure: unknown\n  no_session: "), "{out}");
+}
+
+#[test]
 fn keys_others_may_use_and_keys_without_a_capture_are_usage_errors_before_spawn() {
     let d = tempdir();
     let (key, _) = keygen(d.path(), "k");

@@ -288,3 +288,29 @@ def _all_subjects(cap: Path) -> List[str]:
 def test_subjects_are_every_other_file(signed: Tuple[Path, Path]) -> None:
     cap = signed[0]
     assert _all_subjects(cap) == sorted(p.name for p in cap.iterdir() if p.name != ATTESTATION)
+
+
+def test_a_signing_failure_is_recorded_and_leaves_the_verdict_closed(
+        tmp_path: Path, demo_server: Path, demo_policy: Path, keys: Tuple[Path, Path, Path]) -> None:
+    cap = tmp_path / "cap"
+    squat = f"echo squatter > '{cap / ATTESTATION}' && exec '{sys.executable}' '{demo_server}'"
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    reader = Reader(out_r)
+    reader.start()
+    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
+    c.send(*SESSION)
+    c.close_input()
+    try:
+        outcome = assay_stop.wrap_session(["sh", "-c", squat], policy=demo_policy, event_source=SOURCE,
+                                          capture_dir=cap, sign_key=keys[0], stdin=c.stdin, stdout=c.stdout)
+    finally:
+        c.finish()
+    assert outcome.signed is False and outcome.exit_code == 3, outcome.to_dict()
+    assert outcome.signature is not None and outcome.signature["keyid"] == third_party_key(keys[1]).keyid
+    error = outcome.signature["error"]
+    assert error is not None and error.startswith("capture not signed: cannot write ") and "File exists" in error
+    assert error in outcome.evidence_errors
+    assert "attestation" not in outcome.paths
+    assert (cap / ATTESTATION).read_bytes() == b"squatter\n"
+    assert assay_stop.read_capture(cap).closure == "closed"

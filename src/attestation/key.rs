@@ -7,7 +7,8 @@
 //!   writes it), the same in PEM (`-----BEGIN PRIVATE KEY-----`), or a raw 32-byte seed. The
 //!   file must be a regular file its owner alone can read or write (mode 0600 or 0400).
 //! - a public key: PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`, what `assay keygen`
-//!   writes to `FILE.pub` and `openssl pkey -pubout` prints) or the raw 32 bytes.
+//!   writes to `FILE.pub` and `openssl pkey -pubout` prints), the raw 32 bytes, or those bytes as
+//!   64 hex digits (securesystemslib's `keyval.public`).
 //!
 //! The key id is the lowercase hex SHA-256 of the raw 32-byte public key.
 
@@ -175,7 +176,7 @@ impl PublicKey {
         }
     }
 
-    /// Reads a public key file: PEM SubjectPublicKeyInfo or the raw 32 bytes.
+    /// Reads a public key file: PEM SubjectPublicKeyInfo, the raw 32 bytes, or 64 hex digits.
     ///
     /// # Errors
     /// [`KeyError::Read`] or [`KeyError::Format`].
@@ -189,7 +190,7 @@ impl PublicKey {
             })?;
         let format = |why| KeyError::Format {
             path: path.to_path_buf(),
-            what: "an Ed25519 public key (PEM SubjectPublicKeyInfo or the raw 32 bytes)",
+            what: "an Ed25519 public key (PEM SubjectPublicKeyInfo, the raw 32 bytes or 64 hex digits)",
             why,
         };
         let raw = match pem_body(&bytes, PEM_PUBLIC) {
@@ -200,7 +201,7 @@ impl PublicKey {
                     None => return Err(format("not an Ed25519 SubjectPublicKeyInfo")),
                 }
             }
-            None => bytes,
+            None => hex_key(&bytes).unwrap_or(bytes),
         };
         let bytes: [u8; 32] = raw
             .as_slice()
@@ -235,6 +236,19 @@ impl PublicKey {
             .verify(message, signature)
             .is_ok()
     }
+}
+
+/// The 32 bytes of a key written as 64 hex digits (securesystemslib's `keyval.public`), with
+/// surrounding whitespace; `None` for anything else.
+fn hex_key(bytes: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    if text.len() != 64 {
+        return None;
+    }
+    (0..64)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Lowercase hex SHA-256 of a raw public key.
@@ -421,11 +435,15 @@ mod tests {
         let raw = dir.path().join("raw");
         std::fs::write(&raw, [7u8; 32]).unwrap();
         assert_eq!(PublicKey::load(&raw).unwrap(), key);
+        std::fs::write(&raw, format!("{}\n", "07".repeat(32))).unwrap();
+        assert_eq!(PublicKey::load(&raw).unwrap(), key);
         for bad in [
             &b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"[..],
             b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
             b"-----BEGIN PUBLIC KEY-----\n!!\n-----END PUBLIC KEY-----\n",
             &[7u8; 31],
+            b"0g0707070707070707070707070707070707070707070707070707070707070707",
+            b"070707070707070707070707070707070707070707070707070707070707070",
         ] {
             std::fs::write(&raw, bad).unwrap();
             assert!(matches!(

@@ -421,7 +421,7 @@ pub(crate) enum CaptureCommand {
         /// The capture directory (or a package of one).
         dir: PathBuf,
         /// A public key the capture may be signed with (PEM, as `assay keygen` writes FILE.pub,
-        /// or the raw 32 bytes); repeatable.
+        /// the raw 32 bytes, or 64 hex digits); repeatable.
         #[arg(long = "pub", value_name = "FILE", required = true, num_args = 1..)]
         public_keys: Vec<PathBuf>,
     },
