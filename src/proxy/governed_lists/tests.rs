@@ -282,9 +282,12 @@ fn a_batch_keeps_its_other_elements_as_they_were() {
     assert_eq!(listings[0].1.removed[0].0, "debug_b");
 }
 
-/// The former reading, on `serde_json` values: what a judged answer showed and removed, and
-/// the result written again (`None`: unreadable).
-fn oracle(kind: ListKind, line: &str) -> Option<(Value, Vec<(String, Option<HexDigest>)>, usize)> {
+/// What a listing shows: each entry's key and digest.
+type Shown = Vec<(String, Option<HexDigest>)>;
+
+/// The former reading, on `serde_json` values: the result written again, what a judged answer
+/// showed, and how many entries it removed (`None`: unreadable).
+fn oracle(kind: ListKind, line: &str) -> Option<(Value, Shown, usize)> {
     let mut value: Value = crate::strict_json::parse_value(line.trim_end()).ok()?;
     let envelope = value.as_object_mut()?;
     if crate::lenient::has_variant(envelope, &["result"]) {
