@@ -339,26 +339,34 @@ fn a_max_size_governed_list_answer_stays_within_four_times_max_line_bytes() {
     std::fs::write(
         &policy,
         "version: \"1\"\nallow: [\"*\"]\nhide_refused_tools: true\nprompts:\n  deny: [\"debug_*\"]\n\
-         resources:\n  deny: [\"file:///secrets/**\"]\n",
+         resources:\n  deny: [\"file:///secrets/**\", \"https://secrets.example/**\"]\n",
     )
     .unwrap();
     let server = root().join("tests/fixtures/big_list_server.py");
-    for (method, member, first_kept) in [
-        ("prompts/list", "prompts", r#"{"name":"p"#),
-        ("resources/list", "resources", r#"{"uri":"file:///w/"#),
+    let modes = [
+        "entries-kept",
+        "entries-refused",
+        "entries-many",
+        "entries-zeros",
+        "entries-batch",
+    ];
+    for (method, member, first_kept, modes) in [
+        ("prompts/list", "prompts", r#"{"name":"p"#, &modes[..]),
+        (
+            "resources/list",
+            "resources",
+            r#"{"uri":"file:///w/"#,
+            &modes[..],
+        ),
+        // Read by the same code: one mode.
         (
             "resources/templates/list",
             "resourceTemplates",
-            r#"{"uriTemplate":"file:///w/"#,
+            r#"{"uriTemplate":"https://w.example/"#,
+            &modes[1..2],
         ),
     ] {
-        for mode in [
-            "entries-kept",
-            "entries-refused",
-            "entries-many",
-            "entries-zeros",
-            "entries-batch",
-        ] {
+        for &mode in modes {
             let log = dir.path().join(format!("{mode}-{member}.ndjson"));
             let args = wrap_args(
                 &[
@@ -386,24 +394,27 @@ fn a_max_size_governed_list_answer_stays_within_four_times_max_line_bytes() {
             let head = String::from_utf8_lossy(&head).into_owned();
             let tail = String::from_utf8_lossy(&tail).into_owned();
             let answer = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"{member}":["#);
+            // The output's first bytes (64 of them are kept) are these.
+            let starts = |expected: String| {
+                let n = expected.len().min(head.len());
+                assert!(n >= 50 && head[..n] == expected[..n], "{mode}: {head}");
+            };
             let (shown, removed, replaced) = match mode {
                 "entries-kept" => {
-                    assert!(head.starts_with(&format!("{answer}{first_kept}0\"")), "{head}");
+                    starts(format!("{answer}{first_kept}0\""));
                     assert!(tail.ends_with("\"}]}}\n"), "{tail}");
                     assert!(out > MAX_LINE - 200_000 && out <= MAX_LINE, "{out}");
                     (2000, 0, false)
                 }
                 "entries-refused" => {
-                    let head_of = format!("{answer}{first_kept}1\"");
-                    assert!(head.starts_with(&head_of[..64.min(head_of.len())]), "{head}");
+                    starts(format!("{answer}{first_kept}1\""));
                     assert!(tail.ends_with("\"}]}}\n"), "{tail}");
                     // Half the entries are left out.
                     assert!(out > MAX_LINE / 2 - 200_000 && out < MAX_LINE / 2, "{out}");
                     (1000, 1000, false)
                 }
                 "entries-batch" => {
-                    let head_of = format!("[{answer}{first_kept}1\"");
-                    assert!(head.starts_with(&head_of[..64.min(head_of.len())]), "{head}");
+                    starts(format!("[{answer}{first_kept}1\""));
                     assert!(tail.ends_with(",{\"method\":\"x\"}]\n"), "{tail}");
                     // A quarter of the line (half the answer's entries) is left out.
                     let three_quarters = MAX_LINE / 4 * 3;
