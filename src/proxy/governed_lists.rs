@@ -318,7 +318,11 @@ impl Edit {
     fn len(&self) -> usize {
         match self {
             Edit::Entries { kept, .. } => {
-                2 + kept.iter().map(|(s, e)| e - s).sum::<usize>() + kept.len().saturating_sub(1)
+                2 + kept
+                    .iter()
+                    .map(|(s, e)| e.saturating_sub(*s))
+                    .sum::<usize>()
+                    + kept.len().saturating_sub(1)
             }
             Edit::Replace { bytes, .. } => bytes.len(),
         }
@@ -332,7 +336,7 @@ fn write(text: &str, edits: &[Edit]) -> Vec<u8> {
     let part = |from: usize, to: usize| bytes.get(from..to).unwrap_or_default();
     let size = edits.iter().fold(bytes.len() + 1, |n, e| {
         let (start, end) = e.span();
-        n.saturating_sub(end - start) + e.len()
+        n.saturating_sub(end.saturating_sub(start)) + e.len()
     });
     let mut out = Vec::with_capacity(size);
     let mut copied = 0;
