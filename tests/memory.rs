@@ -325,3 +325,130 @@ sys.stdin.read()
         (4 * MAX_LINE) >> 20
     );
 }
+
+/// SPEC §3 item 6 and §5.2: a maximal answer to `prompts/list`, `resources/list` or
+/// `resources/templates/list` (hiding on, the section governed) stays within 4×
+/// `max_line_bytes` — all entries kept (forwarded as it is), every other one refused (written
+/// again without them), more entries than a listing records, a list that is not one of
+/// entries (both replaced by the error), a batch whose answer loses entries — and the listing
+/// event says what was shown and removed.
+#[test]
+fn a_max_size_governed_list_answer_stays_within_four_times_max_line_bytes() {
+    let dir = tempdir();
+    let policy = dir.path().join("hide.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\nhide_refused_tools: true\nprompts:\n  deny: [\"debug_*\"]\n\
+         resources:\n  deny: [\"file:///secrets/**\", \"https://secrets.example/**\"]\n",
+    )
+    .unwrap();
+    let server = root().join("tests/fixtures/big_list_server.py");
+    let modes = [
+        "entries-kept",
+        "entries-refused",
+        "entries-many",
+        "entries-zeros",
+        "entries-batch",
+    ];
+    for (method, member, first_kept, modes) in [
+        ("prompts/list", "prompts", r#"{"name":"p"#, &modes[..]),
+        (
+            "resources/list",
+            "resources",
+            r#"{"uri":"file:///w/"#,
+            &modes[..],
+        ),
+        // Read by the same code: one mode.
+        (
+            "resources/templates/list",
+            "resourceTemplates",
+            r#"{"uriTemplate":"https://w.example/"#,
+            &modes[1..2],
+        ),
+    ] {
+        for &mode in modes {
+            let log = dir.path().join(format!("{mode}-{member}.ndjson"));
+            let args = wrap_args(
+                &[
+                    "--policy",
+                    &policy.display().to_string(),
+                    "--decision-log",
+                    &log.display().to_string(),
+                    "--decision-log-new",
+                    "--event-source",
+                    "assay://test/session",
+                ],
+                &[
+                    "python3",
+                    &server.display().to_string(),
+                    mode,
+                    &MAX_LINE.to_string(),
+                ],
+            );
+            let request = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\"}}\n");
+            let (rss, out, head, tail) = peak_rss_of(args, request.as_bytes());
+            eprintln!(
+                "{method} answer ({mode}): peak RSS {} KiB, output {out} bytes",
+                rss >> 10
+            );
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let tail = String::from_utf8_lossy(&tail).into_owned();
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"{member}":["#);
+            // The output's first bytes (64 of them are kept) are these.
+            let starts = |expected: String| {
+                let n = expected.len().min(head.len());
+                assert!(n >= 50 && head[..n] == expected[..n], "{mode}: {head}");
+            };
+            let (shown, removed, replaced) = match mode {
+                "entries-kept" => {
+                    starts(format!("{answer}{first_kept}0\""));
+                    assert!(tail.ends_with("\"}]}}\n"), "{tail}");
+                    assert!(out > MAX_LINE - 200_000 && out <= MAX_LINE, "{out}");
+                    (2000, 0, false)
+                }
+                "entries-refused" => {
+                    starts(format!("{answer}{first_kept}1\""));
+                    assert!(tail.ends_with("\"}]}}\n"), "{tail}");
+                    // Half the entries are left out.
+                    assert!(out > MAX_LINE / 2 - 200_000 && out < MAX_LINE / 2, "{out}");
+                    (1000, 1000, false)
+                }
+                "entries-batch" => {
+                    starts(format!("[{answer}{first_kept}1\""));
+                    assert!(tail.ends_with(",{\"method\":\"x\"}]\n"), "{tail}");
+                    // A quarter of the line (half the answer's entries) is left out.
+                    let three_quarters = MAX_LINE / 4 * 3;
+                    assert!(
+                        out > three_quarters - 200_000 && out < three_quarters + 200_000,
+                        "{out}"
+                    );
+                    (500, 500, false)
+                }
+                _ => {
+                    assert!(
+                        head.starts_with(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603"#),
+                        "{head}"
+                    );
+                    assert!(out < 300, "{out}");
+                    (0, 0, true)
+                }
+            };
+            let listings: Vec<serde_json::Value> = decision_lines(&log)
+                .into_iter()
+                .filter(|e| e["type"] == "assay.tool.listing")
+                .collect();
+            assert_eq!(listings.len(), 1, "{mode} {method}");
+            let data = &listings[0]["data"];
+            assert_eq!(data["method"], method);
+            assert_eq!(data["shown"].as_array().unwrap().len(), shown, "{mode}");
+            assert_eq!(data["removed"].as_array().unwrap().len(), removed, "{mode}");
+            assert_eq!(data["replaced_by_error"], replaced, "{mode}");
+            assert!(
+                rss <= 4 * MAX_LINE,
+                "{method} {mode}: peak RSS {} MiB (bound {} MiB)",
+                rss >> 20,
+                (4 * MAX_LINE) >> 20
+            );
+        }
+    }
+}
