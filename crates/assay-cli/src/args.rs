@@ -387,6 +387,22 @@ pub(crate) enum CaptureCommand {
         /// The capture directory.
         dir: PathBuf,
     },
+    /// Export the decisions of captures and capture roots to stdout: flat rows (`ndjson`, for
+    /// DuckDB and Spark) or OpenTelemetry spans (`otlp-json`); only closed captures unless
+    /// --include-unclosed; exit 0 all closed, 1 some incomplete, 3 any unknown or none found.
+    Export {
+        /// Capture directories (holding protocol.json) or capture roots (their immediate
+        /// subdirectories are the captures).
+        #[arg(required = true, value_name = "CAPTURE_OR_ROOT")]
+        paths: Vec<PathBuf>,
+        /// `ndjson`: one flat JSON object per decision; `otlp-json`: one OTLP/JSON
+        /// ExportTraceServiceRequest per capture (one span per session and per event).
+        #[arg(long, value_enum)]
+        format: ExportFormatArg,
+        /// Export incomplete and unknown captures too, each marked with its verdict.
+        #[arg(long)]
+        include_unclosed: bool,
+    },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {
         /// The capture directory.
@@ -406,6 +422,15 @@ pub(crate) enum ServerStderr {
     Log,
     /// Into proxy-stderr.log and to assay's own stderr.
     Tee,
+}
+
+/// What `assay capture export` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExportFormatArg {
+    /// One flat JSON object per decision (docs/export.md).
+    Ndjson,
+    /// One OTLP/JSON ExportTraceServiceRequest per capture (docs/export.md).
+    OtlpJson,
 }
 
 /// How `assay capture summary` prints.

@@ -1,0 +1,87 @@
+//! A judged capture's decision-log events as records, for `assay capture export` (SPEC §10):
+//! the verdict, the facts of its companions, and each line the reader's checks accept, read as
+//! a [`DecisionRecord`] — from the bytes the verdict judged (by SHA-256), as `capture show` reads
+//! them.
+//!
+//! A `closed` verdict means every complete line of those very bytes passed the reader's checks
+//! (a refused line makes the verdict `unknown`), so their lines are read directly; the lines of
+//! any other capture are checked again one by one, and a refused line is counted, never read.
+
+use std::path::Path;
+
+use super::decision_line::LineReasons;
+use super::facts::{Facts, SessionFacts, judged_log, read_facts};
+use super::judgement::{Closure, ClosureKind};
+use super::log::check_line;
+use super::reader::judge;
+use crate::decision_record::{DecisionRecord, parse_line};
+use crate::outcome::StopData;
+
+/// A judged capture, ready to hand out its events.
+pub(crate) struct CaptureRecords {
+    /// The verdict of [`read_capture`](super::read_capture).
+    pub(crate) closure: Closure,
+    /// Who ran and when.
+    pub(crate) session: SessionFacts,
+    /// The stop record's `data`, when it passed its checks.
+    pub(crate) stop: Option<StopData>,
+    facts: Facts,
+    /// The judged log, or why it is not available.
+    log: Result<Vec<u8>, String>,
+}
+
+/// Judges the capture `dir` and reads its judged log (never panics, never fails: what cannot
+/// be read is in the verdict, or in [`CaptureRecords::unavailable`]).
+pub(crate) fn capture_records(dir: &Path) -> CaptureRecords {
+    let closure = judge(dir);
+    let facts = read_facts(dir, &closure);
+    let log = judged_log(dir, &closure);
+    CaptureRecords {
+        session: facts.session.clone(),
+        stop: facts.stop.clone(),
+        closure,
+        facts,
+        log,
+    }
+}
+
+impl CaptureRecords {
+    /// Why the log's events cannot be handed out, if they cannot.
+    pub(crate) fn unavailable(&self) -> Option<&str> {
+        self.log.as_ref().err().map(String::as_str)
+    }
+
+    /// Hands each event of the log that the reader's checks accept to `each`, in file order;
+    /// returns how many complete lines were refused (always 0 for a `closed` capture).
+    pub(crate) fn for_each(&self, mut each: impl FnMut(&DecisionRecord<'_>)) -> u64 {
+        let Ok(bytes) = &self.log else { return 0 };
+        let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
+        let body = &bytes[..complete];
+        let closed = self.closure.closure == ClosureKind::Closed;
+        let exp = self.facts.expect.borrow();
+        let mut refused = 0;
+        let lines = body.split(|&b| b == b'\n');
+        for (i, line) in lines
+            .take(memchr::memchr_iter(b'\n', body).count())
+            .enumerate()
+        {
+            if !closed {
+                let mut lr = LineReasons {
+                    list: Vec::new(),
+                    suppressed: 0,
+                    first_suppressed: None,
+                };
+                check_line(i, line, &exp, &mut lr);
+                if !lr.list.is_empty() {
+                    refused += 1;
+                    continue;
+                }
+            }
+            match std::str::from_utf8(line).ok().map(parse_line) {
+                Some(Ok(record)) => each(&record),
+                _ => refused += 1,
+            }
+        }
+        refused
+    }
+}
