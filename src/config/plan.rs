@@ -50,6 +50,8 @@ pub(crate) struct SessionPlan {
     pub max_line_bytes: usize,
     pub verbose: bool,
     pub forward_signals: bool,
+    /// The live OTLP/HTTP endpoint (checked: `otlp::Endpoint::parse` accepts it).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Where the child's stderr (and, for a capture, the wrapper's diagnostics) go.

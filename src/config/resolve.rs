@@ -106,5 +106,6 @@ pub(super) fn session_plan(
         max_line_bytes,
         verbose: config.verbose,
         forward_signals: config.forward_signals,
+        otlp_endpoint: config.otlp_endpoint.clone(),
     }
 }

@@ -98,6 +98,12 @@ pub struct WrapConfig {
     /// session runs (SPEC §3 item 9). Off by default: then no signal handler is installed.
     #[serde(default)]
     pub forward_signals: bool,
+    /// Send the session's spans, as they happen, to this OTLP/HTTP endpoint (JSON encoding):
+    /// `http://HOST[:PORT][/PATH]`, `/v1/traces` when it has no path (SPEC §10, docs/export.md).
+    /// Never blocks the session: spans that cannot be delivered are dropped and counted in the
+    /// stop record's `otlp_export`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
 }
 
 fn default_stdin() -> i32 {
@@ -136,6 +142,7 @@ impl WrapConfig {
             tee_server_stderr: false,
             verbose: false,
             forward_signals: false,
+            otlp_endpoint: None,
         }
     }
 

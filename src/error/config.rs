@@ -57,6 +57,8 @@ pub enum ConfigOption {
     Stderr,
     /// Forwarding of SIGTERM, SIGINT and SIGHUP to the server.
     ForwardSignals,
+    /// The live OTLP/HTTP endpoint.
+    OtlpEndpoint,
 }
 
 impl ConfigOption {
@@ -81,6 +83,7 @@ impl ConfigOption {
             ConfigOption::Stdout => "stdout",
             ConfigOption::Stderr => "stderr",
             ConfigOption::ForwardSignals => "forward-signals",
+            ConfigOption::OtlpEndpoint => "otlp-endpoint",
         }
     }
 

@@ -4,6 +4,10 @@
 #![forbid(unsafe_code)]
 
 mod encode;
+mod http;
 mod ids;
+mod live;
 
 pub use encode::{Resource, SessionSpan, push_request};
+pub(crate) use http::Endpoint;
+pub(crate) use live::{LiveExporter, OwnedSession, Tap, start};

@@ -15,6 +15,7 @@ mod governed;
 pub(crate) mod governed_lists;
 mod instructions;
 mod line;
+mod live_export;
 pub(crate) mod message;
 mod output;
 pub(crate) mod pending;
@@ -320,6 +321,9 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         source,
         cancel,
     } = prepare(config)?;
+    // The live exporter first: a thread that cannot start fails the session before anything is
+    // created.
+    let mut live = live_export::start(&plan)?;
     // Open the evidence. From here on files are created; until the server runs, a failure
     // removes them again (SPEC §10).
     let mut created = StartupFiles::default();
@@ -342,11 +346,14 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         plan,
         tee,
         diag,
-        log_writer,
+        mut log_writer,
         recorder,
         log,
         ..
     } = evidence;
+    if let Some(live) = &mut live {
+        live.attach(log_writer.as_mut());
+    }
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
@@ -447,7 +454,10 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     }
 
     // Settle the stop data; then coverage and the temporary log.
-    let stop = settle_stop_data(&plan, &session_id, pid, context_id, &shared, &log, &run);
+    let mut stop = settle_stop_data(&plan, &session_id, pid, context_id, &shared, &log, &run);
+    if let Some(live) = live {
+        live.finish(&started_at, &shared.policy, &mut stop.data, &diag);
+    }
     if stop.poisoned {
         evidence_errors.push("decision log write failed; the log is incomplete".to_string());
     }
@@ -787,6 +797,7 @@ fn settle_stop_data(
         decision_events_written: accounting.as_ref().map(|a| a.written),
         decision_events_dropped: accounting.as_ref().map(|a| a.dropped),
         decision_prefix_sha256: accounting.as_ref().map(|a| a.prefix_sha256.clone()),
+        otlp_export: None,
         assertion_basis: "producer_observation".to_string(),
         non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
     };

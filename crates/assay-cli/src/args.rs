@@ -334,6 +334,11 @@ pub(crate) struct WrapArgs {
     /// no stop record is written.
     #[arg(long, overrides_with = "forward_signals")]
     pub no_forward_signals: bool,
+    /// Also send the session's spans, as they happen, to this OTLP/HTTP endpoint (JSON):
+    /// http://HOST[:PORT][/PATH], /v1/traces when it has no path. Never slows the session:
+    /// spans that cannot be delivered are dropped and counted in the stop record.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// The server command and its arguments: after `--`, or from the first argument that is not
     /// an option on. Everything from there belongs to the server, options included.
     // SPEC §10: hosts such as the MCP Inspector strip a `--`.
@@ -361,6 +366,7 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.idle_drain = a.idle_drain;
         // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
         c.forward_signals = !a.no_forward_signals;
+        c.otlp_endpoint = a.otlp_endpoint;
         c
     }
 }
