@@ -30,8 +30,9 @@ impl Endpoint {
     /// # Errors
     /// What is wrong with it, in words for the option's error (SPEC §6).
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        let u = url::Url::parse(url)
-            .map_err(|e| format!("{url:?} is not a URL ({e}); give one like http://127.0.0.1:4318"))?;
+        let u = url::Url::parse(url).map_err(|e| {
+            format!("{url:?} is not a URL ({e}); give one like http://127.0.0.1:4318")
+        })?;
         if u.scheme() != "http" {
             return Err(format!(
                 "{url:?}: only http:// is supported (send to a local OpenTelemetry Collector, \

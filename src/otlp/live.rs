@@ -12,9 +12,9 @@
 //! into the stop record (`otlp_export`) and a loss onto stderr; the capture stays the record of
 //! truth.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::encode::{Resource, SessionSpan, push_request};
@@ -124,10 +124,7 @@ impl LiveReport {
 ///
 /// # Errors
 /// The thread could not be started.
-pub(crate) fn start(
-    endpoint: Endpoint,
-    server_id: String,
-) -> std::io::Result<(LiveExporter, Tap)> {
+pub(crate) fn start(endpoint: Endpoint, server_id: String) -> std::io::Result<(LiveExporter, Tap)> {
     let (tx, rx) = sync_channel(QUEUE_SPANS);
     let (done_tx, done) = sync_channel(1);
     let counters = Arc::new(Counters::default());

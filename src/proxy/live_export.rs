@@ -47,7 +47,13 @@ impl Live {
     }
 
     /// Sends the session span, waits the bounded time, and records the counts in `stop`.
-    pub(super) fn finish(self, started_at: &str, policy: &Policy, stop: &mut StopData, diag: &Diag) {
+    pub(super) fn finish(
+        self,
+        started_at: &str,
+        policy: &Policy,
+        stop: &mut StopData,
+        diag: &Diag,
+    ) {
         let url = self.exporter.url();
         let session = OwnedSession {
             session_id: stop.session_id.clone(),
