@@ -533,6 +533,8 @@ mod tests {
     use super::super::testutil::{Builder, replace_in, set};
     use super::*;
     use crate::capture::ClosureKind;
+    use crate::capture::MAX_LOG_BYTES;
+    use crate::capture_files::CONTEXT;
 
     #[test]
     fn a_closed_capture_shows_every_decision_and_the_facts() {

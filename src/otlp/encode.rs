@@ -383,11 +383,11 @@ mod tests {
         let (root, call) = (&spans[0], &spans[1]);
         assert_eq!(root["traceId"], call["traceId"]);
         assert_eq!(call["parentSpanId"], root["spanId"]);
-        assert_eq!(root["startTimeUnixNano"], "1796012953000000000");
+        assert_eq!(root["startTimeUnixNano"], "1795998553000000000");
         assert_eq!(root["endTimeUnixNano"], root["startTimeUnixNano"]);
         assert_eq!(call["name"], "tools/call ex\"ec");
         assert_eq!(call["kind"], 2);
-        assert_eq!(call["startTimeUnixNano"], "1796012953440814522");
+        assert_eq!(call["startTimeUnixNano"], "1795998553440814522");
         assert_eq!(call["status"]["code"], 2);
         assert_eq!(
             attr(call, "error.type").unwrap()["stringValue"],

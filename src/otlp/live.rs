@@ -125,7 +125,16 @@ impl LiveReport {
 /// # Errors
 /// The thread could not be started.
 pub(crate) fn start(endpoint: Endpoint, server_id: String) -> std::io::Result<(LiveExporter, Tap)> {
-    let (tx, rx) = sync_channel(QUEUE_SPANS);
+    start_with(endpoint, server_id, QUEUE_SPANS)
+}
+
+/// [`start`] with a queue of `queue` spans.
+fn start_with(
+    endpoint: Endpoint,
+    server_id: String,
+    queue: usize,
+) -> std::io::Result<(LiveExporter, Tap)> {
+    let (tx, rx) = sync_channel(queue);
     let (done_tx, done) = sync_channel(1);
     let counters = Arc::new(Counters::default());
     let thread_counters = counters.clone();
@@ -243,5 +252,54 @@ fn run(rx: &Receiver<Item>, endpoint: &Endpoint, server_id: &str, c: &Counters) 
         if end.is_some() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    /// A full queue drops and counts instead of waiting, and the end waits its bound only.
+    #[test]
+    fn a_full_queue_drops_and_counts_and_the_end_is_bounded() {
+        // Accepts and never answers: the first request holds the thread for its timeout.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let hold = std::thread::spawn(move || {
+            let held: Vec<_> = listener.incoming().take(2).collect();
+            drop(held);
+        });
+        let endpoint = Endpoint::parse(&url).unwrap();
+        let (exporter, tap) = start_with(endpoint, "t".into(), 4).unwrap();
+        let t0 = Instant::now();
+        for _ in 0..500 {
+            tap.offer(b"{}\n");
+        }
+        // Offering never waited on the network.
+        assert!(
+            t0.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            t0.elapsed()
+        );
+        let t1 = Instant::now();
+        let report = exporter.finish(OwnedSession::default());
+        assert!(
+            t1.elapsed() < FINISH_WAIT + Duration::from_millis(300),
+            "{:?}",
+            t1.elapsed()
+        );
+        assert_eq!(report.counts.spans, 501);
+        assert_eq!(report.counts.exported, 0);
+        assert_eq!(report.counts.dropped, 501);
+        assert!(report.queue_full >= 490, "{report:?}");
+        let msg = report.loss_message("http://x/v1/traces").unwrap();
+        assert!(
+            msg.starts_with("OTLP export to http://x/v1/traces: 501 of 501 spans not delivered"),
+            "{msg}"
+        );
+        drop(tap);
+        let _ = hold;
     }
 }
