@@ -441,7 +441,9 @@ fn live(url: &str) -> (Run, PathBuf, Value, tempfile::TempDir) {
 fn client_bytes(r: &Run, dir: &Path) -> String {
     let stop = read_json(&dir.join("session-stop.json"));
     let sid = stop["data"]["session_id"].as_str().unwrap().to_string();
-    String::from_utf8(r.stdout.clone()).unwrap().replace(&sid, "SESSION")
+    String::from_utf8(r.stdout.clone())
+        .unwrap()
+        .replace(&sid, "SESSION")
 }
 
 /// The session without the exporter: what every live run must equal.

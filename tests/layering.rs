@@ -306,6 +306,9 @@ const NOT_IMPORTED_FROM_BELOW: &[(&str, &[&str])] = &[
     ("policy/", &["capture/", "evidence/", "pins/", "proxy/"]),
     ("evidence/", &["capture/", "pins/", "proxy/"]),
     ("proxy/", &["pins/"]),
+    // The span encoder and the live exporter sit below the proxy and the export.
+    ("otlp/", &["capture/", "export/", "pins/", "proxy/"]),
+    ("capture/", &["export/"]),
 ];
 
 #[test]

@@ -112,8 +112,9 @@ pub extern "C" fn assay_version() -> *const c_char {
 ///   file). Optional keys: `event_source`, `label`, `decision_log`, `decision_log_new`,
 ///   `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `capture_root`,
 ///   `dry_run`, `drain_timeout` (seconds), `idle_drain` (seconds), `max_line_bytes`, `stdin`,
-///   `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`. Unknown or
-///   duplicate keys are refused.
+///   `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`,
+///   `otlp_endpoint` (an `http://` URL: the session's spans are also sent there as they happen,
+///   never slowing the session; docs/export.md). Unknown or duplicate keys are refused.
 ///   `idle_drain` (default 1, 0 waits forever): after the client closed its input and no request
 ///   of it is pending, a server that writes nothing for that long and keeps its stdout open is
 ///   treated as done and ended by the bounded cleanup.
