@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::ndjson::{CaptureColumns, push_rows};
-use super::{ExportFormat, ExportOptions, ExportedCapture};
+use super::options::{ExportFormat, ExportOptions, ExportedCapture};
 use crate::capture::{CaptureRecords, CaptureStatus, Closure, capture_records};
 use crate::otlp::{Resource, SessionSpan, push_request};
 use crate::outcome::SessionEnd;
