@@ -136,14 +136,25 @@ pub(crate) fn bench_export(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
         "",
         "",
     ));
+    let [_, nd, ot] = &mut wall;
     for (path, ms, ratio, rss) in [
-        ("`assay capture export --format ndjson ROOT`", &mut wall[1], median(&mut ratio_nd), rss_nd),
-        ("`assay capture export --format otlp-json ROOT`", &mut wall[2], median(&mut ratio_ot), rss_ot),
+        (
+            "`assay capture export --format ndjson ROOT`",
+            median(nd),
+            median(&mut ratio_nd),
+            rss_nd,
+        ),
+        (
+            "`assay capture export --format otlp-json ROOT`",
+            median(ot),
+            median(&mut ratio_ot),
+            rss_ot,
+        ),
     ] {
         rows.push(row(
             &b,
             path,
-            format!("**{:.0} ms**, peak RSS {rss:.1} MiB", median(ms)),
+            format!("**{ms:.0} ms**, peak RSS {rss:.1} MiB"),
             format!("{ratio:.2}× the summary"),
             "≤ 2× `capture summary`",
             &verdict(ratio <= GOAL_RATIO, format!("{:.2}×", ratio - GOAL_RATIO)),

@@ -98,7 +98,11 @@ pub fn push_request(
     out.extend_from_slice(b"\",\"version\":\"");
     out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
     out.extend_from_slice(b"\"},\"spans\":[");
-    let mut s = Spans { out, first: true };
+    let mut s = Spans {
+        out,
+        first: true,
+        session: None,
+    };
     spans(&mut s);
     out.extend_from_slice(b"]}]}]}");
 }
@@ -107,23 +111,47 @@ pub fn push_request(
 pub struct Spans<'o> {
     out: &'o mut Vec<u8>,
     first: bool,
+    /// The ids of the last session seen, computed once per session, not once per span.
+    session: Option<SessionIds>,
+}
+
+/// A session's trace id and session span id.
+struct SessionIds {
+    session_id: String,
+    trace: String,
+    span: String,
+}
+
+impl SessionIds {
+    fn of(session_id: &str) -> Self {
+        Self {
+            session_id: session_id.to_string(),
+            trace: trace_id(session_id),
+            span: session_span_id(session_id),
+        }
+    }
 }
 
 impl Spans<'_> {
-    fn open(&mut self) -> &mut Vec<u8> {
+    /// Starts a span: the separator, and the ids of `session_id`.
+    fn open(&mut self, session_id: &str) -> (&mut Vec<u8>, &SessionIds) {
         if !self.first {
             self.out.push(b',');
         }
         self.first = false;
-        self.out
+        let ids = match self.session.take() {
+            Some(ids) if ids.session_id == session_id => ids,
+            _ => SessionIds::of(session_id),
+        };
+        (self.out, self.session.insert(ids))
     }
 
     /// Appends the session span.
     pub fn push_session_span(&mut self, s: &SessionSpan<'_>) {
-        let out = self.open();
+        let (out, ids) = self.open(s.session_id);
         let start = s.start.map_or_else(|| "0".to_string(), unix_nanos);
         let end = s.end.map_or_else(|| start.clone(), unix_nanos);
-        head(out, s.session_id, &session_span_id(s.session_id), None);
+        head(out, &ids.trace, &ids.span, None);
         field_str(out, "name", "assay.session");
         fields_time_kind(out, &start, &end, KIND_INTERNAL);
         out.extend_from_slice(b",\"attributes\":[");
@@ -139,10 +167,9 @@ impl Spans<'_> {
 
     /// Appends the span of one event of the log, a child of the session span.
     pub fn push_record_span(&mut self, r: &DecisionRecord<'_>) {
-        let out = self.open();
         let sid = r.session_id.as_ref();
-        let parent = session_span_id(sid);
-        head(out, sid, &event_span_id(sid, r.seq), Some(&parent));
+        let (out, ids) = self.open(sid);
+        head(out, &ids.trace, &event_span_id(sid, r.seq), Some(&ids.span));
         push_name(out, r);
         let t = unix_nanos(&r.time);
         fields_time_kind(out, &t, &t, KIND_SERVER);
@@ -170,9 +197,9 @@ fn refusal<'r>(r: &'r DecisionRecord<'_>) -> Option<&'r str> {
 }
 
 /// `{"traceId":…,"spanId":…[,"parentSpanId":…]`
-fn head(out: &mut Vec<u8>, session_id: &str, span_id: &str, parent: Option<&str>) {
+fn head(out: &mut Vec<u8>, trace_id: &str, span_id: &str, parent: Option<&str>) {
     out.extend_from_slice(b"{\"traceId\":\"");
-    out.extend_from_slice(trace_id(session_id).as_bytes());
+    out.extend_from_slice(trace_id.as_bytes());
     out.extend_from_slice(b"\",\"spanId\":\"");
     out.extend_from_slice(span_id.as_bytes());
     out.push(b'"');
