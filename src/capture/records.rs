@@ -85,3 +85,85 @@ impl CaptureRecords {
         refused
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::show::{LogLine, show_capture};
+    use super::super::testutil::{Builder, set};
+    use super::*;
+    use crate::capture_files::DECISIONS;
+    use crate::decision_record::EventKind;
+    use serde_json::json;
+
+    /// The lines an export reads are exactly those `capture show` shows as events, closed or
+    /// not; a refused line is counted, never read.
+    #[test]
+    fn records_are_the_lines_capture_show_accepts() {
+        let mut b = Builder::new(5);
+        b.other_events = true;
+        let dir = b.build();
+        let c = capture_records(dir.path());
+        assert_eq!(c.closure.closure, ClosureKind::Closed, "{:#?}", c.closure);
+        let mut kinds = Vec::new();
+        assert_eq!(c.for_each(|r| kinds.push((r.seq, r.kind))), 0);
+        let shown: Vec<u64> = show_capture(dir.path())
+            .decisions
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                LogLine::Decision(d) => Some(d.seq),
+                LogLine::Listing(l) => Some(l.seq),
+                LogLine::McpDecision(m) => Some(m.seq),
+                LogLine::Refused { .. } => None,
+            })
+            .collect();
+        assert_eq!(kinds.iter().map(|k| k.0).collect::<Vec<_>>(), shown);
+        assert!(kinds.contains(&(1, EventKind::Listing)));
+        assert!(kinds.contains(&(2, EventKind::McpDecision)));
+
+        // A line of another session: the verdict is unknown, the line refused and not read.
+        let mut b = Builder::new(4);
+        b.edit_line.push(Box::new(|i, v| {
+            if i == 2 {
+                set(
+                    v,
+                    "data/session_id",
+                    json!("ffffffffffffffffffffffffffffffff"),
+                );
+            }
+        }));
+        let dir = b.build();
+        let c = capture_records(dir.path());
+        assert_eq!(c.closure.closure, ClosureKind::Unknown);
+        let mut seqs = Vec::new();
+        assert_eq!(c.for_each(|r| seqs.push(r.seq)), 1);
+        assert_eq!(seqs, [0, 1, 3]);
+    }
+
+    /// Any single byte changed in the log: never a panic, never more records than lines, and a
+    /// record only from a line the reader's checks accept.
+    #[test]
+    fn edited_logs_never_yield_unchecked_records() {
+        let mut b = Builder::new(3);
+        b.other_events = true;
+        let dir = b.build();
+        let path = dir.path().join(DECISIONS);
+        let original = std::fs::read(&path).unwrap();
+        let lines = original.iter().filter(|&&b| b == b'\n').count() as u64;
+        for i in (0..original.len()).step_by(7) {
+            for byte in [b'"', b'\n', b'x', 0x01, 0xff] {
+                let mut edited = original.clone();
+                edited[i] = byte;
+                std::fs::write(&path, &edited).unwrap();
+                let c = capture_records(dir.path());
+                let mut n = 0u64;
+                let refused = c.for_each(|_| n += 1);
+                let complete = edited.iter().filter(|&&b| b == b'\n').count() as u64;
+                assert!(n + refused <= complete.max(lines), "offset {i}");
+                if c.closure.closure == ClosureKind::Closed {
+                    assert_eq!(refused, 0, "offset {i}");
+                }
+            }
+        }
+    }
+}

@@ -55,4 +55,3 @@ impl ExportCounts {
         self.captures.exit_status()
     }
 }
-
