@@ -8,7 +8,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
-use super::companions::{check_context, check_protocol, check_stop, expectations};
+use super::companions::{
+    ContextView, ProtocolView, StopView, check_context, check_protocol, check_stop, expectations,
+};
 use super::decision_line::Expect;
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::Closure;
@@ -106,50 +108,70 @@ pub(super) fn read_facts(dir: &Path, closure: &Closure) -> Facts {
         .as_ref()
         .and_then(|m| check_context(m, &mut scratch));
     let s = stop.as_ref().and_then(|m| check_stop(m, &mut scratch));
+    facts_of(
+        Companions {
+            protocol: protocol.as_ref(),
+            context: context.as_ref(),
+            stop: stop.as_ref(),
+        },
+        p.as_ref(),
+        c.as_ref(),
+        s.as_ref(),
+    )
+}
 
+/// The companions of a capture as read (parsed objects, before their checks).
+#[derive(Clone, Copy)]
+pub(super) struct Companions<'m> {
+    pub(super) protocol: Option<&'m Map<String, Value>>,
+    pub(super) context: Option<&'m Map<String, Value>>,
+    pub(super) stop: Option<&'m Map<String, Value>>,
+}
+
+/// The facts of companions that passed their checks (`p`, `c`, `s`: the views of those that did).
+pub(super) fn facts_of(
+    m: Companions<'_>,
+    p: Option<&ProtocolView<'_>>,
+    c: Option<&ContextView<'_>>,
+    s: Option<&StopView<'_>>,
+) -> Facts {
+    let (protocol, context, stop) = (m.protocol, m.context, m.stop);
     // Each field below was checked for its type and form by `check_*` before it is read here.
     let text =
         |m: &Map<String, Value>, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
     let context_data = c
-        .as_ref()
-        .and(context.as_ref())
+        .and(context)
         .and_then(|m| m.get("data"))
         .and_then(Value::as_object);
     let session = SessionFacts {
         server_id: s
-            .as_ref()
             .map(|s| s.data.server_id.clone())
-            .or(c.as_ref().map(|c| c.server_id.to_string()))
-            .or(p.as_ref().map(|p| p.server_id.to_string())),
+            .or(c.map(|c| c.server_id.to_string()))
+            .or(p.map(|p| p.server_id.to_string())),
         event_source: s
-            .as_ref()
             .map(|s| s.source.to_string())
-            .or(c.as_ref().map(|c| c.source.to_string()))
-            .or(p.as_ref().map(|p| p.event_source.to_string())),
+            .or(c.map(|c| c.source.to_string()))
+            .or(p.map(|p| p.event_source.to_string())),
         server_pid: s
-            .as_ref()
             .map(|s| u64::from(s.data.server_pid))
-            .or(c.as_ref().map(|c| c.server_pid)),
+            .or(c.map(|c| c.server_pid)),
         command_sha256: context_data.and_then(|d| text(d, "command_sha256")),
         producer: context_data
             .and_then(|d| d.get("producer"))
             .and_then(Value::as_object)
             .and_then(|p| Some(format!("{} {}", text(p, "name")?, text(p, "version")?))),
         policy_name: context_data.and_then(|d| text(d, "policy_name")),
-        policy_sha256: c.as_ref().map(|c| c.policy_sha256.to_string()),
-        dry_run: c.as_ref().map(|c| c.dry_run),
-        created_at: p
-            .as_ref()
-            .and(protocol.as_ref())
-            .and_then(|m| text(m, "created_at")),
+        policy_sha256: c.map(|c| c.policy_sha256.to_string()),
+        dry_run: c.map(|c| c.dry_run),
+        created_at: p.and(protocol).and_then(|m| text(m, "created_at")),
         started_at: context_data.and_then(|d| text(d, "started_at")),
-        stopped_at: s.as_ref().and(stop.as_ref()).and_then(|m| text(m, "time")),
+        stopped_at: s.and(stop).and_then(|m| text(m, "time")),
     };
 
-    let expect = OwnedExpect::of(&expectations(p.as_ref(), c.as_ref(), s.as_ref()));
+    let expect = OwnedExpect::of(&expectations(p, c, s));
     Facts {
         session,
-        stop: s.map(|s| s.data),
+        stop: s.map(|s| s.data.clone()),
         expect,
     }
 }

@@ -1,7 +1,7 @@
 //! A judged capture's decision-log events as records, for `assay capture export` (SPEC §10):
 //! the verdict, the facts of its companions, and each line the reader's checks accept, read as
-//! a [`DecisionRecord`] — from the bytes the verdict judged (by SHA-256), as `capture show` reads
-//! them.
+//! a [`DecisionRecord`] — from the very bytes the reader read, hashed and checked (it keeps them
+//! for this: no second read, no second hash, and nothing can change in between).
 //!
 //! A `closed` verdict means every complete line of those very bytes passed the reader's checks
 //! (a refused line makes the verdict `unknown`), so their lines are read directly; the lines of
@@ -10,10 +10,11 @@
 use std::path::Path;
 
 use super::decision_line::LineReasons;
-use super::facts::{Facts, SessionFacts, judged_log, read_facts};
+use super::facts::{Facts, SessionFacts, read_facts};
 use super::judgement::{Closure, ClosureKind};
 use super::log::check_line;
-use super::reader::judge;
+use super::reader::judge_keeping;
+use crate::capture_files::DECISIONS;
 use crate::decision_record::{DecisionRecord, parse_line};
 use crate::outcome::StopData;
 
@@ -33,9 +34,17 @@ pub(crate) struct CaptureRecords {
 /// Judges the capture `dir` and reads its judged log (never panics, never fails: what cannot
 /// be read is in the verdict, or in [`CaptureRecords::unavailable`]).
 pub(crate) fn capture_records(dir: &Path) -> CaptureRecords {
-    let closure = judge(dir);
-    let facts = read_facts(dir, &closure);
-    let log = judged_log(dir, &closure);
+    let (closure, kept) = judge_keeping(dir, true);
+    let (facts, log) = match kept {
+        Some(k) => (k.facts, k.log),
+        None => (read_facts(dir, &closure), None),
+    };
+    let log = match log {
+        Some(bytes) if closure.files.contains_key(DECISIONS) => Ok(bytes),
+        _ => Err(format!(
+            "{DECISIONS} was not read whole (see the verdict's reasons)"
+        )),
+    };
     CaptureRecords {
         session: facts.session.clone(),
         stop: facts.stop.clone(),
@@ -91,7 +100,6 @@ mod tests {
     use super::super::show::{LogLine, show_capture};
     use super::super::testutil::{Builder, set};
     use super::*;
-    use crate::capture_files::DECISIONS;
     use crate::decision_record::EventKind;
     use serde_json::json;
 
