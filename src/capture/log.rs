@@ -359,6 +359,10 @@ pub(super) fn check_log_file(
             Ok(opened) => opened,
             Err(e) => return refused(e, r),
         };
+    if let Some(k) = kept.as_mut() {
+        // One allocation for the whole log (its size is bounded: the open checked it).
+        k.reserve(usize::try_from(size).unwrap_or(0));
+    }
     let mut reader = file.take(MAX_LOG_BYTES + 1);
     let mut lines = Lines {
         exp,

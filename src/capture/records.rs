@@ -55,6 +55,11 @@ pub(crate) fn capture_records(dir: &Path) -> CaptureRecords {
 }
 
 impl CaptureRecords {
+    /// The length of the log's bytes (0 when they are not available).
+    pub(crate) fn log_len(&self) -> usize {
+        self.log.as_ref().map_or(0, Vec::len)
+    }
+
     /// Why the log's events cannot be handed out, if they cannot.
     pub(crate) fn unavailable(&self) -> Option<&str> {
         self.log.as_ref().err().map(String::as_str)

@@ -53,6 +53,14 @@ pub(super) fn render(dir: &Path, name: String, options: &ExportOptions) -> Rende
     };
     let mut bytes = Vec::new();
     if wanted && c.closure.session_id.is_some() {
+        // One allocation for the output in the common case: a row is about the size of its
+        // line, a span about twice and a half (reallocating and freeing growing buffers cost
+        // more than the formatting).
+        let log = c.log_len();
+        bytes.reserve(match options.format {
+            ExportFormat::Ndjson => log + log / 4,
+            ExportFormat::OtlpJson => log * 5 / 2 + 4096,
+        });
         info.exported = true;
         info.unavailable = c.unavailable().map(str::to_string);
         match options.format {
