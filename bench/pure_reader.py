@@ -356,6 +356,12 @@ def check_stop(m, reasons):
     f.check("decision_events_dropped", _opt(u64), "is not a u64 or null")
     f.check("decision_prefix_sha256", _opt(lambda v: isinstance(v, str) and HEX64.fullmatch(v)),
             "is not 64 hex or null")
+    # SPEC §4.3 otlp_export: absent, or {spans, exported, dropped} with exported + dropped = spans.
+    if "otlp_export" in data:
+        ox = data["otlp_export"]
+        if not (isinstance(ox, dict) and set(ox) == {"spans", "exported", "dropped"}
+                and all(u64(ox[k]) for k in ox) and ox["exported"] + ox["dropped"] == ox["spans"]):
+            f.bad("otlp_export", "is not {spans, exported, dropped} with exported + dropped = spans")
     f.equals("assertion_basis", "producer_observation")
     f.non_claims("non_claims")
     if not (f.ok and env_ok):

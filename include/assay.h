@@ -167,12 +167,14 @@ const char *assay_version(void);
    `session_context_out`, `session_stop_out`, `coverage_out`, `capture_dir`, `capture_root`,
    `dry_run`, `drain_timeout` (seconds), `idle_drain` (seconds), `max_line_bytes`, `stdin`,
    `stdout`, `stderr` (a path, or absent to inherit), `verbose`, `forward_signals`,
-   `sign_key`. Unknown or duplicate keys are refused.
+   `sign_key`, `otlp_endpoint`. Unknown or duplicate keys are refused.
    `sign_key` (needs `capture_dir` or `capture_root`): an Ed25519 private key file (PKCS#8 or
    a raw 32-byte seed) only its owner may read or write (mode 0600 or 0400, else
    `ASSAY_ERR_CONFIG` before anything is spawned); after the stop record the capture is
    signed with it: `attestation.dsse.json`, a DSSE envelope over an in-toto Statement v1 of
    every other file of the capture (SPEC §4.5).
+   `otlp_endpoint` (an `http://` URL: the session's spans are also sent there as they happen,
+   never slowing the session; docs/export.md).
    `idle_drain` (default 1, 0 waits forever): after the client closed its input and no request
    of it is pending, a server that writes nothing for that long and keeps its stdout open is
    treated as done and ended by the bounded cleanup.

@@ -45,17 +45,20 @@ pub use outcome::{
 mod canonical;
 mod capture_root;
 pub mod config;
+mod decision_record;
 mod deep_stack;
 mod diag;
 mod direction;
 mod event_source;
 mod evidence;
+pub mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 mod input_file;
 mod lenient;
 mod lenient_table;
 pub mod methods;
+mod otlp;
 mod pins_file;
 mod proxy;
 mod reason_code;

@@ -155,10 +155,27 @@ pub struct StopData {
     pub decision_events_dropped: Option<u64>,
     /// SHA-256 of exactly the successfully written lines.
     pub decision_prefix_sha256: Option<String>,
+    /// What the live OTLP exporter delivered (`--otlp-endpoint`, SPEC §10); absent when none ran.
+    /// Not part of the decision log's accounting: the log stays the record of truth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_export: Option<OtlpExportCounts>,
     /// Always `producer_observation`.
     pub assertion_basis: String,
     /// What the record does not claim.
     pub non_claims: Vec<String>,
+}
+
+/// The stop record's `otlp_export` (SPEC §4.3): spans the live exporter was given, delivered
+/// (answered 2xx by the endpoint) and dropped (`spans - exported`: the queue was full, the
+/// request failed or was refused, or it was still unsent when the session's bounded wait ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtlpExportCounts {
+    /// Spans offered: one per decision-log line written, and the session span.
+    pub spans: u64,
+    /// Spans the endpoint accepted.
+    pub exported: u64,
+    /// Spans not delivered.
+    pub dropped: u64,
 }
 
 /// The files a session wrote (or was asked to write).
@@ -347,6 +364,7 @@ mod tests {
                 decision_events_written: Some(1),
                 decision_events_dropped: Some(1),
                 decision_prefix_sha256: Some("00".into()),
+                otlp_export: None,
                 assertion_basis: "producer_observation".into(),
                 non_claims: NON_CLAIMS.iter().map(|s| s.to_string()).collect(),
             },

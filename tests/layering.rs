@@ -311,6 +311,9 @@ const NOT_IMPORTED_FROM_BELOW: &[(&str, &[&str])] = &[
     ),
     ("capture/", &["attestation/"]),
     ("proxy/", &["pins/"]),
+    // The span encoder and the live exporter sit below the proxy and the export.
+    ("otlp/", &["capture/", "export/", "pins/", "proxy/"]),
+    ("capture/", &["export/"]),
 ];
 
 #[test]

@@ -14,6 +14,7 @@ mod coverage;
 mod differential;
 mod doctor;
 mod evidence;
+mod export;
 mod faults;
 mod fidelity;
 mod governed;

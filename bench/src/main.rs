@@ -6,7 +6,7 @@
 //! a noisy, shared machine.
 //!
 //! Usage: assay-bench [--quick]
-//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy,targets]
+//!   [--only throughput,listing,latency,startup,reader,summary,export,memory,policy,targets]
 //!   (`targets` is not in the default set: the proxy's performance targets in one run)
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
@@ -20,6 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod export;
 mod latency;
 mod listing;
 mod memory;
@@ -424,6 +425,10 @@ fn run() -> Res<()> {
         if want("summary") {
             let (rounds, n) = if quick { (3, 200) } else { (5, 1_000) };
             summary::bench_summary(&env, &mut rows, rounds, n)?;
+        }
+        if want("export") {
+            let (rounds, n) = if quick { (3, 100) } else { (5, 1_000) };
+            export::bench_export(&env, &mut rows, rounds, n)?;
         }
         if want("memory") {
             memory::bench_memory(&env, &mut rows, n_mem)?;

@@ -12,13 +12,13 @@ use std::time::Instant;
 use super::reader::{peak_rss, record_capture};
 use super::{Env, Res, Row, call_line, median, row, verdict};
 
-const DECISIONS: u64 = 100;
+pub(crate) const DECISIONS: u64 = 100;
 /// SPEC-side goal for 1,000 captures on the 2-core machine.
 const GOAL_MS: f64 = 2_000.0;
 
 /// Writes `n` captures of [`DECISIONS`] allowed calls each under a new root, one wrapper launch
 /// per capture.
-fn make_root(env: &Env, n: usize) -> Res<PathBuf> {
+pub(crate) fn make_root(env: &Env, n: usize) -> Res<PathBuf> {
     let root = env.tmp.join("summary-root");
     let _ = fs::remove_dir_all(&root);
     let mut data = Vec::new();

@@ -167,6 +167,26 @@ pub(super) struct StopView<'a> {
     pub(super) data: StopData,
 }
 
+/// SPEC §4.3 `otlp_export`: absent (no live exporter ran), or `{spans, exported, dropped}`,
+/// unsigned, with `exported + dropped == spans`.
+fn check_otlp_export(f: &mut Fields<'_, '_>, v: Option<&Value>) {
+    let Some(v) = v else { return };
+    let n = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
+    let ok = v.as_object().is_some_and(|m| {
+        m.len() == 3
+            && matches!(
+                (n(m, "spans"), n(m, "exported"), n(m, "dropped")),
+                (Some(s), Some(e), Some(d)) if e.checked_add(d) == Some(s)
+            )
+    });
+    if !ok {
+        f.bad(
+            "otlp_export",
+            "is not {spans, exported, dropped} with exported + dropped = spans",
+        );
+    }
+}
+
 pub(super) fn check_stop<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Option<StopView<'a>> {
     let env = check_envelope(STOP, m, "assay.mcp.session.stop.v1", r);
     let data = match &env {
@@ -209,6 +229,7 @@ pub(super) fn check_stop<'a>(m: &'a Map<String, Value>, r: &mut Reasons) -> Opti
     f.opt_uint("decision_events_written");
     f.opt_uint("decision_events_dropped");
     f.opt_sha256("decision_prefix_sha256");
+    check_otlp_export(&mut f, data.get("otlp_export"));
     f.equals("assertion_basis", "producer_observation");
     f.non_claims("non_claims");
     if !f.ok {

@@ -279,6 +279,7 @@ fn read_lines(
     lines: &mut Lines<'_>,
     carry: &mut Vec<u8>,
     hashing: &mut Hashing<'_>,
+    kept: &mut Option<Vec<u8>>,
 ) -> Result<u64, BoundedError> {
     let mut total: u64 = 0;
     let mut buf = vec![0u8; LOG_CHUNK];
@@ -315,6 +316,9 @@ fn read_lines(
             start = p + 1;
         }
         carry.extend_from_slice(&rest[start..]);
+        if let Some(k) = kept {
+            k.extend_from_slice(buf.get(..n).unwrap_or_default());
+        }
         hashing.chunk(&mut buf, n).map_err(lost)?;
     }
 }
@@ -331,12 +335,16 @@ fn lost(_: HashingLost) -> BoundedError {
 /// bound. Same reasons, in the same order, as reading the whole file first: an over-bound or
 /// unreadable log yields only its `too_large` / `missing_file` reason, and more than
 /// [`MAX_DECISIONS`] lines yield only `too_many_decisions` (the line reasons gathered are dropped).
+/// `kept`: when `Some`, the log's bytes are appended to it as they are read (`capture export`
+/// reads them again from there: no second read, no second hash); they are whole only when the
+/// verdict's `files` names the log.
 pub(super) fn check_log_file(
     dir: &Path,
     exp: &Expect<'_>,
     stop: Option<&StopData>,
     r: &mut Reasons,
     files: &mut BTreeMap<String, FileDigest>,
+    kept: &mut Option<Vec<u8>>,
 ) {
     let refused = |e: BoundedError, r: &mut Reasons| {
         let code = match e {
@@ -351,6 +359,10 @@ pub(super) fn check_log_file(
             Ok(opened) => opened,
             Err(e) => return refused(e, r),
         };
+    if let Some(k) = kept.as_mut() {
+        // One allocation for the whole log (its size is bounded: the open checked it).
+        k.reserve(usize::try_from(size).unwrap_or(0));
+    }
     let mut reader = file.take(MAX_LOG_BYTES + 1);
     let mut lines = Lines {
         exp,
@@ -367,7 +379,7 @@ pub(super) fn check_log_file(
     // (`log_digest`), which ends before the scope does.
     let read = std::thread::scope(|s| {
         let mut hashing = Hashing::start(s, size);
-        let total = read_lines(&mut reader, &mut lines, &mut carry, &mut hashing)?;
+        let total = read_lines(&mut reader, &mut lines, &mut carry, &mut hashing, kept)?;
         let digests = hashing.finish().map_err(lost)?;
         Ok((total, digests))
     });

@@ -17,6 +17,7 @@ mod agreement;
 mod bounds;
 mod companions;
 mod decision_line;
+mod facts;
 mod fast_line_parser;
 mod fields;
 mod judgement;
@@ -25,17 +26,22 @@ mod log_digest;
 mod no_session;
 mod package;
 mod reader;
+mod records;
+mod root_walk;
 mod show;
 mod summary;
 
 use std::path::Path;
 
+pub use facts::SessionFacts;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
+pub(crate) use records::{CaptureRecords, capture_records};
+pub(crate) use root_walk::{Visit, walk_root};
 pub use show::{
     CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionCounts, McpDecisionRow, RemovedTool, SessionFacts, show_capture,
+    McpDecisionCounts, McpDecisionRow, RemovedTool, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,

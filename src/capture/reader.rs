@@ -21,6 +21,7 @@ use super::bounds::MAX_COMPANION_BYTES;
 use super::companions::{
     check_accounting, check_context, check_protocol, check_stop, expectations,
 };
+use super::facts::{Companions, Facts, facts_of};
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
 use super::judgement::{
     CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode,
@@ -32,6 +33,19 @@ use crate::outcome::DecisionLogState;
 
 /// The whole reader: files, checks, verdict.
 pub(super) fn judge(dir: &Path) -> Closure {
+    judge_keeping(dir, false).0
+}
+
+/// What the reader keeps of a capture besides its verdict, for `capture export`: the facts of
+/// the companions it judged and the log's bytes it hashed and checked (whole only when the
+/// verdict's `files` names the log).
+pub(super) struct Kept {
+    pub(super) facts: Facts,
+    pub(super) log: Option<Vec<u8>>,
+}
+
+/// [`judge`], keeping (with `keep`) what it read for a reading of the same bytes afterwards.
+pub(super) fn judge_keeping(dir: &Path, keep: bool) -> (Closure, Option<Kept>) {
     let mut r = Reasons::default();
     let mut files = BTreeMap::new();
     // SPEC §10: a discovery-only run leaves no-session.json instead of a stop record.
@@ -58,7 +72,17 @@ pub(super) fn judge(dir: &Path) -> Closure {
     check_agreement(p.as_ref(), c.as_ref(), s.as_ref(), &mut r);
 
     let exp = expectations(p.as_ref(), c.as_ref(), s.as_ref());
-    check_log_file(dir, &exp, s.as_ref().map(|s| &s.data), &mut r, &mut files);
+    let facts = keep.then(|| {
+        let companions = Companions {
+            protocol: protocol.as_ref(),
+            context: context.as_ref(),
+            stop: stop.as_ref(),
+        };
+        facts_of(companions, p.as_ref(), c.as_ref(), s.as_ref())
+    });
+    let mut log = keep.then(Vec::new);
+    let stop_data = s.as_ref().map(|s| &s.data);
+    check_log_file(dir, &exp, stop_data, &mut r, &mut files, &mut log);
     if let Some(m) = &marker {
         no_session::check(m, dir, p.as_ref().map(|p| p.session_id), &files, &mut r);
     }
@@ -119,7 +143,7 @@ pub(super) fn judge(dir: &Path) -> Closure {
             _ => None,
         });
 
-    Closure {
+    let verdict = Closure {
         schema: CLOSURE_SCHEMA,
         closure,
         reasons: r.0,
@@ -127,5 +151,6 @@ pub(super) fn judge(dir: &Path) -> Closure {
         stop: stop_fields,
         files,
         non_claims: CLOSURE_NON_CLAIMS.iter().map(|s| s.to_string()).collect(),
-    }
+    };
+    (verdict, facts.map(|facts| Kept { facts, log }))
 }

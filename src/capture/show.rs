@@ -14,19 +14,19 @@
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
-use super::companions::{check_context, check_protocol, check_stop, expectations};
+use super::bounds::MAX_COMPANION_BYTES;
+use super::companions::check_protocol;
 use super::decision_line::{
     Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_TOOL_DECISION,
 };
+use super::facts::{SessionFacts, judged_log, read_facts};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
 use super::reader::judge;
-use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
-use crate::input_file::{self as bounded, FinalLink};
+use crate::capture_files::{DECISIONS, PROTOCOL};
 use crate::outcome::StopData;
 use crate::strict_json;
 
@@ -41,34 +41,6 @@ pub struct CaptureReport {
     pub stop: Option<StopData>,
     /// The decision log, line by line.
     pub decisions: DecisionLines,
-}
-
-/// Who ran the session and when. Each field is `None` when the file holding it was refused,
-/// failed its checks, or changed after it was judged.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionFacts {
-    /// The configured label (`server_id`): a label, not the executable's identity.
-    pub server_id: Option<String>,
-    /// The CloudEvents `source` of the session's events.
-    pub event_source: Option<String>,
-    /// The spawned server's PID.
-    pub server_pid: Option<u64>,
-    /// SHA-256 of the server's argv joined by NUL bytes (the argv itself is not recorded).
-    pub command_sha256: Option<String>,
-    /// The producer's name and version, e.g. `assay 0.1.0`.
-    pub producer: Option<String>,
-    /// The policy's name.
-    pub policy_name: Option<String>,
-    /// SHA-256 of the policy file.
-    pub policy_sha256: Option<String>,
-    /// The session ran in dry run (refusals logged, not enforced).
-    pub dry_run: Option<bool>,
-    /// When protocol.json was written (before the server was spawned).
-    pub created_at: Option<String>,
-    /// When the server was started (the session context's `started_at`).
-    pub started_at: Option<String>,
-    /// When the stop record was written (its event `time`), after the server's cleanup.
-    pub stopped_at: Option<String>,
 }
 
 /// The decision log as read for showing.
@@ -318,74 +290,12 @@ impl DecisionLines {
 /// panics and never returns an error; reads each file at most its bound plus one byte.
 pub fn show_capture(dir: &Path) -> CaptureReport {
     let closure = judge(dir);
-    // The reasons of this second read are the verdict's already; they are not reported twice.
-    let mut scratch = Reasons::default();
-    let companion = |name: &str, scratch: &mut Reasons| -> Option<Map<String, Value>> {
-        let judged = closure.files.get(name)?;
-        let bytes = read_file(dir, name, MAX_COMPANION_BYTES, scratch)?;
-        if digest_of(&bytes) != *judged {
-            return None;
-        }
-        parse_object(name, &bytes, scratch)
-    };
-    let protocol = companion(PROTOCOL, &mut scratch);
-    let context = companion(CONTEXT, &mut scratch);
-    let stop = companion(STOP, &mut scratch);
-
-    let p = protocol
-        .as_ref()
-        .and_then(|m| check_protocol(m, &mut scratch));
-    let c = context
-        .as_ref()
-        .and_then(|m| check_context(m, &mut scratch));
-    let s = stop.as_ref().and_then(|m| check_stop(m, &mut scratch));
-
-    // Each field below was checked for its type and form by `check_*` before it is read here.
-    let text =
-        |m: &Map<String, Value>, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
-    let context_data = c
-        .as_ref()
-        .and(context.as_ref())
-        .and_then(|m| m.get("data"))
-        .and_then(Value::as_object);
-    let session = SessionFacts {
-        server_id: s
-            .as_ref()
-            .map(|s| s.data.server_id.clone())
-            .or(c.as_ref().map(|c| c.server_id.to_string()))
-            .or(p.as_ref().map(|p| p.server_id.to_string())),
-        event_source: s
-            .as_ref()
-            .map(|s| s.source.to_string())
-            .or(c.as_ref().map(|c| c.source.to_string()))
-            .or(p.as_ref().map(|p| p.event_source.to_string())),
-        server_pid: s
-            .as_ref()
-            .map(|s| u64::from(s.data.server_pid))
-            .or(c.as_ref().map(|c| c.server_pid)),
-        command_sha256: context_data.and_then(|d| text(d, "command_sha256")),
-        producer: context_data
-            .and_then(|d| d.get("producer"))
-            .and_then(Value::as_object)
-            .and_then(|p| Some(format!("{} {}", text(p, "name")?, text(p, "version")?))),
-        policy_name: context_data.and_then(|d| text(d, "policy_name")),
-        policy_sha256: c.as_ref().map(|c| c.policy_sha256.to_string()),
-        dry_run: c.as_ref().map(|c| c.dry_run),
-        created_at: p
-            .as_ref()
-            .and(protocol.as_ref())
-            .and_then(|m| text(m, "created_at")),
-        started_at: context_data.and_then(|d| text(d, "started_at")),
-        stopped_at: s.as_ref().and(stop.as_ref()).and_then(|m| text(m, "time")),
-    };
-
-    let exp = expectations(p.as_ref(), c.as_ref(), s.as_ref());
-    let decisions = decision_lines(dir, &closure, &exp);
-    let stop_data = s.map(|s| s.data);
+    let facts = read_facts(dir, &closure);
+    let decisions = decision_lines(dir, &closure, &facts.expect.borrow());
     CaptureReport {
         closure,
-        session,
-        stop: stop_data,
+        session: facts.session,
+        stop: facts.stop,
         decisions,
     }
 }
@@ -415,29 +325,18 @@ pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
 
 /// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
 fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
-    let unavailable = |why: String| DecisionLines {
-        unavailable: Some(why),
-        ..DecisionLines::default()
-    };
-    let Some(judged) = closure.files.get(DECISIONS) else {
-        return unavailable(format!("{DECISIONS} was not read (see the reasons above)"));
-    };
-    let bytes = match bounded::read_bounded(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES)
-    {
+    let bytes = match judged_log(dir, closure) {
         Ok(b) => b,
-        Err(e) => return unavailable(format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES))),
+        Err(why) => {
+            return DecisionLines {
+                unavailable: Some(why),
+                ..DecisionLines::default()
+            };
+        }
     };
-    if digest_of(&bytes) != *judged {
-        return unavailable(format!("{DECISIONS} changed after it was judged"));
-    }
     let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
     let (body, tail) = bytes.split_at(complete);
     let count = memchr::memchr_iter(b'\n', body).count();
-    if count > MAX_DECISIONS {
-        return unavailable(format!(
-            "{DECISIONS} holds {count} lines, over the reader's {MAX_DECISIONS}-line bound"
-        ));
-    }
     let mut lines = Vec::with_capacity(count);
     for (i, line) in body.split(|&b| b == b'\n').take(count).enumerate() {
         lines.push(log_line(i, line, exp));
@@ -647,6 +546,8 @@ mod tests {
     use super::super::testutil::{Builder, replace_in, set};
     use super::*;
     use crate::capture::ClosureKind;
+    use crate::capture::MAX_LOG_BYTES;
+    use crate::capture_files::CONTEXT;
 
     #[test]
     fn a_closed_capture_shows_every_decision_and_the_facts() {

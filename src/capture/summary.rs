@@ -13,24 +13,16 @@
 //! with `O_NOFOLLOW|O_DIRECTORY` and read through that descriptor (`/proc/self/fd/N`), so an
 //! entry swapped for a symlink after the listing is not followed either.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::ops::ControlFlow;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::path::Path;
 
-use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, open, openat};
-use nix::sys::stat::{Mode, fstatat};
 use serde::Serialize;
 
-use super::judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, Reason,
-};
+use super::judgement::{Closure, ClosureKind, ClosureReasonCode};
 use super::reader;
+use super::root_walk::{Visit, walk_root};
 use crate::capture_files::PROTOCOL;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::exit_status;
 
 /// Whether `dir` is a capture root rather than a capture directory (SPEC §10, so `capture show
@@ -152,7 +144,8 @@ pub struct CaptureCounts {
 }
 
 impl CaptureCounts {
-    fn add(&mut self, status: CaptureStatus) {
+    /// Counts one capture of `status`.
+    pub fn add(&mut self, status: CaptureStatus) {
         let n = match status {
             CaptureStatus::Closed => &mut self.closed,
             CaptureStatus::Incomplete => &mut self.incomplete,
@@ -191,183 +184,6 @@ fn to_line(line: &impl Serialize) -> String {
     serde_json::to_string(line).unwrap_or_default()
 }
 
-/// An entry of the root worth looking at.
-struct Entry {
-    name: OsString,
-    symlink: bool,
-}
-
-/// Where a worker finds the root's entries.
-struct Root {
-    fd: OwnedFd,
-    path: PathBuf,
-    /// `/proc/self/fd` is available: read each capture through its opened descriptor.
-    proc_fd: bool,
-}
-
-/// Opens the root (a symlinked root is followed: the caller named it) and lists its
-/// subdirectories and symlinks, sorted by name.
-fn list(root: &Path) -> Result<(Root, Vec<Entry>)> {
-    let fd = open(
-        root,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
-        Errno::ENOENT => {
-            Error::invalid_argument(format!("capture root {} does not exist", root.display()))
-        }
-        Errno::ENOTDIR => Error::invalid_argument(format!(
-            "capture root {} is not a directory",
-            root.display()
-        )),
-        e => Error::io(root, "cannot open capture root", &std::io::Error::from(e)),
-    })?;
-    let proc_fd = Path::new("/proc/self/fd").is_dir();
-    let listing = if proc_fd {
-        PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-    } else {
-        root.to_path_buf()
-    };
-    let read_err = |e: std::io::Error| Error::io(root, "cannot list capture root", &e);
-    let mut entries = Vec::new();
-    for item in std::fs::read_dir(&listing).map_err(read_err)? {
-        let item = item.map_err(read_err)?;
-        // The entry's own type (d_type, or lstat): a symlink is never followed.
-        let ft = item.file_type().map_err(read_err)?;
-        if ft.is_dir() || ft.is_symlink() {
-            entries.push(Entry {
-                name: item.file_name(),
-                symlink: ft.is_symlink(),
-            });
-        }
-    }
-    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    Ok((
-        Root {
-            fd,
-            path: root.to_path_buf(),
-            proc_fd,
-        },
-        entries,
-    ))
-}
-
-/// An `unknown` verdict for an entry that could not be judged as a capture.
-fn refused(code: ClosureReasonCode, detail: String) -> Closure {
-    Closure {
-        schema: CLOSURE_SCHEMA,
-        closure: ClosureKind::Unknown,
-        reasons: vec![Reason { code, detail }],
-        session_id: None,
-        stop: None,
-        files: BTreeMap::new(),
-        non_claims: CLOSURE_NON_CLAIMS.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn symlinked(name: &str) -> Closure {
-    refused(
-        ClosureReasonCode::NotRegularFile,
-        format!("{name} is a symbolic link; capture summary does not follow it"),
-    )
-}
-
-/// Judges one entry; `None` when it is not a capture (not a directory, or no `protocol.json`).
-fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
-    let name = entry.name.to_string_lossy().into_owned();
-    let mut server_id = None;
-    let closure = if entry.symlink {
-        symlinked(&name)
-    } else {
-        let opened = openat(
-            &root.fd,
-            entry.name.as_os_str(),
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        );
-        match opened {
-            // Swapped for a symlink since the listing.
-            Err(Errno::ELOOP) => symlinked(&name),
-            // Gone, or no longer a directory: not a capture.
-            Err(Errno::ENOENT | Errno::ENOTDIR) => return None,
-            Err(e) => refused(
-                ClosureReasonCode::MissingFile,
-                format!("{name} cannot be opened: {}", std::io::Error::from(e)),
-            ),
-            Ok(dir) => {
-                // Anything named protocol.json (even a symlink) makes it a capture; the reader
-                // then reports what is wrong with it.
-                if let Err(Errno::ENOENT) = fstatat(&dir, PROTOCOL, AtFlags::AT_SYMLINK_NOFOLLOW) {
-                    return None;
-                }
-                let path = if root.proc_fd {
-                    PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()))
-                } else {
-                    root.path.join(&entry.name)
-                };
-                let closure = reader::judge(&path);
-                server_id = super::show::label(&path, &closure);
-                closure
-            }
-        }
-    };
-    Some(CaptureVerdict {
-        name,
-        status: CaptureStatus::of(&closure),
-        server_id,
-        closure,
-    })
-}
-
-/// The bounded window between the workers and the caller.
-struct Window {
-    /// The next entry index a worker will take.
-    next: usize,
-    /// The next index handed to the caller.
-    emitted: usize,
-    /// Results judged but not yet handed over (`None`: the entry is not a capture).
-    done: BTreeMap<usize, Option<CaptureVerdict>>,
-    /// The caller stopped early.
-    stop: bool,
-}
-
-fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, window: usize) {
-    loop {
-        let i = {
-            let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-            while !w.stop && w.next < entries.len() && w.next >= w.emitted + window {
-                w = cv.wait(w).unwrap_or_else(PoisonError::into_inner);
-            }
-            if w.stop || w.next >= entries.len() {
-                return;
-            }
-            w.next += 1;
-            w.next - 1
-        };
-        let Some(entry) = entries.get(i) else { return };
-        // The reader never panics; should it ever, the entry is reported, not lost, and the
-        // caller is not left waiting for it.
-        let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(root, entry)))
-            .unwrap_or_else(|_| {
-                let name = entry.name.to_string_lossy().into_owned();
-                let closure = refused(
-                    ClosureReasonCode::SchemaMismatch,
-                    format!("{name}: the reader failed on this capture"),
-                );
-                Some(CaptureVerdict {
-                    name,
-                    status: CaptureStatus::Unknown,
-                    server_id: None,
-                    closure,
-                })
-            });
-        let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-        w.done.insert(i, verdict);
-        cv.notify_all();
-    }
-}
-
 /// Judges every capture directly under `root` (SPEC §10) and hands each verdict to `each`, in
 /// name order, as soon as it and every earlier one are ready; `each` returns
 /// [`ControlFlow::Break`] to stop early. Returns the counts of the verdicts handed over.
@@ -379,69 +195,32 @@ fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, w
 /// most [`WINDOW_PER_WORKER`] verdicts per thread held at once.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidArgument`] when `root` does not exist or is not a directory (a usage
-/// error, exit status 2); [`ErrorKind::Io`] when it cannot be opened or listed.
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when `root` does not exist
+/// or is not a directory (a usage error, exit status 2); [`ErrorKind::Io`](crate::ErrorKind::Io)
+/// when it cannot be opened or listed.
 pub fn read_captures(
     root: &Path,
     mut each: impl FnMut(CaptureVerdict) -> ControlFlow<()>,
 ) -> Result<CaptureCounts> {
-    let (root, entries) = list(root)?;
     let mut counts = CaptureCounts::default();
-    if entries.is_empty() {
-        return Ok(counts);
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .clamp(1, entries.len());
-    let window = workers * WINDOW_PER_WORKER;
-    let state = Mutex::new(Window {
-        next: 0,
-        emitted: 0,
-        done: BTreeMap::new(),
-        stop: false,
-    });
-    let cv = Condvar::new();
-    std::thread::scope(|s| -> Result<()> {
-        for n in 0..workers {
-            let spawned = std::thread::Builder::new()
-                .name(format!("assay-summary-{n}"))
-                .spawn_scoped(s, || worker(&root, &entries, &state, &cv, window));
-            if let Err(e) = spawned {
-                let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-                w.stop = true;
-                cv.notify_all();
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("cannot start a capture summary worker: {e}"),
-                ));
-            }
-        }
-        for i in 0..entries.len() {
-            let item = {
-                let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-                loop {
-                    if let Some(item) = w.done.remove(&i) {
-                        break item;
-                    }
-                    w = cv.wait(w).unwrap_or_else(PoisonError::into_inner);
-                }
-            };
-            {
-                let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-                w.emitted = i + 1;
-                cv.notify_all();
-            }
-            if let Some(v) = item {
-                counts.add(v.status);
-                if each(v).is_break() {
-                    let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
-                    w.stop = true;
-                    cv.notify_all();
-                    break;
-                }
-            }
-        }
-        Ok(())
+    let read = |dir: &Path, _: &str| {
+        let closure = reader::judge(dir);
+        let server_id = super::show::label(dir, &closure);
+        (closure, server_id)
+    };
+    walk_root(root, WINDOW_PER_WORKER, read, |name, visit| {
+        let (closure, server_id) = match visit {
+            Visit::Refused(closure) => (closure, None),
+            Visit::Read(read) => read,
+        };
+        let v = CaptureVerdict {
+            name,
+            status: CaptureStatus::of(&closure),
+            server_id,
+            closure,
+        };
+        counts.add(v.status);
+        each(v)
     })?;
     Ok(counts)
 }
@@ -516,7 +295,7 @@ mod tests {
         std::fs::write(&f, b"x").unwrap();
         for p in [f, d.path().join("missing")] {
             let e = read_captures(&p, |_| ControlFlow::Continue(())).unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{e}");
         }
     }
 }

@@ -52,6 +52,9 @@ pub(crate) struct SessionPlan {
     pub forward_signals: bool,
     /// The key that signs the capture after the stop record (SPEC §4.5).
     pub sign_key: Option<PathBuf>,
+
+    /// The live OTLP/HTTP endpoint (checked: `otlp::Endpoint::parse` accepts it).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Where the child's stderr (and, for a capture, the wrapper's diagnostics) go.

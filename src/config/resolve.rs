@@ -107,5 +107,7 @@ pub(super) fn session_plan(
         verbose: config.verbose,
         forward_signals: config.forward_signals,
         sign_key: config.sign_key.clone(),
+
+        otlp_endpoint: config.otlp_endpoint.clone(),
     }
 }

@@ -48,6 +48,10 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
         ));
     }
     let policy = policy_metadata(&config.policy)?;
+    if let Some(url) = &config.otlp_endpoint {
+        crate::otlp::Endpoint::parse(url)
+            .map_err(|why| Error::config(ConfigOption::OtlpEndpoint, why))?;
+    }
     if let Some(t) = config.drain_timeout {
         if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
             return Err(Error::config(

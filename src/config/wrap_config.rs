@@ -103,6 +103,13 @@ pub struct WrapConfig {
     /// `capture_dir` or `capture_root`; the key is read before anything is spawned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sign_key: Option<PathBuf>,
+
+    /// Send the session's spans, as they happen, to this OTLP/HTTP endpoint (JSON encoding):
+    /// `http://HOST[:PORT][/PATH]`, `/v1/traces` when it has no path (SPEC §10, docs/export.md).
+    /// Never blocks the session: spans that cannot be delivered are dropped and counted in the
+    /// stop record's `otlp_export`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
 }
 
 fn default_stdin() -> i32 {
@@ -142,6 +149,8 @@ impl WrapConfig {
             verbose: false,
             forward_signals: false,
             sign_key: None,
+
+            otlp_endpoint: None,
         }
     }
 

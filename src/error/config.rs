@@ -59,6 +59,9 @@ pub enum ConfigOption {
     ForwardSignals,
     /// The private key that signs the capture (SPEC §4.5).
     SignKey,
+
+    /// The live OTLP/HTTP endpoint.
+    OtlpEndpoint,
 }
 
 impl ConfigOption {
@@ -84,6 +87,8 @@ impl ConfigOption {
             ConfigOption::Stderr => "stderr",
             ConfigOption::ForwardSignals => "forward-signals",
             ConfigOption::SignKey => "sign-key",
+
+            ConfigOption::OtlpEndpoint => "otlp-endpoint",
         }
     }
 

@@ -35,6 +35,14 @@ pub(crate) fn decision_id(session_id: &str, seq: u64) -> String {
     format!("{DECISION_ID_PREFIX}{session_id}_{seq}")
 }
 
+/// What else sees each line once it is written: the live OTLP exporter (`otlp::live`). It must
+/// return at once (it queues, or drops and counts): it runs between a decision line's write and
+/// the forwarding of its call.
+pub(crate) trait LineTap: Send {
+    /// A line that was written whole, newline included.
+    fn offer(&self, line: &[u8]);
+}
+
 /// Where decision lines go. A file in production; tests inject sinks that fail on demand.
 pub(crate) trait DecisionSink: Send {
     /// Writes one whole line (one `write_all`).
@@ -226,6 +234,8 @@ pub(crate) struct DecisionLog {
     /// write and the forwarding of its call (SPEC §4.1 orders only those two): when the writer
     /// idles, or on a hashing thread while calls are pipelined.
     prefix: PrefixDigest,
+    /// Sees every line written (the live exporter), if any.
+    tap: Option<Box<dyn LineTap>>,
 }
 
 /// The decimal text of `n`, written at the end of `buf` (no `fmt` machinery on the per-line path).
@@ -480,7 +490,13 @@ impl DecisionLog {
             dropped: 0,
             poisoned: false,
             prefix: PrefixDigest::new(),
+            tap: None,
         }
+    }
+
+    /// Every line written from now on is also offered to `tap`.
+    pub(crate) fn set_tap(&mut self, tap: Box<dyn LineTap>) {
+        self.tap = Some(tap);
     }
 
     /// Counts `n` emissions that were numbered but could not be written in `seq` order (their
@@ -506,6 +522,9 @@ impl DecisionLog {
             Ok(()) => {
                 self.written += 1;
                 self.prefix.push(line);
+                if let Some(tap) = &self.tap {
+                    tap.offer(line);
+                }
                 (Emitted::Written, None)
             }
             Err(e) => {

@@ -16,6 +16,7 @@ mod governed;
 pub(crate) mod governed_lists;
 mod instructions;
 mod line;
+mod live_export;
 pub(crate) mod message;
 mod output;
 pub(crate) mod pending;
@@ -117,6 +118,9 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         source,
         cancel,
     } = prepare(config)?;
+    // The live exporter first: a thread that cannot start fails the session before anything is
+    // created.
+    let mut live = live_export::start(&plan)?;
     // Open the evidence. From here on files are created; until the server runs, a failure
     // removes them again (SPEC §10).
     let mut created = StartupFiles::default();
@@ -139,15 +143,26 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         plan,
         tee,
         diag,
-        log_writer,
+        mut log_writer,
         recorder,
         log,
         ..
     } = evidence;
+    if let Some(live) = &mut live {
+        live.attach(log_writer.as_mut());
+    }
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
-    let (context_id, evidence_errors) =
-        context_written(&plan, &source, &session_id, pid, &policy, &diag);
+    let started_at = now_rfc3339();
+    let (context_id, evidence_errors) = context_written(
+        &plan,
+        &source,
+        &session_id,
+        pid,
+        &started_at,
+        &policy,
+        &diag,
+    );
 
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
@@ -198,6 +213,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             log: &log,
             run: &run,
             signer: signer.map(|key| Signer::new(key, shared.policy.sha256())),
+            live,
+            started_at: &started_at,
         },
         evidence_errors,
     )
@@ -210,10 +227,10 @@ fn context_written(
     source: &str,
     session_id: &str,
     pid: u32,
+    started_at: &str,
     policy: &Policy,
     diag: &Diag,
 ) -> (Option<String>, Vec<String>) {
-    let started_at = now_rfc3339();
     let mut evidence_errors: Vec<String> = Vec::new();
     // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
@@ -226,7 +243,7 @@ fn context_written(
         source,
         session_id,
         pid,
-        &started_at,
+        started_at,
         policy,
         hide_refused_tools,
     ) {
@@ -318,6 +335,9 @@ struct Ended<'s> {
     run: &'s session_end::RunResult,
     /// Signs the capture after the stop record (SPEC §4.5).
     signer: Option<Signer>,
+    /// The live OTLP exporter (`--otlp-endpoint`), ended before the stop record is written.
+    live: Option<live_export::Live>,
+    started_at: &'s str,
 }
 
 /// SPEC §3 items 9–10 after the cleanup: the stop data settled, coverage written, a temporary
@@ -337,9 +357,14 @@ fn finish(
         log,
         run,
         signer,
+        live,
+        started_at,
     } = ended;
     // Settle the stop data; then coverage and the temporary log.
-    let stop = settle_stop_data(plan, session_id, pid, context_id, shared, log, run);
+    let mut stop = settle_stop_data(plan, session_id, pid, context_id, shared, log, run);
+    if let Some(live) = live {
+        live.finish(started_at, &shared.policy, &mut stop.data, diag);
+    }
     if stop.poisoned {
         evidence_errors.push("decision log write failed; the log is incomplete".to_string());
     }

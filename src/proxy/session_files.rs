@@ -357,6 +357,7 @@ pub(super) fn settle_stop_data(
         decision_events_written: accounting.as_ref().map(|a| a.written),
         decision_events_dropped: accounting.as_ref().map(|a| a.dropped),
         decision_prefix_sha256: accounting.as_ref().map(|a| a.prefix_sha256.clone()),
+        otlp_export: None,
         assertion_basis: "producer_observation".to_string(),
         non_claims: NON_CLAIMS.iter().map(|s| (*s).to_string()).collect(),
     };

@@ -350,6 +350,12 @@ pub(crate) struct WrapArgs {
     /// --capture-root).
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
+
+    /// Also send the session's spans, as they happen, to this OTLP/HTTP endpoint (JSON):
+    /// http://HOST[:PORT][/PATH], /v1/traces when it has no path. Never slows the session:
+    /// spans that cannot be delivered are dropped and counted in the stop record.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// The server command and its arguments: after `--`, or from the first argument that is not
     /// an option on. Everything from there belongs to the server, options included.
     // SPEC §10: hosts such as the MCP Inspector strip a `--`.
@@ -378,6 +384,8 @@ impl From<WrapArgs> for assay::WrapConfig {
         // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
         c.forward_signals = !a.no_forward_signals;
         c.sign_key = a.sign_key;
+
+        c.otlp_endpoint = a.otlp_endpoint;
         c
     }
 }
@@ -403,6 +411,22 @@ pub(crate) enum CaptureCommand {
     Show {
         /// The capture directory.
         dir: PathBuf,
+    },
+    /// Export the decisions of captures and capture roots to stdout: flat rows (`ndjson`, for
+    /// DuckDB and Spark) or OpenTelemetry spans (`otlp-json`); only closed captures unless
+    /// --include-unclosed; exit 0 all closed, 1 some incomplete, 3 any unknown or none found.
+    Export {
+        /// Capture directories (holding protocol.json) or capture roots (their immediate
+        /// subdirectories are the captures).
+        #[arg(required = true, value_name = "CAPTURE_OR_ROOT")]
+        paths: Vec<PathBuf>,
+        /// `ndjson`: one flat JSON object per decision; `otlp-json`: one OTLP/JSON
+        /// ExportTraceServiceRequest per capture (one span per session and per event).
+        #[arg(long, value_enum)]
+        format: ExportFormatArg,
+        /// Export incomplete and unknown captures too, each marked with its verdict.
+        #[arg(long)]
+        include_unclosed: bool,
     },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {
@@ -434,6 +458,15 @@ pub(crate) enum ServerStderr {
     Log,
     /// Into proxy-stderr.log and to assay's own stderr.
     Tee,
+}
+
+/// What `assay capture export` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExportFormatArg {
+    /// One flat JSON object per decision (docs/export.md).
+    Ndjson,
+    /// One OTLP/JSON ExportTraceServiceRequest per capture (docs/export.md).
+    OtlpJson,
 }
 
 /// How `assay capture summary` prints.

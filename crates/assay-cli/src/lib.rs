@@ -19,6 +19,7 @@ mod doctor_procs;
 mod doctor_report;
 mod doctor_run;
 pub mod exit;
+mod export;
 mod hosts;
 mod messages;
 mod pin;
@@ -89,6 +90,11 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
             SummaryFormat::Table => show::summary_table(&root),
         },
         Command::Capture(CaptureCommand::Show { dir }) => show::show(&dir),
+        Command::Capture(CaptureCommand::Export {
+            paths,
+            format,
+            include_unclosed,
+        }) => export::export(&paths, format, include_unclosed),
         Command::Capture(CaptureCommand::Package {
             dir,
             out,

@@ -15,6 +15,21 @@ pub(super) fn closed_and_incomplete() -> Vec<Case> {
             codes: &[],
         },
         Case {
+            name: "a live OTLP export that lost spans (SPEC §4.3 otlp_export)",
+            setup: |b| {
+                b.edit_stop.push(Box::new(|v| {
+                    set(
+                        v,
+                        "data/otlp_export",
+                        json!({"spans": 4, "exported": 1, "dropped": 3}),
+                    )
+                }))
+            },
+            after: nothing,
+            expect: Closed,
+            codes: &[],
+        },
+        Case {
             name: "exited 7",
             setup: |b| b.exit_code = json!(7),
             after: nothing,

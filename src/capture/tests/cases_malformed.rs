@@ -140,6 +140,46 @@ pub(super) fn malformed() -> Vec<Case> {
             codes: &[R::SchemaMismatch],
         },
         Case {
+            name: "stop otlp_export that does not add up",
+            setup: |b| {
+                b.edit_stop.push(Box::new(|v| {
+                    set(
+                        v,
+                        "data/otlp_export",
+                        json!({"spans": 4, "exported": 4, "dropped": 1}),
+                    )
+                }))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "stop otlp_export with another key",
+            setup: |b| {
+                b.edit_stop.push(Box::new(|v| {
+                    set(
+                        v,
+                        "data/otlp_export",
+                        json!({"spans": 1, "exported": 1, "dropped": 0, "x": 0}),
+                    )
+                }))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
+            name: "stop otlp_export not an object",
+            setup: |b| {
+                b.edit_stop
+                    .push(Box::new(|v| set(v, "data/otlp_export", json!(null))))
+            },
+            after: nothing,
+            expect: Unknown,
+            codes: &[R::SchemaMismatch],
+        },
+        Case {
             name: "stop time without Z",
             setup: |b| {
                 b.edit_stop.push(Box::new(|v| {

@@ -1,0 +1,182 @@
+//! A judged capture's decision-log events as records, for `assay capture export` (SPEC §10):
+//! the verdict, the facts of its companions, and each line the reader's checks accept, read as
+//! a [`DecisionRecord`] — from the very bytes the reader read, hashed and checked (it keeps them
+//! for this: no second read, no second hash, and nothing can change in between).
+//!
+//! A `closed` verdict means every complete line of those very bytes passed the reader's checks
+//! (a refused line makes the verdict `unknown`), so their lines are read directly; the lines of
+//! any other capture are checked again one by one, and a refused line is counted, never read.
+
+use std::path::Path;
+
+use super::decision_line::LineReasons;
+use super::facts::{Facts, SessionFacts, read_facts};
+use super::judgement::{Closure, ClosureKind};
+use super::log::check_line;
+use super::reader::judge_keeping;
+use crate::capture_files::DECISIONS;
+use crate::decision_record::{DecisionRecord, parse_line};
+use crate::outcome::StopData;
+
+/// A judged capture, ready to hand out its events.
+pub(crate) struct CaptureRecords {
+    /// The verdict of [`read_capture`](super::read_capture).
+    pub(crate) closure: Closure,
+    /// Who ran and when.
+    pub(crate) session: SessionFacts,
+    /// The stop record's `data`, when it passed its checks.
+    pub(crate) stop: Option<StopData>,
+    facts: Facts,
+    /// The judged log, or why it is not available.
+    log: Result<Vec<u8>, String>,
+}
+
+/// Judges the capture `dir` and reads its judged log (never panics, never fails: what cannot
+/// be read is in the verdict, or in [`CaptureRecords::unavailable`]).
+pub(crate) fn capture_records(dir: &Path) -> CaptureRecords {
+    let (closure, kept) = judge_keeping(dir, true);
+    let (facts, log) = match kept {
+        Some(k) => (k.facts, k.log),
+        None => (read_facts(dir, &closure), None),
+    };
+    let log = match log {
+        Some(bytes) if closure.files.contains_key(DECISIONS) => Ok(bytes),
+        _ => Err(format!(
+            "{DECISIONS} was not read whole (see the verdict's reasons)"
+        )),
+    };
+    CaptureRecords {
+        session: facts.session.clone(),
+        stop: facts.stop.clone(),
+        closure,
+        facts,
+        log,
+    }
+}
+
+impl CaptureRecords {
+    /// The length of the log's bytes (0 when they are not available).
+    pub(crate) fn log_len(&self) -> usize {
+        self.log.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Why the log's events cannot be handed out, if they cannot.
+    pub(crate) fn unavailable(&self) -> Option<&str> {
+        self.log.as_ref().err().map(String::as_str)
+    }
+
+    /// Hands each event of the log that the reader's checks accept to `each`, in file order;
+    /// returns how many complete lines were refused (always 0 for a `closed` capture).
+    pub(crate) fn for_each(&self, mut each: impl FnMut(&DecisionRecord<'_>)) -> u64 {
+        let Ok(bytes) = &self.log else { return 0 };
+        let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
+        let body = &bytes[..complete];
+        let closed = self.closure.closure == ClosureKind::Closed;
+        let exp = self.facts.expect.borrow();
+        let mut refused = 0;
+        let lines = body.split(|&b| b == b'\n');
+        for (i, line) in lines
+            .take(memchr::memchr_iter(b'\n', body).count())
+            .enumerate()
+        {
+            if !closed {
+                let mut lr = LineReasons {
+                    list: Vec::new(),
+                    suppressed: 0,
+                    first_suppressed: None,
+                };
+                check_line(i, line, &exp, &mut lr);
+                if !lr.list.is_empty() {
+                    refused += 1;
+                    continue;
+                }
+            }
+            match std::str::from_utf8(line).ok().map(parse_line) {
+                Some(Ok(record)) => each(&record),
+                _ => refused += 1,
+            }
+        }
+        refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::show::{LogLine, show_capture};
+    use super::super::testutil::{Builder, set};
+    use super::*;
+    use crate::decision_record::EventKind;
+    use serde_json::json;
+
+    /// The lines an export reads are exactly those `capture show` shows as events, closed or
+    /// not; a refused line is counted, never read.
+    #[test]
+    fn records_are_the_lines_capture_show_accepts() {
+        let mut b = Builder::new(5);
+        b.other_events = true;
+        let dir = b.build();
+        let c = capture_records(dir.path());
+        assert_eq!(c.closure.closure, ClosureKind::Closed, "{:#?}", c.closure);
+        let mut kinds = Vec::new();
+        assert_eq!(c.for_each(|r| kinds.push((r.seq, r.kind))), 0);
+        let shown: Vec<u64> = show_capture(dir.path())
+            .decisions
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                LogLine::Decision(d) => Some(d.seq),
+                LogLine::Listing(l) => Some(l.seq),
+                LogLine::McpDecision(m) => Some(m.seq),
+                LogLine::Refused { .. } => None,
+            })
+            .collect();
+        assert_eq!(kinds.iter().map(|k| k.0).collect::<Vec<_>>(), shown);
+        assert!(kinds.contains(&(1, EventKind::Listing)));
+        assert!(kinds.contains(&(2, EventKind::McpDecision)));
+
+        // A line of another session: the verdict is unknown, the line refused and not read.
+        let mut b = Builder::new(4);
+        b.edit_line.push(Box::new(|i, v| {
+            if i == 2 {
+                set(
+                    v,
+                    "data/session_id",
+                    json!("ffffffffffffffffffffffffffffffff"),
+                );
+            }
+        }));
+        let dir = b.build();
+        let c = capture_records(dir.path());
+        assert_eq!(c.closure.closure, ClosureKind::Unknown);
+        let mut seqs = Vec::new();
+        assert_eq!(c.for_each(|r| seqs.push(r.seq)), 1);
+        assert_eq!(seqs, [0, 1, 3]);
+    }
+
+    /// Any single byte changed in the log: never a panic, never more records than lines, and a
+    /// record only from a line the reader's checks accept.
+    #[test]
+    fn edited_logs_never_yield_unchecked_records() {
+        let mut b = Builder::new(3);
+        b.other_events = true;
+        let dir = b.build();
+        let path = dir.path().join(DECISIONS);
+        let original = std::fs::read(&path).unwrap();
+        let lines = original.iter().filter(|&&b| b == b'\n').count() as u64;
+        for i in (0..original.len()).step_by(7) {
+            for byte in [b'"', b'\n', b'x', 0x01, 0xff] {
+                let mut edited = original.clone();
+                edited[i] = byte;
+                std::fs::write(&path, &edited).unwrap();
+                let c = capture_records(dir.path());
+                let mut n = 0u64;
+                let refused = c.for_each(|_| n += 1);
+                let complete = edited.iter().filter(|&&b| b == b'\n').count() as u64;
+                assert!(n + refused <= complete.max(lines), "offset {i}");
+                if c.closure.closure == ClosureKind::Closed {
+                    assert_eq!(refused, 0, "offset {i}");
+                }
+            }
+        }
+    }
+}
