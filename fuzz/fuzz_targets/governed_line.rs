@@ -8,13 +8,13 @@
 //! The reading is the union of the clients' readings of `server_line` (see that target):
 //! `serde_json` over lossily decoded bytes, every key equal to a member name after lenient
 //! normalization counts as that member, a top-level array is a batch, ids equal or equal as
-//! numbers. A prompt is refused when its name, lenient-normalized, starts with `debug` or
+//! numbers. A prompt is refused when its name, as written, starts with `debug` or
 //! `secret` (the policy's `debug*` and `secret*`, matched as §3 reads names).
 #![no_main]
 
 mod client_reading;
 
-use assay::fuzzing::{filter_governed_line, normalize_key};
+use assay::fuzzing::filter_governed_line;
 use client_reading::{members, same_id};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -88,10 +88,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let out = filter_governed_line(&requests, line);
     let seen = out.as_deref().unwrap_or(line);
-    let prompt_refused = |n: &str| {
-        let k = normalize_key(n);
-        k.starts_with("debug") || k.starts_with("secret")
-    };
+    // Names are matched as written (globs are case-sensitive, as for tools): only keys are
+    // read leniently.
+    let prompt_refused = |n: &str| n.starts_with("debug") || n.starts_with("secret");
     let tool_refused = |n: &str| n == "exec" || n == "shell";
     let prompts = shown(seen, &ids_of("prompts/list"), "prompts", &prompt_refused);
     let tools = shown(seen, &ids_of("tools/list"), "tools", &tool_refused);
