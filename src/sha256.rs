@@ -103,8 +103,10 @@ impl HexDigest {
             _ => (c | 0x20).wrapping_sub(b'a' - 10) & 0xf,
         };
         let mut out = [0u8; 32];
-        for (b, &[hi, lo]) in out.iter_mut().zip(self.0.as_chunks::<2>().0) {
-            *b = (nibble(hi) << 4) | nibble(lo);
+        for (b, pair) in out.iter_mut().zip(self.0.chunks_exact(2)) {
+            if let &[hi, lo] = pair {
+                *b = (nibble(hi) << 4) | nibble(lo);
+            }
         }
         out
     }
