@@ -145,9 +145,9 @@ struct Data<'a> {
 }
 
 /// The method a tool decision judges.
-const TOOLS_CALL: &str = "tools/call";
+const TOOLS_CALL: &str = crate::methods::TOOLS_CALL.name;
 /// The list a listing written before listings named their method answers (SPEC §4.1a).
-const TOOLS_LIST: &str = "tools/list";
+const TOOLS_LIST: &str = crate::methods::TOOLS_LIST.name;
 
 /// Reads one decision-log line (without its newline).
 ///

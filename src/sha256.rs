@@ -95,6 +95,22 @@ impl HexDigest {
         Self(out)
     }
 
+    /// The 32 bytes of the digest (the hex digits read back).
+    pub(crate) fn raw(&self) -> [u8; 32] {
+        // Only lowercase hex digits are ever stored.
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => c - b'0',
+            _ => (c | 0x20).wrapping_sub(b'a' - 10) & 0xf,
+        };
+        let mut out = [0u8; 32];
+        for (b, pair) in out.iter_mut().zip(self.0.chunks_exact(2)) {
+            if let &[hi, lo] = pair {
+                *b = (nibble(hi) << 4) | nibble(lo);
+            }
+        }
+        out
+    }
+
     /// The 64 hex digits as bytes.
     pub(crate) fn as_bytes(&self) -> &[u8; 64] {
         &self.0
@@ -136,6 +152,7 @@ mod tests {
         for (input, want) in VECTORS {
             assert_eq!(digest_hex(input), *want);
             assert_eq!(HexDigest::of(input).as_str(), *want);
+            assert_eq!(HexDigest::of(input).raw(), digest(input));
             let mut h = Sha256::new();
             for b in *input {
                 h.update(std::slice::from_ref(b));

@@ -22,15 +22,30 @@ const KEPT: usize = 64 * 1024;
 /// The SHA-256 of the canonical form of `text` (one JSON value), using `scratch` as the buffer
 /// (reused call after call). `None` when `text` is not strict JSON or its canonical form would
 /// be longer than `text.len() + SLACK`.
+#[cfg(test)]
 pub(crate) fn digest(text: &str, scratch: &mut Vec<u8>) -> Option<HexDigest> {
-    let done = simple::canonicalize_simple(text.as_bytes(), scratch)
-        || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
-    let digest = done.then(|| HexDigest::of(scratch));
+    digest_and(text, scratch, |_| ()).map(|(d, ())| d)
+}
+
+/// [`digest`], and what `then` makes of the canonical form when the simple transcription
+/// ([`simple`]) wrote it: `then` is given that form, or `None` when the general canonicalizer
+/// wrote it. `None` (and `then` not called) when there is no canonical form.
+fn digest_and<R>(
+    text: &str,
+    scratch: &mut Vec<u8>,
+    then: impl FnOnce(Option<&[u8]>) -> R,
+) -> Option<(HexDigest, R)> {
+    let simple = simple::canonicalize_simple(text.as_bytes(), scratch);
+    let done = simple || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
+    let out = done.then(|| {
+        let form: &[u8] = scratch;
+        (HexDigest::of(form), then(simple.then_some(form)))
+    });
     if scratch.capacity() > KEPT {
         // Do not keep a huge text's buffer.
         *scratch = Vec::new();
     }
-    digest
+    out
 }
 
 /// The canonical form of `text` (one JSON value) as a string: `None` when `text` is not strict
@@ -47,12 +62,22 @@ pub(crate) fn canonical_text(text: &str) -> Option<String> {
 
 /// [`digest`] with a buffer the calling thread keeps.
 pub(crate) fn digest_of(text: &str) -> Option<HexDigest> {
+    digest_of_and(text, |_| ()).map(|(d, ())| d)
+}
+
+/// [`digest_of`], and what `then` makes of the canonical form when the simple transcription
+/// wrote it (`then` is given `None` when the general canonicalizer did): the recorded
+/// arguments are made from the transcription the digest hashes.
+pub(crate) fn digest_of_and<R>(
+    text: &str,
+    then: impl FnOnce(Option<&[u8]>) -> R,
+) -> Option<(HexDigest, R)> {
     thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     SCRATCH.with(|s| match s.try_borrow_mut() {
-        Ok(mut scratch) => digest(text, &mut scratch),
-        Err(_) => digest(text, &mut Vec::new()),
+        Ok(mut scratch) => digest_and(text, &mut scratch, then),
+        Err(_) => digest_and(text, &mut Vec::new(), then),
     })
 }
 

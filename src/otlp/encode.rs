@@ -227,12 +227,33 @@ fn fields_time_kind(out: &mut Vec<u8>, start: &str, end: &str, kind: u8) {
     out.push(b'"');
 }
 
+/// What an MCP decision's target names, by its method's row of the table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    /// A prompt, by `params.name` (`prompts/get`).
+    PromptName,
+    /// A resource, by `params.uri` (`resources/read`, `resources/subscribe`).
+    ResourceUri,
+}
+
+fn judged_by(r: &DecisionRecord<'_>) -> Option<By> {
+    use crate::methods::{Governor, Target};
+    let row = crate::methods::method(&r.method)?;
+    match (row.governor, row.target) {
+        (Governor::Prompts, Target::Name) => Some(By::PromptName),
+        (Governor::Resources, Target::Uri) => Some(By::ResourceUri),
+        _ => None,
+    }
+}
+
 /// The span name the conventions give: `{mcp.method.name} {target}`, the target being the tool
 /// or prompt name (a low-cardinality name); the method alone otherwise (a resource URI is left
 /// out of the name, as the conventions recommend).
 fn push_name(out: &mut Vec<u8>, r: &DecisionRecord<'_>) {
-    let target = match (r.kind, r.method.as_ref()) {
-        (EventKind::ToolDecision, _) | (EventKind::McpDecision, "prompts/get") => r.name.as_deref(),
+    let target = match (r.kind, judged_by(r)) {
+        (EventKind::ToolDecision, _) | (EventKind::McpDecision, Some(By::PromptName)) => {
+            r.name.as_deref()
+        }
         _ => None,
     };
     match target {
@@ -247,15 +268,15 @@ fn record_attributes(out: &mut Vec<u8>, r: &DecisionRecord<'_>) {
     a.str("mcp.session.id", &r.session_id);
     a.opt_str("jsonrpc.request.id", r.request_id.as_deref());
     a.str("network.transport", TRANSPORT);
-    match (r.kind, r.method.as_ref()) {
+    match (r.kind, judged_by(r)) {
         (EventKind::ToolDecision, _) => {
             a.str("gen_ai.operation.name", "execute_tool");
             a.opt_str("gen_ai.tool.name", r.name.as_deref());
         }
-        (EventKind::McpDecision, "prompts/get") => {
+        (EventKind::McpDecision, Some(By::PromptName)) => {
             a.opt_str("gen_ai.prompt.name", r.name.as_deref())
         }
-        (EventKind::McpDecision, "resources/read" | "resources/subscribe") => {
+        (EventKind::McpDecision, Some(By::ResourceUri)) => {
             a.opt_str("mcp.resource.uri", r.name.as_deref());
         }
         (EventKind::McpDecision, _) => a.opt_str("assay.target", r.name.as_deref()),

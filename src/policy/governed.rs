@@ -123,6 +123,13 @@ impl Policy {
     pub fn recorded_arguments(&self, arguments: &Value) -> (String, bool) {
         self.sections.arguments.recorded(arguments)
     }
+
+    /// [`Policy::recorded_arguments`] of the arguments whose canonical form is `canonical`, made
+    /// from that text, when the simple transcription (`crate::canonical`) wrote it; `None`
+    /// otherwise (the caller then records the parsed value).
+    pub(crate) fn recorded_canonical_arguments(&self, canonical: &[u8]) -> Option<(String, bool)> {
+        self.sections.arguments.recorded_canonical(canonical)
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::decision::{Decision, ReasonCode, Verdict};
 use super::error::{Ctx, PolicyError};
+use super::repeat_counts::{Refused, RepeatCounts};
 use crate::sha256::HexDigest;
 
 const KEYS: &[&str] = &["tool_calls", "per_tool", "repeated_call"];
@@ -112,17 +113,18 @@ impl Limits {
     /// Fresh counters for one session (one wrapper run), all at zero.
     pub fn budget(&self) -> CallBudget {
         CallBudget {
-            limits: self.clone(),
+            tool_calls_max: self.tool_calls,
+            repeated_call: self.repeated_call,
             tool_calls: 0,
-            per_tool: HashMap::new(),
-            repeats: HashMap::new(),
+            per_tool: self
+                .per_tool
+                .iter()
+                .map(|(tool, &max)| (tool.clone(), ToolBudget { max, calls: 0 }))
+                .collect(),
+            repeats: RepeatCounts::default(),
         }
     }
 }
-
-/// The key of the repeat counter: the SHA-256 of the tool name and its `arguments_sha256`
-/// (`None` is a key of its own: calls without readable arguments) — 32 bytes whatever the name.
-type RepeatKey = [u8; 32];
 
 /// Distinct (tool, arguments) pairs a session counts for `repeated_call` (about 2.5 MiB). Past
 /// it, a call of a pair not counted yet is refused (`P_REPEATED_CALL`): its repeats could no
@@ -130,31 +132,28 @@ type RepeatKey = [u8; 32];
 /// not be a limit.
 pub const MAX_REPEAT_KEYS: usize = 65_536;
 
-fn repeat_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> RepeatKey {
-    let mut h = crate::sha256::Sha256::new();
-    h.update(tool.as_bytes());
-    match arguments_sha256 {
-        Some(d) => {
-            h.update(b"\0");
-            h.update(d.as_bytes());
-        }
-        None => h.update(b"\x01"),
-    }
-    h.finalize()
+/// The `per_tool` limit of one tool and its count.
+#[derive(Debug, Clone)]
+struct ToolBudget {
+    max: u64,
+    calls: u64,
 }
 
 /// One session's counters against a policy's [`Limits`]. Pure, with no locking: the proxy's
 /// client worker owns it.
 ///
 /// Memory grows with the distinct calls a session makes: one entry (32 bytes and a count) per
-/// distinct (tool, arguments) pair while `repeated_call` is set, at most [`MAX_REPEAT_KEYS`];
-/// one per limited tool for `per_tool`.
+/// distinct (tool, arguments) pair while `repeated_call` is set, at most [`MAX_REPEAT_KEYS`],
+/// and the names of at most 64 tools of at most 64 bytes (`repeat_counts`); one per limited
+/// tool for `per_tool`.
 #[derive(Debug, Clone)]
 pub struct CallBudget {
-    limits: Limits,
+    tool_calls_max: Option<u64>,
+    repeated_call: Option<u64>,
     tool_calls: u64,
-    per_tool: HashMap<String, u64>,
-    repeats: HashMap<RepeatKey, u64>,
+    /// Every tool `per_tool` limits, with its count.
+    per_tool: HashMap<String, ToolBudget>,
+    repeats: RepeatCounts,
 }
 
 fn over(code: ReasonCode, reason: String, rule: String) -> Option<Verdict> {
@@ -174,7 +173,17 @@ impl CallBudget {
     /// `per_tool` ([`ReasonCode::P_LIMIT_PER_TOOL`]), then `repeated_call`
     /// ([`ReasonCode::P_REPEATED_CALL`]), and counting nothing.
     pub fn admit(&mut self, tool: &str, arguments_sha256: Option<&HexDigest>) -> Option<Verdict> {
-        if let Some(max) = self.limits.tool_calls {
+        self.admit_within(tool, arguments_sha256, MAX_REPEAT_KEYS)
+    }
+
+    /// [`CallBudget::admit`] with at most `max_keys` distinct calls counted.
+    fn admit_within(
+        &mut self,
+        tool: &str,
+        arguments_sha256: Option<&HexDigest>,
+        max_keys: usize,
+    ) -> Option<Verdict> {
+        if let Some(max) = self.tool_calls_max {
             if self.tool_calls >= max {
                 return over(
                     ReasonCode::P_LIMIT_TOOL_CALLS,
@@ -185,9 +194,9 @@ impl CallBudget {
                 );
             }
         }
-        let per_tool_max = self.limits.per_tool.get(tool).copied();
-        if let Some(max) = per_tool_max {
-            if self.per_tool.get(tool).copied().unwrap_or(0) >= max {
+        let per_tool = self.per_tool.get_mut(tool);
+        if let Some(ToolBudget { max, calls }) = per_tool.as_deref() {
+            if calls >= max {
                 return over(
                     ReasonCode::P_LIMIT_PER_TOOL,
                     format!(
@@ -197,40 +206,206 @@ impl CallBudget {
                 );
             }
         }
-        let key = self
-            .limits
-            .repeated_call
-            .map(|max| (repeat_key(tool, arguments_sha256), max));
-        if let Some((key, max)) = &key {
-            let seen = self.repeats.get(key).copied();
-            if seen.is_none() && self.repeats.len() >= MAX_REPEAT_KEYS {
-                return over(
-                    ReasonCode::P_REPEATED_CALL,
-                    format!(
-                        "the session has made {MAX_REPEAT_KEYS} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
+        if let Some(max) = self.repeated_call {
+            // Counted here when admitted: the last of the three checks.
+            if let Err(refused) = self.repeats.admit(tool, arguments_sha256, max, max_keys) {
+                let reason = match refused {
+                    Refused::Full => format!(
+                        "the session has made {max_keys} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
                     ),
-                    "limits.repeated_call".to_owned(),
-                );
-            }
-            if seen.unwrap_or(0) >= *max {
-                return over(
-                    ReasonCode::P_REPEATED_CALL,
-                    format!(
+                    Refused::Repeated => format!(
                         "the session has made this call (same tool, same arguments) {max} times (limits.repeated_call)"
                     ),
+                };
+                return over(
+                    ReasonCode::P_REPEATED_CALL,
+                    reason,
                     "limits.repeated_call".to_owned(),
                 );
             }
         }
         self.tool_calls = self.tool_calls.saturating_add(1);
-        if per_tool_max.is_some() {
-            let n = self.per_tool.entry(tool.to_owned()).or_insert(0);
-            *n = n.saturating_add(1);
-        }
-        if let Some((key, _)) = key {
-            let n = self.repeats.entry(key).or_insert(0);
-            *n = n.saturating_add(1);
+        if let Some(t) = per_tool {
+            t.calls = t.calls.saturating_add(1);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The `CallBudget` this one replaced (a SHA-256 of tool and digest per call as the repeat
+    /// key, in one map), kept as the oracle: `admit` as it was, with `max_keys` for
+    /// `MAX_REPEAT_KEYS`.
+    struct Oracle {
+        limits: Limits,
+        tool_calls: u64,
+        per_tool: HashMap<String, u64>,
+        repeats: HashMap<[u8; 32], u64>,
+    }
+
+    fn repeat_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> [u8; 32] {
+        let mut h = crate::sha256::Sha256::new();
+        h.update(tool.as_bytes());
+        match arguments_sha256 {
+            Some(d) => {
+                h.update(b"\0");
+                h.update(d.as_bytes());
+            }
+            None => h.update(b"\x01"),
+        }
+        h.finalize()
+    }
+
+    impl Oracle {
+        fn admit(
+            &mut self,
+            tool: &str,
+            arguments_sha256: Option<&HexDigest>,
+            max_keys: usize,
+        ) -> Option<Verdict> {
+            if let Some(max) = self.limits.tool_calls {
+                if self.tool_calls >= max {
+                    return over(
+                        ReasonCode::P_LIMIT_TOOL_CALLS,
+                        format!(
+                            "the session has made its {max} allowed tool calls (limits.tool_calls)"
+                        ),
+                        "limits.tool_calls".to_owned(),
+                    );
+                }
+            }
+            let per_tool_max = self.limits.per_tool.get(tool).copied();
+            if let Some(max) = per_tool_max {
+                if self.per_tool.get(tool).copied().unwrap_or(0) >= max {
+                    return over(
+                        ReasonCode::P_LIMIT_PER_TOOL,
+                        format!(
+                            "the session has made its {max} allowed calls of this tool (limits.per_tool)"
+                        ),
+                        format!("limits.per_tool.{tool}"),
+                    );
+                }
+            }
+            let key = self
+                .limits
+                .repeated_call
+                .map(|max| (repeat_key(tool, arguments_sha256), max));
+            if let Some((key, max)) = &key {
+                let seen = self.repeats.get(key).copied();
+                if seen.is_none() && self.repeats.len() >= max_keys {
+                    return over(
+                        ReasonCode::P_REPEATED_CALL,
+                        format!(
+                            "the session has made {max_keys} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
+                        ),
+                        "limits.repeated_call".to_owned(),
+                    );
+                }
+                if seen.unwrap_or(0) >= *max {
+                    return over(
+                        ReasonCode::P_REPEATED_CALL,
+                        format!(
+                            "the session has made this call (same tool, same arguments) {max} times (limits.repeated_call)"
+                        ),
+                        "limits.repeated_call".to_owned(),
+                    );
+                }
+            }
+            self.tool_calls = self.tool_calls.saturating_add(1);
+            if per_tool_max.is_some() {
+                let n = self.per_tool.entry(tool.to_owned()).or_insert(0);
+                *n = n.saturating_add(1);
+            }
+            if let Some((key, _)) = key {
+                let n = self.repeats.entry(key).or_insert(0);
+                *n = n.saturating_add(1);
+            }
+            None
+        }
+    }
+
+    /// Tool names: a few short ones (two of them limited per tool), more than
+    /// `repeat_counts::NAMED_TOOLS` distinct ones, names at and past
+    /// `repeat_counts::NAMED_TOOL_BYTES`, a name with a NUL, the empty name.
+    fn tool() -> impl Strategy<Value = String> {
+        use super::super::repeat_counts::NAMED_TOOL_BYTES;
+        prop_oneof![
+            4 => prop::sample::select(vec!["a", "b", "c", "a\0", ""]).prop_map(str::to_owned),
+            3 => (0..90u32).prop_map(|n| format!("t{n}")),
+            1 => (0..3usize).prop_map(|n| "x".repeat(NAMED_TOOL_BYTES - 1 + n)),
+            1 => (0..3usize).prop_map(|n| format!("{}{n}", "y".repeat(NAMED_TOOL_BYTES + 5))),
+        ]
+    }
+
+    /// Argument digests: a few repeating ones, or none.
+    fn digest() -> impl Strategy<Value = Option<HexDigest>> {
+        prop::option::weighted(0.8, (0..4u8).prop_map(|n| HexDigest::of(&[n])))
+    }
+
+    fn limits() -> impl Strategy<Value = Limits> {
+        (
+            prop::option::of(1..200u64),
+            prop::option::of(1..6u64),
+            prop::option::of(1..4u64),
+        )
+            .prop_map(|(tool_calls, per_tool, repeated_call)| Limits {
+                tool_calls,
+                per_tool: per_tool
+                    .map(|n| [("a".to_owned(), n), ("t7".to_owned(), n + 1)].into())
+                    .unwrap_or_default(),
+                repeated_call,
+            })
+    }
+
+    proptest! {
+        /// Verdict for verdict, the budget refuses and admits exactly what the one it replaced
+        /// did, the bound of distinct calls included.
+        #[test]
+        fn admits_and_refuses_what_the_sha256_keyed_budget_did(
+            limits in limits(),
+            calls in prop::collection::vec((tool(), digest()), 1..400),
+            max_keys in prop_oneof![0..8usize, Just(MAX_REPEAT_KEYS)],
+        ) {
+            let mut budget = limits.budget();
+            let mut oracle = Oracle {
+                limits,
+                tool_calls: 0,
+                per_tool: HashMap::new(),
+                repeats: HashMap::new(),
+            };
+            for (tool, d) in &calls {
+                let got = budget.admit_within(tool, d.as_ref(), max_keys);
+                let want = oracle.admit(tool, d.as_ref(), max_keys);
+                prop_assert_eq!(got, want, "{:?} {:?}", tool, d);
+            }
+            prop_assert_eq!(budget.repeats.keys(), oracle.repeats.len());
+        }
+    }
+
+    /// More distinct short names than are counted by name: the later ones are counted by
+    /// digest, each pair still once.
+    #[test]
+    fn tools_past_the_named_ones_are_counted_exactly() {
+        let limits = Limits {
+            tool_calls: None,
+            per_tool: BTreeMap::new(),
+            repeated_call: Some(2),
+        };
+        let mut b = limits.budget();
+        let names: Vec<String> = (0..200).map(|n| format!("tool{n}")).collect();
+        for round in 0..3 {
+            for name in &names {
+                let v = b.admit(name, None);
+                assert_eq!(v.is_some(), round == 2, "{name} in round {round}");
+            }
+        }
+        assert_eq!(b.repeats.keys(), 200);
     }
 }

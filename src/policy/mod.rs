@@ -58,6 +58,7 @@ mod limits;
 mod prescan;
 mod prompts;
 mod redact;
+mod repeat_counts;
 mod resources;
 mod scalar;
 mod schema;

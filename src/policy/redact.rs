@@ -87,6 +87,87 @@ impl ArgumentRecord {
         self.globs.iter().any(|g| g.matches(&key))
     }
 
+    /// [`ArgumentRecord::redacts`] for an ASCII key: folded in a stack buffer (the lenient
+    /// normalization of ASCII is its lowercase: no ASCII character folds to anything else, and
+    /// a NUL cannot be written unescaped), no allocation; longer keys as any other.
+    fn redacts_ascii(&self, key: &str) -> bool {
+        const KEY_BUFFER: usize = 64;
+        if self.globs.is_empty() {
+            return false;
+        }
+        let mut buf = [0u8; KEY_BUFFER];
+        let Some(folded) = buf.get_mut(..key.len()) else {
+            return self.redacts(key);
+        };
+        folded.copy_from_slice(key.as_bytes());
+        folded.make_ascii_lowercase();
+        match std::str::from_utf8(folded) {
+            Ok(folded) => self.globs.iter().any(|g| g.matches(folded)),
+            Err(_) => self.redacts(key),
+        }
+    }
+
+    /// The recorded text of the arguments whose canonical form is `canonical`, when that form
+    /// is one the simple transcription writes (`crate::canonical::simple`: no whitespace, keys
+    /// ASCII without escapes, strings without escapes); `None` for any other text, which is
+    /// then recorded by [`ArgumentRecord::recorded`] from its parsed value. The same text as
+    /// that: redaction replaces values, never keys, so the canonical form of the redacted
+    /// value is this form with the value after each redacted key replaced.
+    pub(crate) fn recorded_canonical(&self, canonical: &[u8]) -> Option<(String, bool)> {
+        let text = std::str::from_utf8(canonical).ok()?;
+        let bytes = text.as_bytes();
+        let mut out = String::new();
+        let mut copied = 0;
+        let mut at = 0;
+        let mut depth = 0usize;
+        while let Some(&b) = bytes.get(at) {
+            match b {
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > PARSED_DEPTH {
+                        return None;
+                    }
+                    at += 1;
+                }
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    at += 1;
+                }
+                b'"' => {
+                    let close = at + 1 + memchr::memchr(b'"', bytes.get(at + 1..)?)?;
+                    let string = text.get(at + 1..close)?;
+                    if string.contains('\\') {
+                        return None;
+                    }
+                    at = close + 1;
+                    if bytes.get(at) != Some(&b':') {
+                        continue; // a string value
+                    }
+                    at += 1;
+                    if !string.is_ascii() {
+                        return None;
+                    }
+                    if self.redacts_ascii(string) {
+                        out.push_str(text.get(copied..at)?);
+                        out.push('"');
+                        out.push_str(REDACTED);
+                        out.push('"');
+                        at = skip_value(bytes, at, PARSED_DEPTH - depth)?;
+                        copied = at;
+                    }
+                }
+                _ => at += 1,
+            }
+        }
+        let text = if copied == 0 {
+            text.to_owned()
+        } else {
+            out.push_str(text.get(copied..)?);
+            out
+        };
+        Some(cut(text))
+    }
+
     /// `arguments` with every value under a redacted key replaced.
     fn redacted(&self, v: &Value) -> Value {
         match v {
@@ -114,16 +195,53 @@ impl ArgumentRecord {
     pub(crate) fn recorded(&self, arguments: &Value) -> (String, bool) {
         let redacted = self.redacted(arguments);
         let compact = serde_json::to_string(&redacted).unwrap_or_default();
-        let mut text = crate::canonical::canonical_text(&compact).unwrap_or(compact);
-        if text.len() <= MAX_RECORDED_BYTES {
-            return (text, false);
+        let text = crate::canonical::canonical_text(&compact).unwrap_or(compact);
+        cut(text)
+    }
+}
+
+/// `text` cut to at most [`MAX_RECORDED_BYTES`] on a character boundary, and whether it was.
+fn cut(mut text: String) -> (String, bool) {
+    if text.len() <= MAX_RECORDED_BYTES {
+        return (text, false);
+    }
+    let mut end = MAX_RECORDED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    (text, true)
+}
+
+/// The deepest nesting the strict parser (`crate::strict_json::parse_value`: serde_json's
+/// recursion limit) reads. `client_judge::evaluate` does not parse arguments it records from
+/// their transcription unless the policy reads them, so the transcription is used only for
+/// arguments the parser would have read (a client line is bounded far below this anyway).
+const PARSED_DEPTH: usize = 127;
+
+/// Where the value starting at `at` of a text the simple transcription wrote ends (strings
+/// without escapes, no whitespace); `None` if it does not, or if it nests deeper than `room`.
+fn skip_value(bytes: &[u8], mut at: usize, room: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match *bytes.get(at)? {
+            b'"' => at += 2 + memchr::memchr(b'"', bytes.get(at + 1..)?)?,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > room {
+                    return None;
+                }
+                at += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                at += 1;
+            }
+            _ => at += 1,
         }
-        let mut end = MAX_RECORDED_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
+        if depth == 0 && matches!(bytes.get(at), None | Some(b',' | b'}' | b']')) {
+            return Some(at);
         }
-        text.truncate(end);
-        (text, true)
     }
 }
 
@@ -282,5 +400,232 @@ mod tests {
             }
         }
         assert!(redacted(&p, "id"), "İ folds to i (fails closed)");
+    }
+
+    /// A JSON text of the shape `arguments` take, with whitespace or without, keys in any
+    /// order (distinct within an object), in and out of the simple transcription's subset.
+    #[derive(Debug, Clone)]
+    enum J {
+        Lit(&'static str),
+        Num(String),
+        Str(String),
+        Arr(Vec<J>),
+        Obj(Vec<(String, J)>),
+    }
+
+    impl J {
+        fn write(&self, ws: &str, out: &mut String) {
+            match self {
+                J::Lit(l) => out.push_str(l),
+                J::Num(n) => out.push_str(n),
+                J::Str(s) => out.push_str(&serde_json::to_string(s).unwrap()),
+                J::Arr(items) => {
+                    out.push('[');
+                    for (n, i) in items.iter().enumerate() {
+                        if n > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(ws);
+                        i.write(ws, out);
+                    }
+                    out.push(']');
+                }
+                J::Obj(members) => {
+                    out.push('{');
+                    out.push_str(ws);
+                    let mut seen = std::collections::HashSet::new();
+                    let mut first = true;
+                    for (k, v) in members {
+                        if !seen.insert(k.clone()) {
+                            continue;
+                        }
+                        if !first {
+                            out.push(',');
+                        }
+                        first = false;
+                        out.push_str(&serde_json::to_string(k).unwrap());
+                        out.push_str(ws);
+                        out.push(':');
+                        out.push_str(ws);
+                        v.write(ws, out);
+                    }
+                    out.push_str(ws);
+                    out.push('}');
+                }
+            }
+        }
+    }
+
+    fn key() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => prop::sample::select(vec![
+                "secret", "SECRET", "Secret", "secrets", "my_token", "TOKEN_x", "tolken",
+                "api_key", "API-KEY", "apikey", "authorization", "Authorization", "a", "b",
+                "B", "z", "", "ſecret", "to\u{212A}en", "secret\u{0}", "se\"cret", "k\\ey",
+                "ключ", "é",
+            ])
+            .prop_map(str::to_owned),
+            1 => "[a-zA-Z_]{0,70}",
+            1 => "[a-z]{0,3}(SECRET|Token|password)[A-Z]{0,3}",
+        ]
+    }
+
+    fn leaf() -> impl proptest::strategy::Strategy<Value = J> {
+        use proptest::prelude::*;
+        prop_oneof![
+            prop::sample::select(vec!["true", "false", "null"]).prop_map(J::Lit),
+            prop::sample::select(vec![
+                "0",
+                "-1",
+                "7",
+                "123456789012345",
+                "1234567890123456",
+                "-0",
+                "1.5",
+                "1e3",
+                "1E400",
+                "-2.50",
+                "99999999999999999999",
+            ])
+            .prop_map(|n| J::Num(n.to_owned())),
+            any::<i32>().prop_map(|n| J::Num(n.to_string())),
+            "[ -~]{0,12}".prop_map(J::Str),
+            "[a-zé日\u{1F600}\u{7f}\u{2028}\n\"\\\\]{0,12}".prop_map(J::Str),
+            // Long strings of multi-byte characters, for the cut at 4 KiB.
+            (1360..1370usize, 0..3usize).prop_map(|(n, pad)| J::Str(format!(
+                "{}{}",
+                "x".repeat(pad),
+                "日".repeat(n)
+            ))),
+        ]
+    }
+
+    fn value() -> impl proptest::strategy::Strategy<Value = J> {
+        use proptest::prelude::*;
+        leaf().prop_recursive(6, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(J::Arr),
+                prop::collection::vec((key(), inner), 0..6).prop_map(J::Obj),
+            ]
+        })
+    }
+
+    /// Today's path: the parsed value, redacted, serialized, canonicalized, cut.
+    fn through_the_value(p: &Policy, text: &str) -> (String, bool) {
+        p.recorded_arguments(&crate::strict_json::parse_value(text).unwrap())
+    }
+
+    /// The fast path as `client_judge::evaluate` takes it: `None` when it falls back.
+    fn through_the_transcription(p: &Policy, text: &str) -> Option<(String, bool)> {
+        crate::canonical::digest_of_and(text, |form| {
+            form.and_then(|f| p.recorded_canonical_arguments(f))
+        })
+        .and_then(|(_, recorded)| recorded)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// The recorded text made from the canonical transcription is the one made from the
+        /// parsed value, byte for byte (cut included), whenever the fast path is taken; and it
+        /// is taken whenever the transcription is simple and every key is ASCII.
+        #[test]
+        fn the_transcription_records_what_the_value_records(
+            v in value(),
+            spaced in proptest::prelude::any::<bool>(),
+            redact in proptest::prelude::prop_oneof![
+                proptest::prelude::Just("[]"),
+                proptest::prelude::Just(r#"["secret", "*token*", "api?key", "authorization"]"#),
+                proptest::prelude::Just(r#"["*"]"#),
+                proptest::prelude::Just(r#"["?"]"#),
+            ],
+        ) {
+            let p = policy(redact);
+            let mut text = String::new();
+            v.write(if spaced { " \n" } else { "" }, &mut text);
+            // Only texts a client line can carry: strict JSON.
+            if crate::strict_json::scan_str(&text, 64).is_err() {
+                return Ok(());
+            }
+            let want = through_the_value(&p, &text);
+            if let Some(got) = through_the_transcription(&p, &text) {
+                proptest::prop_assert_eq!(got, want, "{}", text);
+            }
+        }
+    }
+
+    /// Texts at the edges: nesting at the transcription's bound, the cut on both sides of
+    /// 4 KiB with multi-byte characters, redacted values of every kind, arrays at the top.
+    #[test]
+    fn edge_texts_record_what_the_value_records() {
+        let p = policy(r#"["secret", "*token*"]"#);
+        let deep = |n: usize| format!("{}1{}", "{\"Secret\":[{\"a\":".repeat(n), "}]}".repeat(n));
+        let mut texts = vec![
+            deep(1),
+            deep(40),
+            r#"[{"secret":{"a":[1,{"b":"c"}],"d":null},"z":1},{"TOKEN":[]}]"#.to_owned(),
+            r#"{"secret":"x","secret2":true,"a_token":-5,"Secret":{}}"#.to_owned(),
+            r#"{"b":{"secret":[[[]]],"c":"é"},"a":1}"#.to_owned(),
+            r#"{"b" : { "secret" : [ 1 , 2 ] , "c" : "é" } , "a" : 1 }"#.to_owned(),
+            r#""secret""#.to_owned(),
+            "[]".to_owned(),
+            "{}".to_owned(),
+        ];
+        for pad in 4080..4100 {
+            texts.push(format!(
+                r#"{{"a":"{}{}","secret":1}}"#,
+                "x".repeat(pad % 3),
+                "é".repeat(pad / 2)
+            ));
+            texts.push(format!(
+                r#"{{"z":"{}","secret":"{}"}}"#,
+                "x".repeat(pad - 10),
+                "y".repeat(50)
+            ));
+        }
+        for text in &texts {
+            assert!(crate::strict_json::scan_str(text, 128).is_ok(), "{text}");
+            let got = through_the_transcription(&p, text);
+            assert_eq!(got, Some(through_the_value(&p, text)), "{text}");
+        }
+        // Non-ASCII keys and escapes fall back.
+        for text in [r#"{"ſecret":1}"#, r#"{"s\u0065cret":1}"#, r#"{"a":"\n"}"#] {
+            assert_eq!(through_the_transcription(&p, text), None, "{text}");
+        }
+    }
+
+    /// The ASCII fold `redacts_ascii` uses is the lenient normalization of ASCII keys.
+    #[test]
+    fn the_ascii_fold_is_the_lenient_normalization() {
+        for b in 1u8..0x80 {
+            let c = char::from(b);
+            assert_eq!(crate::lenient::fold(c), c.to_ascii_lowercase(), "{c:?}");
+        }
+    }
+
+    /// What the fast path records, the strict parser parses (`evaluate` then skips the parse,
+    /// which would have refused the call had it failed): nesting at both bounds, under a
+    /// redacted key and not.
+    #[test]
+    fn a_recorded_text_parses() {
+        let p = policy(r#"["secret"]"#);
+        for n in 1usize..=130 {
+            for text in [
+                format!("{}{}", "[".repeat(n), "]".repeat(n)),
+                format!(
+                    r#"{{"secret":{}1{}}}"#,
+                    "[".repeat(n - 1),
+                    "]".repeat(n - 1)
+                ),
+            ] {
+                let fast = through_the_transcription(&p, &text);
+                let parsed = crate::strict_json::parse_value(&text);
+                assert_eq!(fast.is_some(), n <= super::PARSED_DEPTH, "{n}");
+                assert_eq!(parsed.is_ok(), n <= super::PARSED_DEPTH, "{n}");
+                if let Some(fast) = fast {
+                    assert_eq!(fast, through_the_value(&p, &text));
+                }
+            }
+        }
     }
 }

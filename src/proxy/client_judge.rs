@@ -83,21 +83,29 @@ fn evaluate<'a, 'p>(
     // RFC 8785 canonical form, so the digest does not depend on the client's key order or
     // whitespace; written straight from the text, no value built. A value is parsed only when
     // the policy inspects the arguments.
+    // With `record_arguments`, the recorded text is made from the same transcription when it
+    // is a simple one (no value built); otherwise from the parsed value below.
+    let record_arguments = shared.policy.record_arguments();
+    let mut recorded = None;
     if let Some(raw) = head.arguments {
-        let Some(digest) = crate::canonical::digest_of(raw) else {
+        let Some((digest, fast)) = crate::canonical::digest_of_and(raw, |simple| {
+            simple
+                .filter(|_| record_arguments)
+                .and_then(|form| shared.policy.recorded_canonical_arguments(form))
+        }) else {
             // Not canonicalizable within its bound (a text of exponent numbers far longer once
             // written out): malformed params, never a call without its digest.
             return ev;
         };
         ev.arguments_sha256 = Some(digest);
+        recorded = fast;
     }
     let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
         return ev;
     };
-    let record_arguments = shared.policy.record_arguments();
     let mut arguments: Option<serde_json::Value> = None;
-    if record_arguments || shared.policy.reads_arguments(&name) {
+    if (record_arguments && recorded.is_none()) || shared.policy.reads_arguments(&name) {
         if let Some(raw) = head.arguments {
             let Ok(v) = crate::strict_json::parse_value(raw) else {
                 // As if the parse had failed up front (it cannot after the fast path accepted
@@ -116,9 +124,11 @@ fn evaluate<'a, 'p>(
         ev.tool_definition_sha256.as_ref(),
     );
     if record_arguments {
-        ev.recorded = arguments
-            .as_ref()
-            .map(|a| shared.policy.recorded_arguments(a));
+        ev.recorded = recorded.or_else(|| {
+            arguments
+                .as_ref()
+                .map(|a| shared.policy.recorded_arguments(a))
+        });
     }
     if ev.verdict.decision == Decision::Allow {
         if let Some(refused) = budget.and_then(|b| b.admit(&name, ev.arguments_sha256.as_ref())) {

@@ -301,6 +301,27 @@ fn fresh_keyset(keysets: &mut Vec<KeySet>, depth: usize, len: usize) {
     }
 }
 
+/// The length of the leading run of `bytes` that holds no byte needing attention in a JSON
+/// string (`"`, `\\`, or below 0x20): eight bytes at a time with [`special_bytes`], then byte
+/// by byte. Shared by the scanner and the evidence writers' escaper
+/// (`crate::evidence::event::push_json_str`).
+#[inline]
+pub(crate) fn plain_run(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some(chunk) = bytes.get(n..).and_then(<[u8]>::first_chunk::<8>) {
+        let flags = special_bytes(u64::from_le_bytes(*chunk));
+        if flags != 0 {
+            return n + (flags.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    let rest = bytes.get(n..).unwrap_or(&[]);
+    n + rest
+        .iter()
+        .position(|&b| STRING_SPECIAL[usize::from(b)])
+        .unwrap_or(rest.len())
+}
+
 #[derive(Clone, Copy)]
 struct Scanner<'a> {
     text: &'a str,
@@ -577,28 +598,11 @@ impl<'a> Scanner<'a> {
         Ok(v)
     }
 
-    /// Skips string bytes that need no attention (no `"`, `\\` or control character): sixteen at
-    /// a time with a branch-free test the compiler vectorizes (long values dominate client
-    /// lines and capture logs), then byte by byte up to the byte that needs attention, which the
-    /// caller handles. The input is valid UTF-8 and we stop only before ASCII bytes, so
-    /// positions stay on character boundaries.
+    /// Skips string bytes that need no attention (see [`plain_run`]) up to the byte that needs
+    /// attention, which the caller handles. The input is valid UTF-8 and we stop only before
+    /// ASCII bytes, so positions stay on character boundaries.
     fn skip_plain_string_bytes(&mut self) {
-        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
-            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
-                break;
-            };
-            let flags = special_bytes(u64::from_le_bytes(chunk));
-            if flags != 0 {
-                self.pos += (flags.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.pos += 8;
-        }
-        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
-        self.pos += rest
-            .iter()
-            .position(|&b| STRING_SPECIAL[usize::from(b)])
-            .unwrap_or(rest.len());
+        self.pos += plain_run(self.bytes.get(self.pos..).unwrap_or(&[]));
     }
 
     /// Validates a string starting at the opening quote and moves past the closing one.
