@@ -55,6 +55,7 @@ pub mod methods;
 mod pins_file;
 mod proxy;
 mod reason_code;
+pub mod results;
 mod sha256;
 mod sys;
 
