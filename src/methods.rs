@@ -342,6 +342,33 @@ pub const METHODS: &[Method] = &[
     ),
 ];
 
+/// What an answer the `results` section judges holds for the model (SPEC §5.3), by the request
+/// it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A `tools/call` result: `content` parts, `structuredContent`, `isError`.
+    ToolResult,
+    /// A `resources/read` result: `contents`, each `text` or `blob`.
+    ResourceContents,
+    /// A `prompts/get` result: `messages`, each with one `content` part.
+    PromptMessages,
+    /// A `completion/complete` result: `completion.values`.
+    Completion,
+}
+
+/// The requests whose answers reach the model and are judged under `results` (SPEC §5.3).
+pub const JUDGED_ANSWERS: &[(&str, Answer)] = &[
+    ("tools/call", Answer::ToolResult),
+    ("resources/read", Answer::ResourceContents),
+    ("prompts/get", Answer::PromptMessages),
+    ("completion/complete", Answer::Completion),
+];
+
+/// The table's name of `name` and what its answer holds, when `results` judges its answers.
+pub fn judged_answer(name: &str) -> Option<(&'static str, Answer)> {
+    JUDGED_ANSWERS.iter().find(|(m, _)| *m == name).copied()
+}
+
 /// The row of `name`, if the product knows the method.
 pub fn method(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)
@@ -350,6 +377,16 @@ pub fn method(name: &str) -> Option<&'static Method> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every judged answer answers a client request the table knows.
+    #[test]
+    fn judged_answers_are_client_requests() {
+        for (name, _) in JUDGED_ANSWERS {
+            let m = method(name).unwrap();
+            assert_eq!(m.from, From::Client, "{name}");
+            assert_ne!(m.governor, Governor::Nothing, "{name}");
+        }
+    }
 
     /// Every method once.
     #[test]

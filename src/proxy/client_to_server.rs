@@ -23,6 +23,7 @@ use super::shared::{Shared, line_after_server_eof};
 use super::workers::WorkerError;
 use crate::evidence::decision_log::DecisionEntry;
 use crate::policy::{CallBudget, Decision, ReasonCode, Verdict, VerdictRef};
+use crate::results::Asked;
 use crate::sha256::HexDigest;
 use crate::strict_json::ScanErrorKind;
 
@@ -508,14 +509,22 @@ fn refusal(ev: &Evaluated<'_, '_>, verdict: &VerdictRef<'_>, decision_id: &str) 
 /// A message about to be forwarded: a request awaits its response from now on (only an answer to
 /// a pending request reaches the client, SPEC §5); a cancellation says the request it names will
 /// not be answered (SPEC §3 item 7, the idle drain).
-fn note_forwarded(shared: &Shared, m: &Message<'_>) {
+/// `decision`: the `seq` of the message's decision event, if it had one (its answer names it
+/// under `results`, SPEC §5.3).
+fn note_forwarded(shared: &Shared, m: &Message<'_>, decision: Option<u64>) {
     if m.method.is_none() {
         return;
     }
     match m.id {
         Some(id) => {
             let method = m.method.and_then(as_str).unwrap_or_default();
-            shared.pending.note(id, RequestKind::of(&method))
+            let asked = shared.policy.results().and_then(|_| {
+                let tool = m.name.and_then(as_str);
+                Asked::of(&method, tool.as_deref(), decision).map(Box::new)
+            });
+            shared
+                .pending
+                .note_asked(id, RequestKind::of(&method), asked)
         }
         None if m.method_is("notifications/cancelled") => shared.pending.cancelled(m.params),
         None => {}
@@ -542,7 +551,7 @@ fn handle_single(
         let (wrote, decision_id) = record_governed(ctx, batch.arena(), &g, &g.verdict, !pass);
         let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
         let delivery = if pass {
-            note_forwarded(ctx.shared, head);
+            note_forwarded(ctx.shared, head, ctx.recorder.last());
             forward(batch, line, queued)
         } else {
             match refused_request(g.id, &g.verdict, &decision_id) {
@@ -553,7 +562,7 @@ fn handle_single(
         return LineAction { decision, delivery };
     }
     if !head.method_is("tools/call") {
-        note_forwarded(ctx.shared, head);
+        note_forwarded(ctx.shared, head, None);
         return LineAction {
             decision: None,
             delivery: forward(batch, line, queued),
@@ -565,7 +574,7 @@ fn handle_single(
     let (wrote, decision_id) = record(ctx, batch.arena(), &ev, &ev.verdict, !pass);
     let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
     let delivery = if pass {
-        note_forwarded(ctx.shared, head);
+        note_forwarded(ctx.shared, head, ctx.recorder.last());
         forward(batch, line, queued)
     } else {
         match refusal(&ev, &ev.verdict, &decision_id) {
@@ -608,21 +617,27 @@ fn handle_batch(
     });
     let mut recorded: Result<(), WorkerError> = Ok(());
     if shared.dry_run || !any_refused {
+        // Each message is noted as pending once its decision is written (its answer names it).
         for_each_message(text, judged, |m| {
             if recorded.is_err() {
                 return;
             }
+            let mut decision = None;
             if m.method_is("tools/call") {
                 let ev = evaluate(shared, m, ctx.budget.as_mut());
                 recorded =
                     record_now(ctx, runner, decision_line, &ev, &ev.verdict, false).map(drop);
+                decision = ctx.recorder.last();
             } else if let Some(g) = governed::client_message(policy, m) {
                 recorded = record_governed_now(ctx, runner, decision_line, &g, &g.verdict, false)
                     .map(drop);
+                decision = ctx.recorder.last();
+            }
+            if recorded.is_ok() {
+                note_forwarded(shared, m, decision);
             }
         });
         recorded?;
-        for_each_message(text, judged, |m| note_forwarded(shared, m));
         return runner.forward(line);
     }
     let batch_refused_owned = Verdict {

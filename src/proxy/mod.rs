@@ -20,6 +20,7 @@ mod output;
 pub(crate) mod pending;
 mod recorder;
 mod respond;
+mod results_stage;
 pub(crate) mod rpc_id;
 mod server_input;
 mod server_to_client;
@@ -384,6 +385,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             !plan.dry_run,
         ))
     });
+    let answers = results_stage::AnswerStage::new(&policy);
     let shared = Arc::new(Shared {
         output: ClientOutput::new(
             Endpoint::borrowed(io.output, Direction::Write, cancel.clone())
@@ -403,6 +405,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         decision_seq: recorder.counter(),
         event_format,
         server_input: ServerInput::new(),
+        answers,
         session_id: session_id.clone(),
     });
     let streams = Streams::new(

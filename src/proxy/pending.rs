@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::rpc_id::IdKeys;
+use crate::results::Asked;
 
 /// Pending requests remembered at most.
 pub(crate) const MAX_TRACKED: usize = 16_384;
@@ -98,6 +99,9 @@ pub(crate) struct Answer {
     pub kind: RequestKind,
     /// Its id as the client spelled it (raw JSON text).
     pub spelling: Box<str>,
+    /// What a request whose answer `results` judges asked (SPEC §5.3); `None` otherwise, and
+    /// always without a `results` section.
+    pub asked: Option<Box<Asked>>,
 }
 
 /// [`LineAnswers::by_id_value`]: what each answered request asked and the client's spelling,
@@ -218,6 +222,14 @@ impl LineAnswers {
         )
     }
 
+    /// The answers whose request `results` judges (SPEC §5.3), with the client's spelling of
+    /// each request's id.
+    pub(crate) fn judged(&self) -> impl Iterator<Item = (&str, &Asked)> {
+        self.list
+            .iter()
+            .filter_map(|(_, a)| Some((&*a.spelling, a.asked.as_deref()?)))
+    }
+
     /// The client's spellings of every request the line answered.
     pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
         self.list.iter().map(|(_, a)| &*a.spelling)
@@ -234,6 +246,8 @@ impl LineAnswers {
 struct Entry {
     raw: RawId,
     kind: RequestKind,
+    /// What it asked, when `results` judges its answer.
+    asked: Option<Box<Asked>>,
     /// The id's readings, computed the first time an id text differs from it.
     keys: OnceCell<Option<IdKeys>>,
 }
@@ -321,6 +335,7 @@ impl Inner {
         Some(Answer {
             kind: entry.kind,
             spelling,
+            asked: entry.asked,
         })
     }
 
@@ -349,6 +364,11 @@ impl PendingRequests {
 
     /// A request with id text `id` asking `kind` is about to be forwarded.
     pub(crate) fn note(&self, id: &str, kind: RequestKind) {
+        self.note_asked(id, kind, None);
+    }
+
+    /// [`Self::note`] of a request whose answer `results` judges (`asked`, SPEC §5.3).
+    pub(crate) fn note_asked(&self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
         let mut inner = self.lock();
         if inner.len() >= MAX_TRACKED {
             inner.overflow = true;
@@ -357,6 +377,7 @@ impl PendingRequests {
         let entry = Entry {
             raw: RawId::new(id.trim_matches([' ', '\t', '\n', '\r']).as_bytes()),
             kind,
+            asked,
             keys: OnceCell::new(),
         };
         if kind.is_listing() {

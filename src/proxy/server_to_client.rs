@@ -13,6 +13,7 @@ use super::governed_lists;
 use super::instructions;
 use super::line::LineReader;
 use super::message::tool_call_id;
+use super::results_stage;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
@@ -65,11 +66,15 @@ impl ServerWorker {
             };
             // What is left of a line after the client features are judged goes through the
             // instructions and the listing filters.
-            let rest =
-                |l: &[u8], answered: &LineAnswers| match instructions_of(&shared, l, answered) {
+            // Answers to governed requests are judged first under `results` (SPEC §5.3).
+            let rest = |l: &[u8], answered: &LineAnswers| {
+                let judged = results_stage::on_line(&shared, l, answered);
+                let l = judged.as_deref().unwrap_or(l);
+                match instructions_of(&shared, l, answered) {
                     Some(replaced) => pass(&shared, &replaced, answered, last),
                     None => pass(&shared, l, answered, last),
-                };
+                }
+            };
             match gate {
                 Gate::Forward(answered) => match judged_features(line, &answered) {
                     Features::Instead(errors) => instead(&shared, &errors, last)?,

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::walk::{self, Seg, Visit};
+use crate::methods::Answer;
 use crate::policy::ReasonCode;
 use crate::policy::results::{Results, SchemaMode, SecretMode, strip};
 
@@ -67,34 +68,53 @@ impl Judged {
     }
 }
 
-/// What a governed request asked, as far as its answer's judging depends on it.
+/// What a governed request asked, as far as its answer's judging and recording depend on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asked {
-    /// The method (`tools/call`, `resources/read`, `prompts/get`, `completion/complete`).
+    /// The method, as the method table names it.
     pub method: &'static str,
+    /// What its answer holds.
+    pub answer: Answer,
     /// The tool a `tools/call` named.
     pub tool: Option<Box<str>>,
+    /// The `seq` of the request's decision event, when it had one.
+    pub decision: Option<u64>,
+}
+
+impl Asked {
+    /// What a request of `method` (decoded) asked, when `results` judges its answers.
+    pub fn of(method: &str, tool: Option<&str>, decision: Option<u64>) -> Option<Asked> {
+        let (method, answer) = crate::methods::judged_answer(method)?;
+        Some(Asked {
+            method,
+            answer,
+            tool: tool
+                .filter(|_| answer == Answer::ToolResult)
+                .map(Into::into),
+            decision,
+        })
+    }
 }
 
 /// The member names under `result` that hold content parts, per method, and the kind of each.
-fn part_kind<'p>(method: &str, path: &'p [Seg<'_>]) -> Option<PartAt<'p>> {
-    match (method, path) {
-        ("tools/call", [r, c, Seg::Index(_), t])
+fn part_kind<'p>(answer: Answer, path: &'p [Seg<'_>]) -> Option<PartAt<'p>> {
+    match (answer, path) {
+        (Answer::ToolResult, [r, c, Seg::Index(_), t])
             if r.is("result") && c.is("content") && t.is("type") =>
         {
             Some(PartAt::Type)
         }
-        ("prompts/get", [r, m, Seg::Index(_), c, t])
+        (Answer::PromptMessages, [r, m, Seg::Index(_), c, t])
             if r.is("result") && m.is("messages") && c.is("content") && t.is("type") =>
         {
             Some(PartAt::Type)
         }
-        ("resources/read", [r, c, Seg::Index(_), Seg::Key(k)])
+        (Answer::ResourceContents, [r, c, Seg::Index(_), Seg::Key(k)])
             if r.is("result") && c.is("contents") && (k == "text" || k == "blob") =>
         {
             Some(PartAt::Named(k))
         }
-        ("completion/complete", [r, c, v, Seg::Index(_)])
+        (Answer::Completion, [r, c, v, Seg::Index(_)])
             if r.is("result") && c.is("completion") && v.is("values") =>
         {
             Some(PartAt::Named("value"))
@@ -132,7 +152,7 @@ fn is_text(path: &[Seg<'_>]) -> bool {
 struct Judge<'a, 'r> {
     text: &'a str,
     results: &'r Results,
-    method: &'static str,
+    answer: Answer,
     out: Judged,
     /// Replacements: the span of a string token and its new token.
     edits: Vec<(usize, usize, String)>,
@@ -143,7 +163,7 @@ struct Judge<'a, 'r> {
 impl<'a> Visit<'a> for Judge<'a, '_> {
     fn string(&mut self, path: &[Seg<'a>], start: usize, end: usize) {
         let raw = self.text.get(start..end).unwrap_or_default();
-        match part_kind(self.method, path) {
+        match part_kind(self.answer, path) {
             Some(PartAt::Type) => self.part(&walk::decode(raw)),
             Some(PartAt::Named(k)) => self.part(k),
             None => {}
@@ -160,7 +180,7 @@ impl<'a> Visit<'a> for Judge<'a, '_> {
     }
 
     fn scalar(&mut self, path: &[Seg<'a>], raw: &'a str) {
-        if let Some(PartAt::Named(k)) = part_kind(self.method, path) {
+        if let Some(PartAt::Named(k)) = part_kind(self.answer, path) {
             self.part(k);
         }
         match path {
@@ -286,7 +306,7 @@ pub fn judge(
     let mut j = Judge {
         text,
         results,
-        method: asked.method,
+        answer: asked.answer,
         out: Judged::default(),
         edits: Vec::new(),
         structured: None,

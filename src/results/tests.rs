@@ -14,10 +14,7 @@ fn policy(results: &str) -> Policy {
 }
 
 fn call() -> Asked {
-    Asked {
-        method: "tools/call",
-        tool: Some("t".into()),
-    }
+    Asked::of("tools/call", Some("t"), Some(0)).unwrap()
 }
 
 fn text_answer(text: &str) -> String {
@@ -194,7 +191,8 @@ fn output_schema_enforce_and_flag() {
 fn parts_of_every_governed_method() {
     let p = policy("{}");
     let r = p.results().unwrap();
-    let asked = |method| Asked { method, tool: None };
+    let asked = |method| Asked::of(method, None, None).unwrap();
+    assert!(Asked::of("tools/list", None, None).is_none());
     let read =
         r#"{"id":1,"result":{"contents":[{"uri":"a","text":"x"},{"uri":"b","blob":"AA=="}]}}"#;
     let j = judge(read.as_bytes(), &asked("resources/read"), r, None);
