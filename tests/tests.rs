@@ -37,5 +37,6 @@ mod process;
 mod properties;
 mod proxy;
 mod regression;
+mod results;
 mod show;
 mod text_for_people;

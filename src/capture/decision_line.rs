@@ -11,6 +11,7 @@ use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
 use super::judgement::{ClosureReasonCode, Reason};
+use super::result_line::{ResultData, TYPE_RESULT};
 use crate::capture_files::DECISIONS;
 use crate::direction::Direction;
 use crate::reason_code::ReasonCode;
@@ -189,7 +190,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// The three event types of the decision log (SPEC §4.1, §4.1a).
+/// The event types of the decision log (SPEC §4.1, §4.1a; `assay.mcp.result`, SPEC §5.3, is
+/// `result_line`'s).
 pub(super) const TYPE_TOOL_DECISION: &str = "assay.tool.decision";
 /// SPEC §4.1a: what the model was shown.
 pub(super) const TYPE_LISTING: &str = "assay.tool.listing";
@@ -206,6 +208,8 @@ pub(super) enum LineKind {
     Listing,
     /// `assay.mcp.decision` (SPEC §4.1a).
     Mcp,
+    /// `assay.mcp.result` (SPEC §5.3).
+    Result,
 }
 
 impl LineKind {
@@ -215,6 +219,7 @@ impl LineKind {
             LineKind::Tool => TYPE_TOOL_DECISION,
             LineKind::Listing => TYPE_LISTING,
             LineKind::Mcp => TYPE_MCP_DECISION,
+            LineKind::Result => TYPE_RESULT,
         }
     }
 
@@ -223,6 +228,7 @@ impl LineKind {
         match self {
             LineKind::Tool | LineKind::Mcp => "evt_decision_",
             LineKind::Listing => "evt_listing_",
+            LineKind::Result => "evt_result_",
         }
     }
 }
@@ -327,6 +333,7 @@ pub(super) enum Parsed<'a> {
     Tool(DecisionEvent<'a>),
     Listing(ListingEvent<'a>),
     Mcp(McpEvent<'a>),
+    Result(Event<'a, ResultData<'a>>),
 }
 
 impl<'a> Parsed<'a> {
@@ -344,6 +351,7 @@ impl<'a> Parsed<'a> {
         match ty.as_deref() {
             Some(TYPE_LISTING) => serde_json::from_str(line).map(Parsed::Listing),
             Some(TYPE_MCP_DECISION) => serde_json::from_str(line).map(Parsed::Mcp),
+            Some(TYPE_RESULT) => serde_json::from_str(line).map(Parsed::Result),
             _ => serde_json::from_str(line).map(Parsed::Tool),
         }
     }
@@ -384,6 +392,26 @@ impl<'a> Parsed<'a> {
                     ..LineView::envelope(ev)
                 };
                 (view, LineKind::Mcp)
+            }
+            Parsed::Result(ev) => {
+                let d = &ev.data.0;
+                // No verdict of its own: the view's decision follows the reason code, so the
+                // common rule (allow with P_POLICY_ALLOW only) holds; its own rules are
+                // `result_line::check_result`'s.
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    decision: if d.reason_code == ReasonCode::P_POLICY_ALLOW {
+                        Decision::Allow
+                    } else {
+                        Decision::Deny
+                    },
+                    reason_code: d.reason_code,
+                    enforced: d.enforced,
+                    policy_sha256: &d.policy_sha256,
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Result)
             }
         }
     }

@@ -25,7 +25,9 @@ mod log_digest;
 mod no_session;
 mod package;
 mod reader;
+mod result_line;
 mod show;
+mod show_result;
 mod summary;
 
 use std::path::Path;
@@ -35,7 +37,7 @@ pub use package::{
 };
 pub use show::{
     CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionCounts, McpDecisionRow, RemovedTool, SessionFacts, show_capture,
+    McpDecisionCounts, McpDecisionRow, RemovedTool, ResultRow, SessionFacts, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,

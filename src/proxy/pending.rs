@@ -435,7 +435,8 @@ mod tests {
             p.answer("3.0"),
             Some(Answer {
                 kind: RequestKind::ToolsList,
-                spelling: "3".into()
+                spelling: "3".into(),
+                asked: None,
             })
         );
         assert_eq!(p.answer("3"), None, "answered once");

@@ -25,6 +25,7 @@ mod pin;
 mod policy;
 mod program_path;
 mod show;
+mod show_answers;
 mod text;
 mod wrap;
 mod wrap_config_cmd;
