@@ -339,3 +339,86 @@ fn flag_in_dry_run_forwards_and_records() {
         SECRET
     );
 }
+
+#[test]
+fn verify_answer_and_show_match_what_the_client_received() {
+    let dir = tempdir();
+    let lines = vec![
+        INIT.to_string(),
+        say("1", SECRET, 1),
+        say("\"1\"", "other", 1),
+        format!("[{},{}]", say("2", "a", 1), say("3", SECRET, 1)),
+    ];
+    let (out, events, _) = session(dir.path(), Some("{secrets: redact}"), &lines);
+    results_checked(&out, &events);
+    let cap = dir.path().join("cap");
+    let cap_s = cap.display().to_string();
+    let verify = |id: &str, bytes: &[u8]| {
+        let f = dir.path().join("answer.json");
+        std::fs::write(&f, bytes).unwrap();
+        let args: Vec<String> = [
+            "capture",
+            "verify-answer",
+            &cap_s,
+            "--request-id",
+            id,
+            &f.display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let r = run(&args, b"");
+        (r.status, String::from_utf8_lossy(&r.stdout).into_owned())
+    };
+    let got = messages(&out);
+    let find = |id: Value| {
+        got.iter()
+            .find(|m| serde_json::from_str::<Value>(m).unwrap()["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let one = find(1.into());
+    // The line as the client received it, with its newline, is the recorded answer.
+    let (status, said) = verify("1", format!("{one}\n").as_bytes());
+    assert_eq!(status, Some(0), "{said}");
+    assert!(said.starts_with("yes: "), "{said}");
+    // The string id "1" is another request: its answer is another message.
+    assert_eq!(verify("\"1\"", one.as_bytes()).0, Some(1));
+    assert_eq!(verify("\"1\"", find("1".into()).as_bytes()).0, Some(0));
+    // What the server wrote (the secret) is not what the client received.
+    let original = one.replace("[redacted:aws-access-key-id]", SECRET);
+    let (status, said) = verify("1", original.as_bytes());
+    assert_eq!(status, Some(1), "{said}");
+    assert!(said.starts_with("no: "), "{said}");
+    // A batch element is an answer of its own.
+    assert_eq!(verify("3", find(3.into()).as_bytes()).0, Some(0));
+    assert_eq!(verify("9", one.as_bytes()).0, Some(1));
+    assert_eq!(verify("null", one.as_bytes()).0, Some(2));
+    let missing = dir.path().join("nope").display().to_string();
+    let r = run(
+        &[
+            "capture",
+            "verify-answer",
+            &missing,
+            "--request-id",
+            "1",
+            "x",
+        ]
+        .map(String::from),
+        b"",
+    );
+    assert_eq!(r.status, Some(2));
+    // capture show prints each answer beside its call, with its digest.
+    let r = run(&["capture", "show", &cap_s].map(String::from), b"");
+    let shown = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        shown.contains("answers (what the client received"),
+        "{shown}"
+    );
+    let digest = sha256(one.as_bytes());
+    let row = shown
+        .lines()
+        .find(|l| l.contains(&digest))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(row.contains("(say)") && row.contains("redacted"), "{row}");
+}

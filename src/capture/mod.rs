@@ -10,6 +10,7 @@
 //!
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
+//! [`verify_answer`] says whether a file holds the answer a capture recorded for a request.
 //! [`show_capture`] collects what a person needs to read one capture (`assay capture show`).
 #![forbid(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod result_line;
 mod show;
 mod show_result;
 mod summary;
+mod verify_answer;
 
 use std::path::Path;
 
@@ -43,6 +45,7 @@ pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,
     is_capture_root, read_captures,
 };
+pub use verify_answer::{AnswerCheck, MAX_ANSWER_FILE_BYTES, request_id_value, verify_answer};
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 pub use judgement::{

@@ -3,7 +3,9 @@
 
 use std::process::ExitCode;
 
-pub use assay::exit_status::{FAILURE, INCOMPLETE, NOT_EXECUTABLE, NOT_FOUND, OK, USAGE, signaled};
+pub use assay::exit_status::{
+    FAILURE, INCOMPLETE, NOT_EXECUTABLE, NOT_FOUND, NOT_THE_ANSWER, OK, USAGE, signaled,
+};
 
 /// An exit status as an `ExitCode`. Statuses outside 0..=255 cannot occur (the library's rule
 /// produces 0..=255); one would read as [`FAILURE`].

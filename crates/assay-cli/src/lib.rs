@@ -27,6 +27,7 @@ mod program_path;
 mod show;
 mod show_answers;
 mod text;
+mod verify_answer;
 mod wrap;
 mod wrap_config_cmd;
 
@@ -89,6 +90,11 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
             SummaryFormat::Table => show::summary_table(&root),
         },
         Command::Capture(CaptureCommand::Show { dir }) => show::show(&dir),
+        Command::Capture(CaptureCommand::VerifyAnswer {
+            dir,
+            request_id,
+            file,
+        }) => verify_answer::run(&dir, &request_id, &file),
         Command::Capture(CaptureCommand::Package {
             dir,
             out,
