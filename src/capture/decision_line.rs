@@ -3,6 +3,7 @@
 //! by the general path (`log`) and the one-pass parser (`fast_line_parser`).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -11,7 +12,6 @@ use serde::de::{Deserializer, Visitor};
 
 use super::fields::{MAX_LINE_REASONS, Reasons};
 use super::judgement::{ClosureReasonCode, Reason};
-use super::result_line::{ResultData, TYPE_RESULT};
 use crate::capture_files::DECISIONS;
 use crate::direction::Direction;
 use crate::reason_code::ReasonCode;
@@ -296,6 +296,63 @@ pub(super) struct Removed<'a> {
     #[serde(borrow, deserialize_with = "nullable")]
     pub(super) sha256: Option<JStr<'a>>,
     pub(super) reason_code: ReasonCode,
+}
+
+/// SPEC §5.3: an answer to a governed request.
+pub(super) const TYPE_RESULT: &str = "assay.mcp.result";
+
+/// What the client got of an answer (SPEC §5.3).
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Action {
+    Forwarded,
+    Redacted,
+    Refused,
+}
+
+/// A request id as recorded: a JSON string or number (never null, a boolean or a container).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RequestId {
+    Str(IsStr),
+    Num(serde_json::Number),
+}
+
+/// One finding.
+#[derive(Deserialize)]
+pub(super) struct Finding<'a> {
+    #[serde(borrow)]
+    pub(super) kind: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) rule: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) path: JStr<'a>,
+}
+
+/// `data` of an `assay.mcp.result` line.
+#[derive(Deserialize)]
+pub(super) struct ResultData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) method: JStr<'a>,
+    pub(super) request_id: RequestId,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) decision_id: Option<JStr<'a>>,
+    #[serde(borrow)]
+    pub(super) sha256: JStr<'a>,
+    pub(super) bytes: u64,
+    pub(super) is_error: bool,
+    pub(super) parts: BTreeMap<String, u64>,
+    #[serde(borrow)]
+    pub(super) findings: Vec<Obj<Finding<'a>>>,
+    pub(super) findings_total: u64,
+    pub(super) action: Action,
+    pub(super) reason_code: ReasonCode,
+    pub(super) enforced: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
 }
 
 /// `data` of an `assay.mcp.decision` line (SPEC §4.1a).

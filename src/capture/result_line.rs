@@ -1,20 +1,13 @@
 //! The `assay.mcp.result` lines of the decision log (SPEC §5.3), as the general path reads them
-//! (the fast parser never accepts one): their `data`, and the checks of its own fields — an
+//! (the fast parser never accepts one; their `data` type is `decision_line`'s): the checks of its own fields — an
 //! action and a reason code that go together, a method whose answers are judged, a digest, an id
 //! that is a string or a number, findings of the known kinds, and a `decision_id` naming a
 //! decision line earlier in this log ([`Decisions`]).
 
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
-
-use super::decision_line::{IsStr, JStr, LineReasons, Obj, nullable};
+use super::decision_line::{Action, IsStr, LineReasons, RequestId, ResultData};
 use super::fields::is_hex;
 use super::judgement::ClosureReasonCode;
 use crate::reason_code::ReasonCode;
-
-/// The event type.
-pub(super) const TYPE_RESULT: &str = "assay.mcp.result";
 
 /// Findings recorded per event at most (the writer's bound).
 const MAX_FINDINGS: usize = 64;
@@ -29,59 +22,6 @@ const FINDING_KINDS: &[&str] = &[
     "size",
     "unreadable",
 ];
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum Action {
-    Forwarded,
-    Redacted,
-    Refused,
-}
-
-/// A request id as recorded: a JSON string or number (never null, a boolean or a container).
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RequestId {
-    Str(IsStr),
-    Num(serde_json::Number),
-}
-
-/// One finding.
-#[derive(Deserialize)]
-pub(super) struct Finding<'a> {
-    #[serde(borrow)]
-    pub(super) kind: JStr<'a>,
-    #[serde(borrow)]
-    pub(super) rule: JStr<'a>,
-    #[serde(borrow)]
-    pub(super) path: JStr<'a>,
-}
-
-/// `data` of an `assay.mcp.result` line.
-#[derive(Deserialize)]
-pub(super) struct ResultData<'a> {
-    #[serde(borrow)]
-    pub(super) session_id: JStr<'a>,
-    pub(super) seq: u64,
-    #[serde(borrow)]
-    pub(super) method: JStr<'a>,
-    pub(super) request_id: RequestId,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) decision_id: Option<JStr<'a>>,
-    #[serde(borrow)]
-    pub(super) sha256: JStr<'a>,
-    pub(super) bytes: u64,
-    pub(super) is_error: bool,
-    pub(super) parts: BTreeMap<String, u64>,
-    #[serde(borrow)]
-    pub(super) findings: Vec<Obj<Finding<'a>>>,
-    pub(super) findings_total: u64,
-    pub(super) action: Action,
-    pub(super) reason_code: ReasonCode,
-    pub(super) enforced: bool,
-    #[serde(borrow)]
-    pub(super) policy_sha256: JStr<'a>,
-}
 
 /// The `seq`s of the decision lines (`assay.tool.decision`, `assay.mcp.decision`) read so far.
 #[derive(Default)]

@@ -19,13 +19,13 @@ use serde_json::{Map, Value};
 use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::companions::{check_context, check_protocol, check_stop, expectations};
 use super::decision_line::{
-    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_TOOL_DECISION,
+    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
 };
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
 use super::reader::judge;
-use super::result_line::{Decisions, TYPE_RESULT};
+use super::result_line::Decisions;
 use super::show_result;
 pub use super::show_result::ResultRow;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};

@@ -293,11 +293,11 @@ impl DecisionFormat {
             ),
             result_head: format!(
                 "{{\"specversion\":\"1.0\",\"id\":\"{}{sid_inner}_",
-                super::result_event::RESULT_ID_PREFIX
+                super::event::RESULT_ID_PREFIX
             ),
             result_mid: format!(
                 "\",\"type\":{},\"source\":{},\"time\":\"",
-                json_str(super::result_event::TYPE_RESULT),
+                json_str(super::event::TYPE_RESULT),
                 json_str(source)
             ),
         }

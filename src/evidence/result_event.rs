@@ -13,15 +13,9 @@
 //! together).
 
 use super::decision_log::DecisionFormat;
-use super::event::{HexDigest, push_json_str};
+use super::event::{HexDigest, RESULT_ID_PREFIX, push_json_str};
 use crate::policy::ReasonCode;
 use crate::results::Judged;
-
-/// The event type.
-pub(crate) const TYPE_RESULT: &str = "assay.mcp.result";
-
-/// The prefix of a result event's id: `evt_result_<session_id>_<seq>`.
-pub(crate) const RESULT_ID_PREFIX: &str = "evt_result_";
 
 /// The event id of result event `seq` (the one constructor): the refusal that replaces an answer
 /// names it in its `decision_id`.

@@ -17,6 +17,7 @@ mod instructions;
 mod line;
 pub(crate) mod message;
 mod output;
+mod output_schemas;
 pub(crate) mod pending;
 mod recorder;
 mod respond;
@@ -385,7 +386,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             !plan.dry_run,
         ))
     });
-    let answers = results_stage::AnswerStage::new(&policy);
+    let answers = output_schemas::AnswerStage::new(&policy);
     let shared = Arc::new(Shared {
         output: ClientOutput::new(
             Endpoint::borrowed(io.output, Direction::Write, cancel.clone())

@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     /// The session id (event ids of decisions the server worker records).
     pub session_id: String,
     /// The judge of answers to governed requests, with a `results` section (SPEC §5.3).
-    pub answers: Option<super::results_stage::AnswerStage>,
+    pub answers: Option<super::output_schemas::AnswerStage>,
 }
 
 /// The decision-log writer as the session holds it.

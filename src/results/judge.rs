@@ -295,7 +295,7 @@ pub fn judge(
         return out;
     }
     let text = match std::str::from_utf8(msg) {
-        Ok(t) if crate::strict_json::scan(msg, super::MAX_DEPTH).is_ok() => t,
+        Ok(t) if crate::strict_json::scan(msg, walk::MAX_DEPTH).is_ok() => t,
         _ => {
             let mut out = Judged::default();
             out.find("unreadable", "strict", String::new());

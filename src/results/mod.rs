@@ -14,8 +14,7 @@ mod walk;
 pub use self::judge::{Asked, Finding, Judged, MAX_FINDINGS, judge};
 use self::walk::{Seg, Visit};
 
-/// Nesting read in an answer at most (as a client line, SPEC §3 item 6).
-pub(crate) const MAX_DEPTH: usize = 100;
+pub(crate) use self::walk::MAX_DEPTH;
 
 /// The line without its terminator (`\n`, or `\r\n`): the bytes an answer's digest covers.
 pub fn without_terminator(line: &[u8]) -> &[u8] {

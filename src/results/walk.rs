@@ -6,6 +6,9 @@
 
 use std::borrow::Cow;
 
+/// Nesting read in an answer at most (as a client line, SPEC §3 item 6).
+pub(crate) const MAX_DEPTH: usize = 100;
+
 /// One step of a path: an object member's key (unescaped) or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Seg<'a> {
