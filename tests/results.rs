@@ -422,3 +422,48 @@ fn verify_answer_and_show_match_what_the_client_received() {
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(row.contains("(say)") && row.contains("redacted"), "{row}");
 }
+
+#[test]
+fn the_typescript_sdk_client_reads_judged_answers() {
+    if !can_run(
+        "results::the_typescript_sdk_client_reads_judged_answers",
+        &[Needs::Node],
+    ) {
+        return;
+    }
+    let dir = tempdir();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\nresults: {secrets: redact, strip: [terminal, bidi, invisible], output_schema: enforce}\n",
+    )
+    .unwrap();
+    let interop = root().join("tests/interop");
+    let out = std::process::Command::new("node")
+        .arg(interop.join("results_session.mjs"))
+        .current_dir(&interop)
+        .env("ASSAY_BIN", bin())
+        .env("ASSAY_POLICY", &policy)
+        .env("ASSAY_WORK", dir.path())
+        .env("ASSAY_PYTHON", "python3")
+        .output()
+        .expect("node");
+    assert!(
+        out.status.success(),
+        "results_session.mjs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let clean = "key [redacted:aws-access-key-id] txt";
+    assert_eq!(
+        seen,
+        serde_json::json!({
+            "say": [clean, clean],
+            "bad": {"isError": true, "structured": null, "code": "P_RESULT_SCHEMA"},
+            "good": {"n": 3},
+            "read": ["[redacted:github-token]"],
+        })
+    );
+    let (_, verdict) = read_verdict(&dir.path().join("ts"));
+    assert_eq!(verdict["closure"], "closed", "{verdict}");
+}
