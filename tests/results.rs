@@ -467,3 +467,35 @@ fn the_typescript_sdk_client_reads_judged_answers() {
     let (_, verdict) = read_verdict(&dir.path().join("ts"));
     assert_eq!(verdict["closure"], "closed", "{verdict}");
 }
+
+#[test]
+fn a_batch_the_strict_rules_refuse_becomes_the_refusals_of_its_answers() {
+    // The server echoes the text into both answers; a raw tab inside a string is no strict
+    // JSON, but tolerant readers take the batch: its answers are refused, not forwarded.
+    let dir = tempdir();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "version: \"1\"\nallow: [\"*\"]\nresults: {}\n").unwrap();
+    let cap = dir.path().join("cap");
+    let script = "import sys\nfor line in sys.stdin:\n    if '\"id\":1' in line:\n        sys.stdout.write('[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\\tb\"}]}}]\\n'); sys.stdout.flush()\n";
+    let fake = dir.path().join("server.py");
+    std::fs::write(&fake, script).unwrap();
+    let opts = vec![
+        "--policy".to_string(),
+        policy.display().to_string(),
+        "--event-source".to_string(),
+        "assay://test/results".to_string(),
+        "--capture-dir".to_string(),
+        cap.display().to_string(),
+    ];
+    let server = ["python3".to_string(), fake.display().to_string()];
+    let input = format!("{}\n", say("1", "x", 1));
+    let r = run(&wrap_args(&strs(&opts), &strs(&server)), input.as_bytes());
+    let out = String::from_utf8(r.stdout.clone()).unwrap();
+    let got: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        got[0]["result"]["_meta"]["assay/decision"]["reason_code"], "P_RESULT_UNREADABLE",
+        "{out}"
+    );
+    let (_, verdict) = read_verdict(&cap);
+    assert_eq!(verdict["closure"], "closed", "{verdict}");
+}

@@ -40,7 +40,26 @@ pub(crate) fn on_line(shared: &Shared, line: &[u8], answered: &LineAnswers) -> O
     }
     let body = results::without_terminator(line);
     let terminator = line.get(body.len()..).unwrap_or_default();
+    let batch = body.trim_ascii_start().starts_with(b"[");
     let Some(elements) = results::batch_elements(body) else {
+        if batch {
+            // A batch the strict rules refuse: each answer it holds is refused (unreadable),
+            // and the client gets their refusals as one batch.
+            let mut out = vec![b'['];
+            for (i, (spelling, asked)) in judged.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&one(shared, stage, body, spelling, asked).0);
+            }
+            if shared.dry_run {
+                // Recorded as it would be refused; the line goes on as it is.
+                return None;
+            }
+            out.push(b']');
+            out.extend_from_slice(terminator);
+            return Some(out);
+        }
         // One message: the line without its terminator.
         let (spelling, asked) = judged.first()?;
         let (out, changed) = one(shared, stage, body, spelling, asked);
