@@ -229,3 +229,61 @@ fn terminator_excluded() {
     assert_eq!(without_terminator(b"{}\n"), b"{}");
     assert_eq!(without_terminator(b"{}"), b"{}");
 }
+
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn every_option() -> Policy {
+        policy(
+            "{max_content_parts: 8, secrets: redact, strip: [terminal, bidi, invisible], deny_patterns: [\"zz+top\"]}",
+        )
+    }
+
+    proptest! {
+        /// Any bytes: the judge never panics, and what it writes back is strict JSON.
+        #[test]
+        fn any_bytes_are_judged_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let p = every_option();
+            let j = judge(&bytes, &call(), p.results().unwrap(), None);
+            if let Some(out) = j.rewritten {
+                prop_assert!(crate::strict_json::scan(&out, 100).is_ok());
+            }
+        }
+
+        /// Any text in a content part, spelled with escapes or raw: the rewrite is strict JSON,
+        /// changes only that string's token, and holds none of the stripped characters.
+        #[test]
+        fn a_rewrite_changes_only_the_text_token(
+            text in "(\\PC|[\\x00-\\x1f\\x7f-\\x9f\u{200b}\u{202e}\u{e0041}]| AKIAIOSFODNN7EXAMPLE ){0,40}",
+            ascii in any::<bool>(),
+        ) {
+            let token = if ascii {
+                serde_json::to_string(&text).unwrap().chars().map(|c| {
+                    if c.is_ascii() { c.to_string() } else {
+                        let mut b = [0u16; 2];
+                        c.encode_utf16(&mut b).iter().map(|u| format!("\\u{u:04x}")).collect()
+                    }
+                }).collect::<String>()
+            } else {
+                serde_json::to_string(&text).unwrap()
+            };
+            let head = r#"{"jsonrpc":"2.0", "id":7,"result":{"content":[{"type":"text","text":"#;
+            let tail = r#"}],"isError":false}}"#;
+            let line = format!("{head}{token}{tail}");
+            let p = every_option();
+            let j = judge(line.as_bytes(), &call(), p.results().unwrap(), None);
+            if let Some(out) = j.rewritten {
+                let out = String::from_utf8(out).unwrap();
+                prop_assert!(out.starts_with(head) && out.ends_with(tail));
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                let got = v["result"]["content"][0]["text"].as_str().unwrap();
+                let stripped = got
+                    .chars()
+                    .any(|c| matches!(c, '\u{1b}' | '\u{200b}' | '\u{202e}' | '\u{e0041}' | '\u{0}'));
+                prop_assert!(!stripped, "{}", got);
+            }
+        }
+    }
+}
