@@ -50,7 +50,8 @@ POLICY_CODES = {
     "P_ARG_SCHEMA", "P_MALFORMED", "P_BATCH_REFUSED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT",
     "P_TOOL_UNLISTED", "P_INSTRUCTIONS_DRIFT", "P_RESOURCE_DENIED", "P_RESOURCE_NOT_ALLOWED",
     "P_PROMPT_DENIED", "P_PROMPT_NOT_ALLOWED", "P_CLIENT_FEATURE_DENIED", "P_LIMIT_TOOL_CALLS",
-    "P_LIMIT_PER_TOOL", "P_REPEATED_CALL",
+    "P_LIMIT_PER_TOOL", "P_REPEATED_CALL", "P_RESULT_TOO_LARGE", "P_RESULT_SECRET",
+    "P_RESULT_PATTERN", "P_RESULT_SCHEMA", "P_RESULT_UNREADABLE",
 }
 
 # Which codes each event type carries (SPEC §4.1a; the Rust reader's table is `Carrier` in
@@ -64,6 +65,16 @@ MCP_DECISION_CODES = {
     "P_POLICY_ALLOW", "P_MALFORMED", "P_BATCH_REFUSED", "P_RESOURCE_DENIED",
     "P_RESOURCE_NOT_ALLOWED", "P_PROMPT_DENIED", "P_PROMPT_NOT_ALLOWED", "P_CLIENT_FEATURE_DENIED",
 }
+# An answer's event (SPEC §5.3 `assay.mcp.result`).
+RESULT_CODES = {
+    "P_POLICY_ALLOW", "P_RESULT_TOO_LARGE", "P_RESULT_SECRET", "P_RESULT_PATTERN", "P_RESULT_SCHEMA",
+    "P_RESULT_UNREADABLE",
+}
+# The methods whose answers are judged (src/methods.rs `JUDGED_ANSWERS`).
+JUDGED_METHODS = {"tools/call", "resources/read", "prompts/get", "completion/complete"}
+FINDING_KINDS = {"secret", "pattern", "strip", "schema", "parts", "size", "unreadable"}
+RESULT_ACTIONS = {"forwarded", "redacted", "refused"}
+MAX_FINDINGS = 64
 _TOOLS_REMOVED = {"P_TOOL_DENIED", "P_TOOL_NOT_ALLOWED", "P_TOOL_UNPINNED", "P_TOOL_DRIFT"}
 _RESOURCES_REMOVED = {"P_RESOURCE_DENIED", "P_RESOURCE_NOT_ALLOWED"}
 _INSTRUCTIONS_REMOVED = {"P_INSTRUCTIONS_DRIFT"}
@@ -438,9 +449,13 @@ DATA_KEYS = ("session_id", "seq", "tool", "tool_call_id", "decision", "reason_co
 ENVELOPE_KEYS = ("specversion", "id", "type", "source", "time", "datacontenttype", "data")
 
 
-def decision_line_problems(i, line, expect):
+def decision_line_problems(i, line, expect, decisions=None):
     """Reason (code, detail) pairs for decision line i (0-based): a tool decision, or one of the
-    other event types of SPEC §4.1a (a line of any other type is read as a tool decision)."""
+    other event types of SPEC §4.1a, §5.3 (a line of any other type is read as a tool decision).
+    `decisions`: the seqs of decision lines read so far (a result line names one; a decision
+    line joins them)."""
+    if decisions is None:
+        decisions = set()
     try:
         ev = parse_json(line)
     except Bad as e:
@@ -448,8 +463,13 @@ def decision_line_problems(i, line, expect):
     ty = ev.get("type") if isinstance(ev, dict) else None
     if ty == "assay.tool.listing":
         return listing_line_problems(i, ev, expect)
+    if ty == "assay.mcp.result":
+        return result_line_problems(i, ev, expect, decisions)
     if ty == "assay.mcp.decision":
-        return mcp_line_problems(i, ev, expect)
+        out = mcp_line_problems(i, ev, expect)
+        if not (out and out[0][1] == "an MCP decision field has the wrong type or value"):
+            decisions.add(ev["data"]["seq"])
+        return out
     # The typed shape of a decision event (a deserialization failure is one schema_mismatch).
     if not isinstance(ev, dict) or any(k not in ev for k in ENVELOPE_KEYS):
         return [("schema_mismatch", "not a decision event")]
@@ -472,6 +492,7 @@ def decision_line_problems(i, line, expect):
     )
     if not typed:
         return [("schema_mismatch", "a decision field has the wrong type or value")]
+    decisions.add(d["seq"])
     out = []
     if ev["specversion"] != "1.0":
         out.append(("schema_mismatch", "specversion is not 1.0"))
@@ -644,6 +665,64 @@ def mcp_line_problems(i, ev, expect):
     return out
 
 
+RESULT_KEYS = ("session_id", "seq", "method", "request_id", "decision_id", "sha256", "bytes", "is_error",
+               "parts", "findings", "findings_total", "action", "reason_code", "enforced", "policy_sha256")
+
+
+def _is_u64(v):
+    return is_int(v) and 0 <= v < 2**64
+
+
+def result_line_problems(i, ev, expect, decisions):
+    """An `assay.mcp.result` line (SPEC §5.3)."""
+    d = _typed_envelope(ev, RESULT_KEYS)
+    typed = (
+        d is not None
+        and _is_str(d["method"])
+        and (_is_str(d["request_id"]) or (isinstance(d["request_id"], (int, float)) and not isinstance(d["request_id"], bool)))
+        and _nullable_str(d["decision_id"])
+        and _is_str(d["sha256"])
+        and _is_u64(d["bytes"])
+        and isinstance(d["is_error"], bool)
+        and isinstance(d["parts"], dict) and all(_is_u64(n) for n in d["parts"].values())
+        and isinstance(d["findings"], list)
+        and all(isinstance(f, dict) and all(_is_str(f.get(k)) for k in ("kind", "rule", "path")) for f in d["findings"])
+        and _is_u64(d["findings_total"])
+        and _is_str(d["action"]) and d["action"] in RESULT_ACTIONS
+        and _is_str(d["reason_code"]) and d["reason_code"] in POLICY_CODES
+        and isinstance(d["enforced"], bool)
+    )
+    if not typed:
+        return [("schema_mismatch", "a result field has the wrong type or value")]
+    out = common_problems(i, ev, d, expect, "assay.mcp.result", "evt_result_", d["enforced"])
+    if d["reason_code"] not in RESULT_CODES:
+        out.append(("schema_mismatch", f"a result event does not carry {d['reason_code']}"))
+    if d["method"] not in JUDGED_METHODS:
+        out.append(("schema_mismatch", "data.method is not a method whose answers are judged"))
+    if not HEX64.fullmatch(d["sha256"]):
+        out.append(("schema_mismatch", "data.sha256 is not 64 hex"))
+    allow = d["reason_code"] == "P_POLICY_ALLOW"
+    if d["action"] == "refused" and allow:
+        out.append(("schema_mismatch", "action refused goes with a refusing reason_code"))
+    elif d["action"] == "redacted" and not allow:
+        out.append(("schema_mismatch", "action redacted goes with P_POLICY_ALLOW"))
+    elif d["action"] == "forwarded" and not allow and d["enforced"]:
+        out.append(("schema_mismatch", "an enforced answer with a refusing code is not forwarded"))
+    n = len(d["findings"])
+    if n > MAX_FINDINGS or n > d["findings_total"]:
+        out.append(("schema_mismatch", "data.findings holds more entries than findings_total"))
+    if d["findings_total"] > 0 and n == 0:
+        out.append(("schema_mismatch", "data.findings is empty but findings_total is not"))
+    if any(f["kind"] not in FINDING_KINDS for f in d["findings"]):
+        out.append(("schema_mismatch", "a finding's kind is not a kind of finding"))
+    if d["decision_id"] is not None:
+        prefix = f"evt_decision_{d['session_id']}_"
+        n = d["decision_id"][len(prefix):] if d["decision_id"].startswith(prefix) else ""
+        if not (DECIMAL.fullmatch(n) and int(n) < i and int(n) in decisions):
+            out.append(("id_mismatch", "data.decision_id names no decision line before it"))
+    return out
+
+
 def check_log(data, expect, stop, reasons, files):
     split = data.rfind(b"\n") + 1
     prefix, tail = data[:split], data[split:]
@@ -656,8 +735,9 @@ def check_log(data, expect, stop, reasons, files):
         reasons.append(("too_many_decisions", f"{LOG} holds {len(lines)} lines"))
     else:
         problems = []
+        decisions = set()
         for i, line in enumerate(lines):
-            problems.extend(decision_line_problems(i, line, expect))
+            problems.extend(decision_line_problems(i, line, expect, decisions))
         reasons.extend(problems[:MAX_LINE_REASONS])
         if len(problems) > MAX_LINE_REASONS:
             reasons.append((problems[MAX_LINE_REASONS][0],

@@ -11,6 +11,9 @@ pub const OK: i32 = 0;
 /// `closed`), or `mcp pin --check` found tools added, removed or changed.
 pub const INCOMPLETE: i32 = 1;
 
+/// `capture verify-answer`: the file is not the recorded answer (SPEC §5.3).
+pub const NOT_THE_ANSWER: i32 = 1;
+
 /// `2`: a usage or configuration error: nothing was run (a directory that does not exist, an
 /// invalid pins or host file, an option clap refuses).
 pub const USAGE: i32 = 2;

@@ -62,6 +62,7 @@ mod otlp;
 mod pins_file;
 mod proxy;
 mod reason_code;
+pub mod results;
 mod sha256;
 mod sys;
 

@@ -197,6 +197,19 @@ pub struct List {
     pub noun: &'static str,
 }
 
+/// What an answer the `results` section judges holds for the model (SPEC §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultKind {
+    /// A `tools/call` result: `content` parts, `structuredContent`, `isError`.
+    ToolResult,
+    /// A `resources/read` result: `contents`, each `text` or `blob`.
+    ResourceContents,
+    /// A `prompts/get` result: `messages`, each with one `content` part.
+    PromptMessages,
+    /// A `completion/complete` result: `completion.values`.
+    Completion,
+}
+
 /// What the proxy does with the answer to a request of this method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -206,8 +219,9 @@ pub enum Answer {
     Listing,
     /// May carry the server's `instructions`, judged against the pin.
     Instructions,
-    /// The result of a governed request: what the model receives of what it asked for.
-    Result,
+    /// The result of a governed request: what the model receives of what it asked for, judged
+    /// and recorded under `results` (SPEC §5.3); what it holds.
+    Result(ResultKind),
 }
 
 impl Answer {
@@ -217,7 +231,7 @@ impl Answer {
             Answer::Passes => "-",
             Answer::Listing => "listing",
             Answer::Instructions => "instructions",
-            Answer::Result => "result",
+            Answer::Result(_) => "result",
         }
     }
 }
@@ -255,6 +269,16 @@ impl Method {
     }
 }
 
+/// The table's name of `name` and what its answer holds, when `results` judges its answers
+/// (SPEC §5.3).
+pub fn judged_answer(name: &str) -> Option<(&'static str, ResultKind)> {
+    let row = method(name)?;
+    match row.answer {
+        Answer::Result(kind) => Some((row.name, kind)),
+        _ => None,
+    }
+}
+
 /// The carrier of a listing event's removals (SPEC §4.1a) by the `method` it names:
 /// [`Carrier::AnyList`] when it names none (a capture written before listing events named their
 /// method), `None` when no listing event is written for the method it names.
@@ -281,7 +305,7 @@ const fn list(member: &'static str, key: EntryKey, noun: &'static str) -> Option
 /// lists them, and [`method`], the lookup of a name read off a line (a `match` the compiler turns
 /// into a decision tree: no scan of the table per message).
 macro_rules! methods {
-    ($( $id:ident = $name:literal, $since:expr, $from:ident, $gov:ident, $target:expr, $list:expr, $answer:ident, $why:literal; )*) => {
+    ($( $id:ident = $name:literal, $since:expr, $from:ident, $gov:ident, $target:expr, $list:expr, $answer:expr, $why:literal; )*) => {
         $(
             #[doc = concat!("`", $name, "`: ", $why, ".")]
             pub static $id: Method = Method {
@@ -291,7 +315,7 @@ macro_rules! methods {
                 governor: Governor::$gov,
                 target: $target,
                 list: $list,
-                answer: Answer::$answer,
+                answer: $answer,
                 why: $why,
             };
         )*
@@ -311,77 +335,96 @@ macro_rules! methods {
 
 use ClientFeature as F;
 use EntryKey as K;
+use ResultKind as R;
 
 methods! {
-    INITIALIZE = "initialize", R0, Client, Instructions, Target::None, None, Instructions,
+    INITIALIZE = "initialize", R0, Client, Instructions, Target::None, None, Answer::Instructions,
         "the answer's instructions reach the model; pinned";
-    SERVER_DISCOVER = "server/discover", R5, Client, Instructions, Target::None, None, Instructions,
+    SERVER_DISCOVER = "server/discover", R5, Client, Instructions, Target::None, None, Answer::Instructions,
         "the answer's instructions reach the model; pinned";
-    PING = "ping", R0, Both, Nothing, Target::None, None, Passes, "reaches nothing";
-    TOOLS_LIST = "tools/list", R0, Client, ToolsListing, Target::None, list("tools", K::Name, "tool"), Listing,
+    PING = "ping", R0, Both, Nothing, Target::None, None, Answer::Passes, "reaches nothing";
+    TOOLS_LIST = "tools/list", R0, Client, ToolsListing, Target::None, list("tools", K::Name, "tool"), Answer::Listing,
         "what the model is shown of the tools";
-    TOOLS_CALL = "tools/call", R0, Client, Tools, Target::Name, None, Result, "runs a tool";
+    TOOLS_CALL = "tools/call", R0, Client, Tools, Target::Name, None, Answer::Result(R::ToolResult), "runs a tool";
     RESOURCES_LIST = "resources/list", R0, Client, ResourcesListing, Target::None,
-        list("resources", K::Uri, "resource"), Listing, "what the model is shown of the resources";
+        list("resources", K::Uri, "resource"), Answer::Listing, "what the model is shown of the resources";
     RESOURCES_TEMPLATES_LIST = "resources/templates/list", R0, Client, ResourcesListing, Target::None,
-        list("resourceTemplates", K::UriTemplate, "resource template"), Listing,
+        list("resourceTemplates", K::UriTemplate, "resource template"), Answer::Listing,
         "what the model is shown of the templates";
-    RESOURCES_READ = "resources/read", R0, Client, Resources, Target::Uri, None, Result, "reads a resource";
-    RESOURCES_SUBSCRIBE = "resources/subscribe", R0, Client, Resources, Target::Uri, None, Passes,
+    RESOURCES_READ = "resources/read", R0, Client, Resources, Target::Uri, None,
+        Answer::Result(R::ResourceContents), "reads a resource";
+    RESOURCES_SUBSCRIBE = "resources/subscribe", R0, Client, Resources, Target::Uri, None, Answer::Passes,
         "subscribes to a resource's updates";
-    RESOURCES_UNSUBSCRIBE = "resources/unsubscribe", R0, Client, Nothing, Target::None, None, Passes,
+    RESOURCES_UNSUBSCRIBE = "resources/unsubscribe", R0, Client, Nothing, Target::None, None, Answer::Passes,
         "only stops updates";
     SUBSCRIPTIONS_LISTEN = "subscriptions/listen", R5, Client, Resources, Target::ResourceSubscriptions,
-        None, Passes, "its resourceSubscriptions subscribe to resources";
+        None, Answer::Passes, "its resourceSubscriptions subscribe to resources";
     PROMPTS_LIST = "prompts/list", R0, Client, PromptsListing, Target::None,
-        list("prompts", K::Name, "prompt"), Listing, "what the model is shown of the prompts";
-    PROMPTS_GET = "prompts/get", R0, Client, Prompts, Target::Name, None, Result, "runs a prompt";
-    COMPLETION_COMPLETE = "completion/complete", R0, Client, PromptsOrResources, Target::Ref, None, Result,
+        list("prompts", K::Name, "prompt"), Answer::Listing, "what the model is shown of the prompts";
+    PROMPTS_GET = "prompts/get", R0, Client, Prompts, Target::Name, None,
+        Answer::Result(R::PromptMessages), "runs a prompt";
+    COMPLETION_COMPLETE = "completion/complete", R0, Client, PromptsOrResources, Target::Ref, None,
+        Answer::Result(R::Completion),
         "runs the completer of the prompt or template its ref names";
-    LOGGING_SET_LEVEL = "logging/setLevel", R0, Client, Nothing, Target::None, None, Passes,
+    LOGGING_SET_LEVEL = "logging/setLevel", R0, Client, Nothing, Target::None, None, Answer::Passes,
         "sets the server's log verbosity";
     SAMPLING_CREATE_MESSAGE = "sampling/createMessage", R0, Server, ClientFeatures,
-        Target::Feature(F::Sampling), None, Passes, "asks the client's model";
+        Target::Feature(F::Sampling), None, Answer::Passes, "asks the client's model";
     ELICITATION_CREATE = "elicitation/create", R3, Server, ClientFeatures,
-        Target::Feature(F::Elicitation), None, Passes, "asks the user";
-    ROOTS_LIST = "roots/list", R0, Server, ClientFeatures, Target::Feature(F::Roots), None, Passes,
+        Target::Feature(F::Elicitation), None, Answer::Passes, "asks the user";
+    ROOTS_LIST = "roots/list", R0, Server, ClientFeatures, Target::Feature(F::Roots), None, Answer::Passes,
         "asks for the client's directories";
-    TASKS_GET = "tasks/get", R4, Both, Nothing, Target::None, None, Passes,
+    TASKS_GET = "tasks/get", R4, Both, Nothing, Target::None, None, Answer::Passes,
         "the state of a request judged when it was made";
-    TASKS_RESULT = "tasks/result", R4, Both, Nothing, Target::None, None, Passes,
+    TASKS_RESULT = "tasks/result", R4, Both, Nothing, Target::None, None, Answer::Passes,
         "the result of a request judged when it was made";
-    TASKS_LIST = "tasks/list", R4, Both, Nothing, Target::None, None, Passes,
+    TASKS_LIST = "tasks/list", R4, Both, Nothing, Target::None, None, Answer::Passes,
         "lists requests judged when they were made";
-    TASKS_CANCEL = "tasks/cancel", R4, Both, Nothing, Target::None, None, Passes, "only cancels";
+    TASKS_CANCEL = "tasks/cancel", R4, Both, Nothing, Target::None, None, Answer::Passes, "only cancels";
     NOTIFICATIONS_INITIALIZED = "notifications/initialized", R0, Client, Nothing, Target::None, None,
-        Passes, "a notification: asks nothing";
-    NOTIFICATIONS_CANCELLED = "notifications/cancelled", R0, Both, Nothing, Target::None, None, Passes,
+        Answer::Passes, "a notification: asks nothing";
+    NOTIFICATIONS_CANCELLED = "notifications/cancelled", R0, Both, Nothing, Target::None, None, Answer::Passes,
         "a notification: asks nothing";
-    NOTIFICATIONS_PROGRESS = "notifications/progress", R0, Both, Nothing, Target::None, None, Passes,
+    NOTIFICATIONS_PROGRESS = "notifications/progress", R0, Both, Nothing, Target::None, None, Answer::Passes,
         "a notification: asks nothing";
-    NOTIFICATIONS_MESSAGE = "notifications/message", R0, Server, Nothing, Target::None, None, Passes,
+    NOTIFICATIONS_MESSAGE = "notifications/message", R0, Server, Nothing, Target::None, None, Answer::Passes,
         "a notification: asks nothing";
     NOTIFICATIONS_RESOURCES_LIST_CHANGED = "notifications/resources/list_changed", R0, Server, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_RESOURCES_UPDATED = "notifications/resources/updated", R0, Server, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed", R0, Server, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_TOOLS_LIST_CHANGED = "notifications/tools/list_changed", R0, Server, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_ROOTS_LIST_CHANGED = "notifications/roots/list_changed", R0, Client, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_ELICITATION_COMPLETE = "notifications/elicitation/complete", R4, Server, Nothing,
-        Target::None, None, Passes, "a notification: asks nothing";
+        Target::None, None, Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_TASKS_STATUS = "notifications/tasks/status", R4, Both, Nothing, Target::None, None,
-        Passes, "a notification: asks nothing";
+        Answer::Passes, "a notification: asks nothing";
     NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED = "notifications/subscriptions/acknowledged", R5, Server,
-        Nothing, Target::None, None, Passes, "a notification: asks nothing";
+        Nothing, Target::None, None, Answer::Passes, "a notification: asks nothing";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every judged answer answers a client request the table knows.
+    #[test]
+    fn judged_answers_are_client_requests() {
+        let judged: Vec<&str> = METHODS
+            .iter()
+            .filter_map(|m| judged_answer(m.name).map(|(n, _)| n))
+            .collect();
+        assert_eq!(judged.len(), 4, "{judged:?}");
+        for name in judged {
+            let m = method(name).unwrap();
+            assert_eq!(m.from, From::Client, "{name}");
+            assert_ne!(m.governor, Governor::Nothing, "{name}");
+        }
+    }
 
     /// Every method once, and [`method`] finds each row by its name.
     #[test]

@@ -84,6 +84,17 @@ reason_codes! {
     P_LIMIT_PER_TOOL,
     /// The same tool with the same arguments more than `limits.repeated_call` times (SPEC §5.2).
     P_REPEATED_CALL,
+    /// An answer over `results.max_bytes` or `results.max_content_parts` (SPEC §5.3).
+    P_RESULT_TOO_LARGE,
+    /// An answer holding a secret under `results.secrets: refuse` (SPEC §5.3).
+    P_RESULT_SECRET,
+    /// An answer whose text matches a `results.deny_patterns` regex (SPEC §5.3).
+    P_RESULT_PATTERN,
+    /// A `structuredContent` that does not validate against the tool's `outputSchema` under
+    /// `results.output_schema: enforce` (SPEC §5.3).
+    P_RESULT_SCHEMA,
+    /// An answer that cannot be read strictly, so it cannot be judged (SPEC §5.3).
+    P_RESULT_UNREADABLE,
 }
 
 /// Where a reason code is written (SPEC §4.1, §4.1a): each event type, and each list a listing
@@ -106,6 +117,8 @@ pub enum Carrier {
     Instructions,
     /// ... of a listing written before listing events named their `method`: any list.
     AnyList,
+    /// An `assay.mcp.result` (an answer to a governed request, SPEC §5.3).
+    Result,
 }
 
 impl ReasonCode {
@@ -154,6 +167,15 @@ impl ReasonCode {
             C::AnyList => {
                 tool_list_removal || resource || prompt || self == R::P_INSTRUCTIONS_DRIFT
             }
+            C::Result => matches!(
+                self,
+                R::P_POLICY_ALLOW
+                    | R::P_RESULT_TOO_LARGE
+                    | R::P_RESULT_SECRET
+                    | R::P_RESULT_PATTERN
+                    | R::P_RESULT_SCHEMA
+                    | R::P_RESULT_UNREADABLE
+            ),
         }
     }
 }
@@ -188,14 +210,15 @@ mod tests {
         assert_eq!(ReasonCode::parse(""), None);
     }
 
-    /// The SPEC's list (§4.1, §5.1, §5.2), all of it here.
+    /// The SPEC's list (§4.1, §5.1, §5.2, §5.3), all of it here.
     #[test]
     fn holds_every_spec_code() {
         let spec = "P_POLICY_ALLOW P_TOOL_DENIED P_TOOL_NOT_ALLOWED P_ARG_CONSTRAINT P_ARG_SCHEMA \
                     P_MALFORMED P_BATCH_REFUSED P_TOOL_UNPINNED P_TOOL_DRIFT P_TOOL_UNLISTED \
                     P_RESOURCE_DENIED P_RESOURCE_NOT_ALLOWED P_PROMPT_DENIED P_PROMPT_NOT_ALLOWED \
                     P_CLIENT_FEATURE_DENIED P_LIMIT_TOOL_CALLS P_LIMIT_PER_TOOL P_REPEATED_CALL \
-                    P_INSTRUCTIONS_DRIFT";
+                    P_INSTRUCTIONS_DRIFT P_RESULT_TOO_LARGE P_RESULT_SECRET P_RESULT_PATTERN \
+                    P_RESULT_SCHEMA P_RESULT_UNREADABLE";
         for s in spec.split_whitespace() {
             assert!(ReasonCode::parse(s).is_some(), "{s} missing");
         }
@@ -214,6 +237,7 @@ mod tests {
             Carrier::ResourcesList,
             Carrier::PromptsList,
             Carrier::Instructions,
+            Carrier::Result,
         ];
         for &code in ReasonCode::ALL {
             assert!(
@@ -231,6 +255,9 @@ mod tests {
             assert_eq!(code.carried_by(Carrier::AnyList), named, "{code}");
         }
         assert!(!ReasonCode::P_POLICY_ALLOW.carried_by(Carrier::AnyList));
+        assert!(ReasonCode::P_RESULT_SECRET.carried_by(Carrier::Result));
+        assert!(!ReasonCode::P_RESULT_SECRET.carried_by(Carrier::ToolDecision));
+        assert!(!ReasonCode::P_TOOL_DENIED.carried_by(Carrier::Result));
         assert!(!ReasonCode::P_INSTRUCTIONS_DRIFT.carried_by(Carrier::ToolDecision));
         assert!(!ReasonCode::P_ARG_SCHEMA.carried_by(Carrier::McpDecision));
         assert!(!ReasonCode::P_PROMPT_DENIED.carried_by(Carrier::ToolsList));

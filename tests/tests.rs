@@ -38,6 +38,7 @@ mod process;
 mod properties;
 mod proxy;
 mod regression;
+mod results;
 mod show;
 mod signing;
 mod text_for_people;

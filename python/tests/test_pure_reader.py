@@ -232,6 +232,58 @@ def test_policy_codes_are_the_one_homes(root: Path, pure: Any) -> None:
     assert pure.POLICY_CODES == listed
 
 
+def result_event(seq: int, pad: int) -> bytes:
+    """An `assay.mcp.result` line (SPEC §5.3) answering the decision of line 0."""
+    data = {
+        "session_id": SID, "seq": seq, "method": "tools/call", "request_id": "r" * pad or 0,
+        "decision_id": f"evt_decision_{SID}_0", "sha256": "b" * 64, "bytes": 10, "is_error": False,
+        "parts": {"text": 1}, "findings": [{"kind": "secret", "rule": "jwt", "path": "/result/content/0/text"}],
+        "findings_total": 1, "action": "forwarded", "reason_code": "P_POLICY_ALLOW", "enforced": True,
+        "policy_sha256": POLICY_SHA,
+    }
+    ev = event(f"evt_result_{SID}_{seq}", "assay.mcp.result", data)
+    return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+
+
+RESULT_FORGERIES: Dict[str, Callable[[bytes], bytes]] = {
+    "refused_with_allow": lambda b: b.replace(b'"action":"forwarded"', b'"action":"refused"'),
+    "redacted_with_refusal": lambda b: b.replace(b'"action":"forwarded","reason_code":"P_POLICY_ALLOW"',
+                                                 b'"action":"redacted","reason_code":"P_RESULT_SECRET"'),
+    "forwarded_enforced_refusal": lambda b: b.replace(b'"P_POLICY_ALLOW"', b'"P_RESULT_SECRET"'),
+    "tool_code": lambda b: b.replace(b'"P_POLICY_ALLOW"', b'"P_TOOL_DENIED"'),
+    "unknown_method": lambda b: b.replace(b'"tools/call"', b'"tools/list"'),
+    "no_such_decision": lambda b: b.replace(f"evt_decision_{SID}_0".encode(), f"evt_decision_{SID}_7".encode()),
+    "decision_is_itself": lambda b: b.replace(f"evt_decision_{SID}_0".encode(), f"evt_decision_{SID}_1".encode()),
+    "short_digest": lambda b: b.replace(b'"b' + b"b" * 63 + b'"', b'"' + b"b" * 63 + b'"'),
+    "request_id_null": lambda b: b.replace(b'"request_id":0', b'"request_id":null'),
+    "request_id_bool": lambda b: b.replace(b'"request_id":0', b'"request_id":true'),
+    "finding_kind": lambda b: b.replace(b'"kind":"secret"', b'"kind":"gossip"'),
+    "findings_over_total": lambda b: b.replace(b'"findings_total":1', b'"findings_total":0'),
+    "findings_missing": lambda b: b.replace(b'"findings_total":1', b'"findings_total":2').replace(
+        b'[{"kind":"secret","rule":"jwt","path":"/result/content/0/text"}]', b'[]'),
+    "escaped_duplicate_action": lambda b: b.replace(b'"action":"forwarded"', b'"action":"forwarded","\\u0061ction":"refused"'),
+    "id_prefix": lambda b: b.replace(f"evt_result_{SID}_1".encode(), f"evt_decision_{SID}_1".encode()),
+    "parts_negative": lambda b: b.replace(b'"text":1', b'"text":-1'),
+}
+
+
+def test_result_events_both_readers_close_and_refuse_forgeries(tmp_path: Path, assay_bin: Path, pure: Any) -> None:
+    """SPEC §5.3: a well-formed result line is read by both readers; each forgery is refused by both."""
+    def line(forge: Callable[[bytes], bytes]) -> Callable[[int, int], bytes]:
+        return lambda seq, pad: forge(result_event(seq, 0)) if seq == 1 else decision(seq, pad)
+    d = tmp_path / "ok"
+    write_capture(d, decisions=3, pad=0, line=line(lambda b: b))
+    rust, py = rust_verdict(assay_bin, d), pure.read_capture(str(d))
+    assert rust["closure"] == py["closure"] == "closed", (rust["reasons"], py["reasons"])
+    for name, forge in RESULT_FORGERIES.items():
+        d = tmp_path / name
+        write_capture(d, decisions=3, pad=0, line=line(forge))
+        assert forge(result_event(1, 0)) != result_event(1, 0), name
+        rust, py = rust_verdict(assay_bin, d), pure.read_capture(str(d))
+        assert rust["closure"] == py["closure"] == "unknown", (name, rust["reasons"], py["reasons"])
+        assert codes(rust) == codes(py), (name, rust["reasons"], py["reasons"])
+
+
 def _carrier_line(kind: str, code: str) -> Callable[[int, int], bytes]:
     """Line 1 of a small log carries `code` in an event of `kind` (`tool`, `mcp`, or a listing's
     method); the other lines are plain tool decisions."""
@@ -246,6 +298,10 @@ def _carrier_line(kind: str, code: str) -> Callable[[int, int], bytes]:
             ev = json.loads(other_event(2, pad))
             ev["id"] = f"evt_decision_{SID}_{seq}"
             ev["data"].update({"seq": seq, "decision": verdict, "reason_code": code})
+        elif kind == "result":
+            ev = json.loads(result_event(seq, pad))
+            refused = code != "P_POLICY_ALLOW"
+            ev["data"].update({"reason_code": code, "action": "refused" if refused else "forwarded"})
         else:
             ev = json.loads(other_event(1, pad))
             ev["data"]["method"] = kind
@@ -258,7 +314,7 @@ def test_reason_codes_per_event_type_agree_with_the_rust_reader(tmp_path: Path, 
     """SPEC §4.1a: which codes each event type (and each listing's list) carries. The pure
     reader's table is `Carrier`'s in src/reason_code.rs: every code in every carrier is read by
     both readers, and both close exactly the captures the table allows."""
-    kinds = {"tool": pure.TOOL_DECISION_CODES, "mcp": pure.MCP_DECISION_CODES}
+    kinds = {"tool": pure.TOOL_DECISION_CODES, "mcp": pure.MCP_DECISION_CODES, "result": pure.RESULT_CODES}
     kinds.update(pure.LISTING_REMOVAL_CODES)
     n = 0
     for kind, carried in kinds.items():

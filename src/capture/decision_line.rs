@@ -3,6 +3,7 @@
 //! by the general path (`log`) and the one-pass parser (`fast_line_parser`).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -189,7 +190,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// The three event types of the decision log (SPEC §4.1, §4.1a).
+/// The event types of the decision log (SPEC §4.1, §4.1a; `assay.mcp.result`, SPEC §5.3, is
+/// `result_line`'s).
 pub(super) const TYPE_TOOL_DECISION: &str = "assay.tool.decision";
 /// SPEC §4.1a: what the model was shown.
 pub(super) const TYPE_LISTING: &str = "assay.tool.listing";
@@ -206,6 +208,8 @@ pub(super) enum LineKind {
     Listing,
     /// `assay.mcp.decision` (SPEC §4.1a).
     Mcp,
+    /// `assay.mcp.result` (SPEC §5.3).
+    Result,
 }
 
 impl LineKind {
@@ -215,6 +219,7 @@ impl LineKind {
             LineKind::Tool => TYPE_TOOL_DECISION,
             LineKind::Listing => TYPE_LISTING,
             LineKind::Mcp => TYPE_MCP_DECISION,
+            LineKind::Result => TYPE_RESULT,
         }
     }
 
@@ -223,6 +228,7 @@ impl LineKind {
         match self {
             LineKind::Tool | LineKind::Mcp => "evt_decision_",
             LineKind::Listing => "evt_listing_",
+            LineKind::Result => "evt_result_",
         }
     }
 }
@@ -292,6 +298,63 @@ pub(super) struct Removed<'a> {
     pub(super) reason_code: ReasonCode,
 }
 
+/// SPEC §5.3: an answer to a governed request.
+pub(super) const TYPE_RESULT: &str = "assay.mcp.result";
+
+/// What the client got of an answer (SPEC §5.3).
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Action {
+    Forwarded,
+    Redacted,
+    Refused,
+}
+
+/// A request id as recorded: a JSON string or number (never null, a boolean or a container).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RequestId {
+    Str(IsStr),
+    Num(serde_json::Number),
+}
+
+/// One finding.
+#[derive(Deserialize)]
+pub(super) struct Finding<'a> {
+    #[serde(borrow)]
+    pub(super) kind: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) rule: JStr<'a>,
+    #[serde(borrow)]
+    pub(super) path: JStr<'a>,
+}
+
+/// `data` of an `assay.mcp.result` line.
+#[derive(Deserialize)]
+pub(super) struct ResultData<'a> {
+    #[serde(borrow)]
+    pub(super) session_id: JStr<'a>,
+    pub(super) seq: u64,
+    #[serde(borrow)]
+    pub(super) method: JStr<'a>,
+    pub(super) request_id: RequestId,
+    #[serde(borrow, deserialize_with = "nullable")]
+    pub(super) decision_id: Option<JStr<'a>>,
+    #[serde(borrow)]
+    pub(super) sha256: JStr<'a>,
+    pub(super) bytes: u64,
+    pub(super) is_error: bool,
+    pub(super) parts: BTreeMap<String, u64>,
+    #[serde(borrow)]
+    pub(super) findings: Vec<Obj<Finding<'a>>>,
+    pub(super) findings_total: u64,
+    pub(super) action: Action,
+    pub(super) reason_code: ReasonCode,
+    pub(super) enforced: bool,
+    #[serde(borrow)]
+    pub(super) policy_sha256: JStr<'a>,
+}
+
 /// `data` of an `assay.mcp.decision` line (SPEC §4.1a).
 #[derive(Deserialize)]
 pub(super) struct McpData<'a> {
@@ -327,6 +390,7 @@ pub(super) enum Parsed<'a> {
     Tool(DecisionEvent<'a>),
     Listing(ListingEvent<'a>),
     Mcp(McpEvent<'a>),
+    Result(Event<'a, ResultData<'a>>),
 }
 
 impl<'a> Parsed<'a> {
@@ -344,6 +408,7 @@ impl<'a> Parsed<'a> {
         match ty.as_deref() {
             Some(TYPE_LISTING) => serde_json::from_str(line).map(Parsed::Listing),
             Some(TYPE_MCP_DECISION) => serde_json::from_str(line).map(Parsed::Mcp),
+            Some(TYPE_RESULT) => serde_json::from_str(line).map(Parsed::Result),
             _ => serde_json::from_str(line).map(Parsed::Tool),
         }
     }
@@ -384,6 +449,26 @@ impl<'a> Parsed<'a> {
                     ..LineView::envelope(ev)
                 };
                 (view, LineKind::Mcp)
+            }
+            Parsed::Result(ev) => {
+                let d = &ev.data.0;
+                // No verdict of its own: the view's decision follows the reason code, so the
+                // common rule (allow with P_POLICY_ALLOW only) holds; its own rules are
+                // `result_line::check_result`'s.
+                let view = LineView {
+                    session_id: &d.session_id,
+                    seq: d.seq,
+                    decision: if d.reason_code == ReasonCode::P_POLICY_ALLOW {
+                        Decision::Allow
+                    } else {
+                        Decision::Deny
+                    },
+                    reason_code: d.reason_code,
+                    enforced: d.enforced,
+                    policy_sha256: &d.policy_sha256,
+                    ..LineView::envelope(ev)
+                };
+                (view, LineKind::Result)
             }
         }
     }

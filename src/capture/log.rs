@@ -16,6 +16,7 @@ use super::fast_line_parser;
 use super::fields::{Reasons, is_hex, is_session_id, is_utc_time, scan_reason};
 use super::judgement::{ClosureReasonCode, FileDigest};
 use super::log_digest::{Hashing, HashingLost};
+use super::result_line::{Decisions, check_result};
 use crate::capture_files::DECISIONS;
 use crate::event_source::is_event_source;
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
@@ -23,7 +24,15 @@ use crate::outcome::{DecisionLogState, StopData};
 use crate::reason_code::{Carrier, ReasonCode};
 use crate::strict_json;
 
-pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineReasons) {
+/// Checks line `i`; `decisions`: the decision lines read before it, which a result line may
+/// name (SPEC §5.3), and which this line joins when it is one.
+pub(super) fn check_line(
+    i: usize,
+    line: &[u8],
+    exp: &Expect<'_>,
+    lr: &mut LineReasons,
+    decisions: &mut Decisions,
+) {
     let line = match std::str::from_utf8(line) {
         Ok(t) => t,
         Err(e) => {
@@ -39,6 +48,7 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     // also name the problem.
     if let Some((v, kind)) = fast_line_parser::parse(line) {
         check_kind_fields(i, &v, kind, exp, lr);
+        decisions.note(v.seq);
         return;
     }
     if let Err(e) = strict_json::scan_str(line, MAX_DEPTH) {
@@ -54,8 +64,10 @@ pub(super) fn check_line(i: usize, line: &[u8], exp: &Expect<'_>, lr: &mut LineR
     };
     let (view, kind) = parsed.view();
     check_kind_fields(i, &view, kind, exp, lr);
-    if let Parsed::Listing(ev) = &parsed {
-        check_listing(i, &ev.data.0, lr);
+    match &parsed {
+        Parsed::Listing(ev) => check_listing(i, &ev.data.0, lr),
+        Parsed::Result(ev) => check_result(i, &ev.data.0, decisions, lr),
+        Parsed::Tool(_) | Parsed::Mcp(_) => decisions.note(view.seq),
     }
 }
 
@@ -145,6 +157,7 @@ fn check_kind_fields(
             LineKind::Tool => schema("type is not \"assay.tool.decision\""),
             LineKind::Listing => schema("type is not \"assay.tool.listing\""),
             LineKind::Mcp => schema("type is not \"assay.mcp.decision\""),
+            LineKind::Result => schema("type is not \"assay.mcp.result\""),
         }
     }
     if d.datacontenttype != "application/json" {
@@ -183,6 +196,7 @@ fn check_kind_fields(
     let carrier = match kind {
         LineKind::Tool => Some(Carrier::ToolDecision),
         LineKind::Mcp => Some(Carrier::McpDecision),
+        LineKind::Result => Some(Carrier::Result),
         LineKind::Listing => None,
     };
     if carrier.is_some_and(|c| !d.reason_code.carried_by(c)) {
@@ -260,12 +274,19 @@ pub(super) struct Lines<'e> {
     pub(super) exp: &'e Expect<'e>,
     pub(super) count: usize,
     pub(super) lr: LineReasons,
+    pub(super) decisions: Decisions,
 }
 
 impl Lines<'_> {
     pub(super) fn line(&mut self, bytes: &[u8]) {
         if self.count < MAX_DECISIONS {
-            check_line(self.count, bytes, self.exp, &mut self.lr);
+            check_line(
+                self.count,
+                bytes,
+                self.exp,
+                &mut self.lr,
+                &mut self.decisions,
+            );
         }
         self.count += 1;
     }
@@ -372,6 +393,7 @@ pub(super) fn check_log_file(
             suppressed: 0,
             first_suppressed: None,
         },
+        decisions: Decisions::default(),
     };
     // A line split across chunks is assembled here; at the end it holds the partial tail.
     let mut carry: Vec<u8> = Vec::new();

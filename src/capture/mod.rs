@@ -10,6 +10,7 @@
 //!
 //! [`package_capture`] copies a capture's raw bytes into a new directory with a manifest.
 //! [`read_captures`] judges every capture under a capture root, in parallel and in name order.
+//! [`verify_answer`] says whether a file holds the answer a capture recorded for a request.
 //! [`show_capture`] collects what a person needs to read one capture (`assay capture show`).
 #![forbid(unsafe_code)]
 
@@ -27,9 +28,12 @@ mod no_session;
 mod package;
 mod reader;
 mod records;
+mod result_line;
 mod root_walk;
 mod show;
+mod show_result;
 mod summary;
+mod verify_answer;
 
 use std::path::Path;
 
@@ -41,12 +45,13 @@ pub(crate) use records::{CaptureRecords, capture_records};
 pub(crate) use root_walk::{Visit, walk_root};
 pub use show::{
     CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionCounts, McpDecisionRow, RemovedTool, show_capture,
+    McpDecisionCounts, McpDecisionRow, RemovedTool, ResultRow, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,
     is_capture_root, read_captures,
 };
+pub use verify_answer::{AnswerCheck, MAX_ANSWER_FILE_BYTES, request_id_value, verify_answer};
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};
 pub use judgement::{

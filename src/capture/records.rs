@@ -74,6 +74,8 @@ impl CaptureRecords {
         let closed = self.closure.closure == ClosureKind::Closed;
         let exp = self.facts.expect.borrow();
         let mut refused = 0;
+        // Decision lines seen so far, for the result lines that name them (SPEC §5.3).
+        let mut decisions = super::result_line::Decisions::default();
         let lines = body.split(|&b| b == b'\n');
         for (i, line) in lines
             .take(memchr::memchr_iter(b'\n', body).count())
@@ -85,7 +87,7 @@ impl CaptureRecords {
                     suppressed: 0,
                     first_suppressed: None,
                 };
-                check_line(i, line, &exp, &mut lr);
+                check_line(i, line, &exp, &mut lr, &mut decisions);
                 if !lr.list.is_empty() {
                     refused += 1;
                     continue;
@@ -93,11 +95,22 @@ impl CaptureRecords {
             }
             match std::str::from_utf8(line).ok().map(parse_line) {
                 Some(Ok(record)) => each(&record),
+                // An answer's event (SPEC §5.3) is no decision: not a row of the export.
+                _ if is_result_event(line) => {}
                 _ => refused += 1,
             }
         }
         refused
     }
+}
+
+/// Whether a line the reader accepted is an `assay.mcp.result` event.
+fn is_result_event(line: &[u8]) -> bool {
+    let ty = format!(
+        "\"type\":\"{}\"",
+        super::decision_line::TYPE_RESULT
+    );
+    memchr::memmem::find(line, ty.as_bytes()).is_some()
 }
 
 #[cfg(test)]
@@ -127,7 +140,7 @@ mod tests {
                 LogLine::Decision(d) => Some(d.seq),
                 LogLine::Listing(l) => Some(l.seq),
                 LogLine::McpDecision(m) => Some(m.seq),
-                LogLine::Refused { .. } => None,
+                LogLine::Refused { .. } | LogLine::Result(_) => None,
             })
             .collect();
         assert_eq!(kinds.iter().map(|k| k.0).collect::<Vec<_>>(), shown);

@@ -19,13 +19,16 @@ use serde_json::Value;
 use super::bounds::MAX_COMPANION_BYTES;
 use super::companions::check_protocol;
 use super::decision_line::{
-    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_TOOL_DECISION,
+    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
 };
 use super::facts::{SessionFacts, judged_log, read_facts};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::{Closure, ClosureReasonCode};
 use super::log::check_line;
 use super::reader::judge;
+use super::result_line::Decisions;
+use super::show_result;
+pub use super::show_result::ResultRow;
 use crate::capture_files::{DECISIONS, PROTOCOL};
 use crate::outcome::StopData;
 use crate::strict_json;
@@ -66,6 +69,9 @@ pub enum LogLine {
     /// A decision on a governed method other than `tools/call` (SPEC §4.1a
     /// `assay.mcp.decision`) that passed the reader's line checks.
     McpDecision(McpDecisionRow),
+    /// An answer to a governed request (SPEC §5.3 `assay.mcp.result`) that passed the reader's
+    /// line checks.
+    Result(ResultRow),
     /// A line the reader's checks refused: its 1-based line number and the first problem.
     Refused {
         /// 1-based line number in the log.
@@ -226,6 +232,8 @@ pub struct DecisionCounts {
     /// Entries removed from the other listings (resources, resource templates, prompts, the
     /// server's instructions).
     pub removed_other: u64,
+    /// Answers to governed requests recorded (SPEC §5.3), not counted as decisions.
+    pub answers: u64,
 }
 
 /// How many decisions on governed methods other than `tools/call` (SPEC §4.1a, §5.2) the shown
@@ -279,6 +287,7 @@ impl DecisionLines {
                     }
                 }
                 LogLine::Refused { .. } => c.refused_lines += 1,
+                LogLine::Result(_) => c.answers += 1,
             }
         }
         c
@@ -338,8 +347,9 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
     let (body, tail) = bytes.split_at(complete);
     let count = memchr::memchr_iter(b'\n', body).count();
     let mut lines = Vec::with_capacity(count);
+    let mut decisions = Decisions::default();
     for (i, line) in body.split(|&b| b == b'\n').take(count).enumerate() {
-        lines.push(log_line(i, line, exp));
+        lines.push(log_line(i, line, exp, &mut decisions));
     }
     DecisionLines {
         lines,
@@ -391,6 +401,7 @@ fn row(line: &str) -> Option<LogLine> {
     }
     let ty = serde_json::from_str::<Type>(line).ok()?.ty;
     match ty.as_str() {
+        TYPE_RESULT => show_result::row(line).map(LogLine::Result),
         TYPE_LISTING => {
             let ev = serde_json::from_str::<RowEvent<ListingData>>(line).ok()?;
             let d = ev.data;
@@ -459,13 +470,13 @@ struct RowData {
 }
 
 /// Line `i` (0-based): the reader's line checks first; only a line they accept becomes a row.
-fn log_line(i: usize, line: &[u8], exp: &Expect<'_>) -> LogLine {
+fn log_line(i: usize, line: &[u8], exp: &Expect<'_>, decisions: &mut Decisions) -> LogLine {
     let mut lr = LineReasons {
         list: Vec::new(),
         suppressed: 0,
         first_suppressed: None,
     };
-    check_line(i, line, exp, &mut lr);
+    check_line(i, line, exp, &mut lr, decisions);
     let refused = |code: ClosureReasonCode, detail: String| LogLine::Refused {
         line: i + 1,
         code,

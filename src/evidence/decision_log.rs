@@ -166,6 +166,10 @@ pub(crate) struct DecisionFormat {
     mcp_mid: String,
     /// `,"enforced":…,"policy_sha256":…,"params_sha256":`
     mcp_tail: String,
+    /// `{"specversion":"1.0","id":"evt_result_<session>_`
+    result_head: String,
+    /// `","type":"assay.mcp.result","source":…,"time":"`
+    result_mid: String,
 }
 
 /// The escaped text of the part of a line that depends only on `key`, kept while consecutive
@@ -297,7 +301,35 @@ impl DecisionFormat {
                 ",\"enforced\":{enforced},\"policy_sha256\":{},\"params_sha256\":",
                 json_str(policy_sha256)
             ),
+            result_head: format!(
+                "{{\"specversion\":\"1.0\",\"id\":\"{}{sid_inner}_",
+                super::event::RESULT_ID_PREFIX
+            ),
+            result_mid: format!(
+                "\",\"type\":{},\"source\":{},\"time\":\"",
+                json_str(super::event::TYPE_RESULT),
+                json_str(source)
+            ),
         }
+    }
+
+    /// Appends the envelope of result event `seq` (SPEC §5.3 `assay.mcp.result`) up to and
+    /// including `"data":{"session_id":…,"seq":N`; `evidence/result_event.rs` writes the rest,
+    /// ending with [`Self::policy_tail`].
+    pub(crate) fn push_result_head(&mut self, out: &mut Vec<u8>, seq: u64) {
+        let mut digits = [0u8; 20];
+        let seq = decimal(&mut digits, seq);
+        out.extend_from_slice(self.result_head.as_bytes());
+        out.extend_from_slice(seq);
+        out.extend_from_slice(self.result_mid.as_bytes());
+        self.clock.push_now(out);
+        out.extend_from_slice(self.data_head.as_bytes());
+        out.extend_from_slice(seq);
+    }
+
+    /// `,"policy_sha256":…}}` and the newline: the end of a listing or result line.
+    pub(crate) fn policy_tail(&self) -> &[u8] {
+        self.listing_tail.as_bytes()
     }
 
     /// Appends MCP decision `seq` (SPEC §4.1a `assay.mcp.decision`) as one line to `out`: the

@@ -14,6 +14,10 @@ pub(crate) const TYPE_DECISION: &str = "assay.tool.decision";
 pub(crate) const TYPE_LISTING: &str = "assay.tool.listing";
 /// Event type of a decision on a governed method other than `tools/call` (SPEC §4.1a, §5.2).
 pub(crate) const TYPE_MCP_DECISION: &str = "assay.mcp.decision";
+/// Event type of an answer to a governed request (SPEC §5.3).
+pub(crate) const TYPE_RESULT: &str = "assay.mcp.result";
+/// The prefix of an answer event's id: `evt_result_<session_id>_<seq>`.
+pub(crate) const RESULT_ID_PREFIX: &str = "evt_result_";
 /// Event type of the session context.
 pub(crate) const TYPE_CONTEXT: &str = "assay.mcp.session.context.v1";
 /// Event type of the session stop.

@@ -1,5 +1,5 @@
 //! Evidence writers: the exclusive file opener, the CloudEvents envelope, the decision log with
-//! its accounting, and the session-context, session-stop, protocol, coverage and no-session
+//! its accounting, the answer events of SPEC §5.3 (`result_event`), and the session-context, session-stop, protocol, coverage and no-session
 //! records.
 #![forbid(unsafe_code)]
 
@@ -11,4 +11,5 @@ pub(crate) mod file;
 pub(crate) mod no_session;
 pub(crate) mod prefix_digest;
 pub(crate) mod protocol;
+pub(crate) mod result_event;
 pub(crate) mod stop;

@@ -14,7 +14,7 @@ use super::limits::Limits;
 
 impl Policy {
     /// The SPEC §5.2 sections present, in this order: `"resources"`, `"prompts"`,
-    /// `"client_features"`, `"limits"` (the session context's `governed`). Empty for a policy
+    /// `"client_features"`, `"limits"`, `"results"` (the session context's `governed`). Empty for a policy
     /// without them.
     pub fn governed(&self) -> Vec<&'static str> {
         let s = &self.sections;
@@ -23,10 +23,16 @@ impl Policy {
             (s.prompts.is_some(), "prompts"),
             (s.client_features.is_some(), "client_features"),
             (s.limits.is_some(), "limits"),
+            (s.results.is_some(), "results"),
         ]
         .into_iter()
         .filter_map(|(present, name)| present.then_some(name))
         .collect()
+    }
+
+    /// The `results` section (SPEC §5.3), if any: how answers to governed requests are judged.
+    pub fn results(&self) -> Option<&super::results::Results> {
+        self.sections.results.as_ref()
     }
 
     /// `record_arguments` (`false` when absent): whether `tools/call` decisions carry the

@@ -40,7 +40,8 @@
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
 //! refuses every call, for `hide_refused_tools`); and for SPEC §5.2: `uri_glob` (resource-URI
 //! patterns), `resources`, `prompts`, `client_features`, `limits`, `redact` (recorded
-//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]).
+//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]); and
+//! for SPEC §5.3: `results` (the `results` section: limits, secret rules, strip, deny patterns).
 #![forbid(unsafe_code)]
 
 mod by_name;
@@ -60,6 +61,7 @@ mod prompts;
 mod redact;
 mod repeat_counts;
 mod resources;
+pub mod results;
 mod scalar;
 mod schema;
 mod sections;
@@ -109,6 +111,7 @@ const TOP_KEYS: &[&str] = &[
     "limits",
     "record_arguments",
     "redact",
+    "results",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 

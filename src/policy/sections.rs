@@ -1,5 +1,5 @@
 //! The compiled SPEC §5.2 sections of a policy: `resources`, `prompts`, `client_features`,
-//! `limits`, `record_arguments` and `redact` (the questions on `Policy` are in `governed`).
+//! `limits`, `record_arguments` and `redact`, and the §5.3 `results` (the questions on `Policy` are in `governed`).
 
 use serde_json::{Map, Value};
 
@@ -9,6 +9,7 @@ use super::limits::Limits;
 use super::prompts::Prompts;
 use super::redact::ArgumentRecord;
 use super::resources::Resources;
+use super::results::Results;
 
 /// The compiled §5.2 sections of a policy.
 #[derive(Default)]
@@ -18,6 +19,7 @@ pub(crate) struct Sections {
     pub(crate) client_features: Option<ClientFeatures>,
     pub(crate) limits: Option<Limits>,
     pub(crate) arguments: ArgumentRecord,
+    pub(crate) results: Option<Results>,
 }
 
 impl Sections {
@@ -41,6 +43,10 @@ impl Sections {
                 .map(|v| Limits::parse(ctx, v))
                 .transpose()?,
             arguments: ArgumentRecord::parse(ctx, top.get("record_arguments"), top.get("redact"))?,
+            results: top
+                .get("results")
+                .map(|v| Results::parse(ctx, v))
+                .transpose()?,
         })
     }
 }

@@ -13,7 +13,7 @@ use super::emitter::{
 };
 use super::endpoint::Endpoint;
 use super::line::LineReader;
-use super::message::{ClientLine, Judged, Message, classify, for_each_message, raw_id};
+use super::message::{ClientLine, Judged, Message, as_str, classify, for_each_message, raw_id};
 use super::pending::RequestKind;
 use super::recorder::Recorder;
 use super::respond;
@@ -21,6 +21,7 @@ use super::shared::{Shared, line_after_server_eof};
 use super::workers::WorkerError;
 use crate::methods::{NOTIFICATIONS_CANCELLED, SERVER_DISCOVER, TOOLS_LIST};
 use crate::policy::CallBudget;
+use crate::results::Asked;
 use crate::strict_json::ScanErrorKind;
 
 pub(crate) struct ClientWorker {
@@ -225,13 +226,21 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
 
 /// A message about to be forwarded: a request awaits its response from now on (only an answer to
 /// a pending request reaches the client, SPEC §5); a cancellation says the request it names will
-/// not be answered (SPEC §3 item 7, the idle drain).
-fn note_forwarded(shared: &Shared, m: &Message<'_>) {
+/// not be answered (SPEC §3 item 7, the idle drain). `decision`: the `seq` of the message's
+/// decision event, if it had one (its answer names it under `results`, SPEC §5.3).
+fn note_forwarded(shared: &Shared, m: &Message<'_>, decision: Option<u64>) {
     if m.method.is_none() {
         return;
     }
     match m.id {
-        Some(id) => shared.pending.note(id, RequestKind::of(m.row)),
+        Some(id) => {
+            let asked = shared.policy.results().and_then(|_| {
+                let tool = m.name.and_then(as_str);
+                let method = m.row.map(|r| r.name)?;
+                Asked::of(method, tool.as_deref(), decision).map(Box::new)
+            });
+            shared.pending.note_asked(id, RequestKind::of(m.row), asked)
+        }
         None if m.is(&NOTIFICATIONS_CANCELLED) => shared.pending.cancelled(m.params),
         None => {}
     }
@@ -247,7 +256,7 @@ fn handle_single(
 ) -> LineAction {
     note_message(ctx.shared, head);
     let Some(j) = Judgement::of(ctx.shared, ctx.judged, head, ctx.budget.as_mut()) else {
-        note_forwarded(ctx.shared, head);
+        note_forwarded(ctx.shared, head, None);
         return LineAction {
             decision: None,
             delivery: forward(batch, line, queued),
@@ -259,7 +268,7 @@ fn handle_single(
     let (wrote, decision_id) = j.record(ctx.shared, ctx.recorder, batch.arena(), &verdict, !pass);
     let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
     let delivery = if pass {
-        note_forwarded(ctx.shared, head);
+        note_forwarded(ctx.shared, head, ctx.recorder.last());
         forward(batch, line, queued)
     } else {
         match j.refusal(&verdict, &decision_id) {
@@ -286,8 +295,8 @@ fn handle_batch(
     shared.session_message.store(true, Ordering::Relaxed);
     let (any_refused, any_id) = survey(ctx, text);
     if shared.dry_run || !any_refused {
+        // Each message is noted as pending once its decision is written (its answer names it).
         walk_batch(ctx, runner, decision_line, text, false, drop)?;
-        for_each_message(text, ctx.judged, |m| note_forwarded(shared, m));
         return runner.forward(line);
     }
     if !any_id {
@@ -334,8 +343,9 @@ fn survey(ctx: &mut Ctx<'_>, text: &str) -> (bool, bool) {
 /// batch's decisions are never collected). `refused`: the batch is refused — each message is
 /// judged on a copy of the limits' counters and recorded with its own refusal or the batch's,
 /// and `answer` gets the part of the response each request with an id gets. Otherwise the
-/// session's counters count each call and nothing is answered. Stops at the first failure to
-/// write a decision.
+/// session's counters count each call, nothing is answered, and each message is noted as
+/// pending once its decision is written (its answer names that decision under `results`).
+/// Stops at the first failure to write a decision.
 fn walk_batch(
     ctx: &mut Ctx<'_>,
     runner: &mut ActionRunner,
@@ -353,6 +363,7 @@ fn walk_batch(
         if outcome.is_err() {
             return;
         }
+        let mut decision = None;
         let part = match Judgement::of(shared, ctx.judged, m, budget.as_mut()) {
             Some(j) => {
                 let verdict = j.verdict(refused);
@@ -365,6 +376,7 @@ fn walk_batch(
                         return;
                     }
                 }
+                decision = recorder.last();
                 if refused {
                     j.refusal(&verdict, &decision_id)
                 } else {
@@ -380,8 +392,12 @@ fn walk_batch(
             }),
             None => None,
         };
-        if let Some(part) = part {
-            answer(part);
+        if refused {
+            if let Some(part) = part {
+                answer(part);
+            }
+        } else {
+            note_forwarded(shared, m, decision);
         }
     });
     outcome

@@ -19,10 +19,12 @@ mod line;
 mod live_export;
 pub(crate) mod message;
 mod output;
+mod output_schemas;
 pub(crate) mod pending;
 mod pending_lists;
 mod recorder;
 mod respond;
+mod results_stage;
 pub(crate) mod rpc_id;
 mod server_input;
 mod server_to_client;
@@ -270,6 +272,7 @@ fn shared_state(
     // Dry run changes nothing the client sees: no refusal, no hidden tool (docs/decisions.md).
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
     let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
+    let answers = output_schemas::AnswerStage::new(&policy);
     let event_format = log_writer.is_some().then(|| {
         Mutex::new(DecisionFormat::new(
             session_id,
@@ -294,6 +297,7 @@ fn shared_state(
         decision_seq: recorder.counter(),
         event_format,
         server_input: ServerInput::new(),
+        answers,
         session_id: session_id.to_string(),
     })
 }

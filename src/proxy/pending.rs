@@ -27,6 +27,7 @@ use serde_json::value::RawValue;
 
 use super::pending_lists::PendingLists;
 use super::rpc_id::IdKeys;
+use crate::results::Asked;
 
 /// Pending requests remembered at most.
 pub(crate) const MAX_TRACKED: usize = 16_384;
@@ -120,6 +121,9 @@ pub(crate) struct Answer {
     pub kind: RequestKind,
     /// Its id as the client spelled it (raw JSON text).
     pub spelling: Box<str>,
+    /// What a request whose answer `results` judges asked (SPEC §5.3); `None` otherwise, and
+    /// always without a `results` section.
+    pub asked: Option<Box<Asked>>,
 }
 
 /// [`LineAnswers::by_id_value`]: what each answered request asked and the client's spelling,
@@ -241,6 +245,14 @@ impl LineAnswers {
         )
     }
 
+    /// The answers whose request `results` judges (SPEC §5.3), with the client's spelling of
+    /// each request's id.
+    pub(crate) fn judged(&self) -> impl Iterator<Item = (&str, &Asked)> {
+        self.list
+            .iter()
+            .filter_map(|(_, a)| Some((&*a.spelling, a.asked.as_deref()?)))
+    }
+
     /// The client's spellings of every request the line answered.
     pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
         self.list.iter().map(|(_, a)| &*a.spelling)
@@ -257,6 +269,8 @@ impl LineAnswers {
 struct Entry {
     raw: RawId,
     kind: RequestKind,
+    /// What it asked, when `results` judges its answer.
+    asked: Option<Box<Asked>>,
     /// The id's readings, computed the first time an id text differs from it.
     keys: OnceCell<Option<IdKeys>>,
 }
@@ -326,19 +340,20 @@ impl Inner {
 
     /// Forgets the request `text` answers, and says what it was.
     fn take(&mut self, text: &[u8]) -> Option<Answer> {
-        let (raw, kind) = match self.find(text)? {
+        let (raw, kind, asked) = match self.find(text)? {
             Slot::List(age) => {
                 let listed = self.lists.remove(age)?;
-                (listed.raw, listed.kind)
+                (listed.raw, listed.kind, None)
             }
             Slot::Other(i) => {
                 let entry = self.others.remove(i)?;
-                (Box::from(entry.raw.as_bytes()), entry.kind)
+                (Box::from(entry.raw.as_bytes()), entry.kind, entry.asked)
             }
         };
         Some(Answer {
             kind,
             spelling: String::from_utf8_lossy(&raw).into(),
+            asked,
         })
     }
 
@@ -367,6 +382,12 @@ impl PendingRequests {
 
     /// A request with id text `id` asking `kind` is about to be forwarded.
     pub(crate) fn note(&self, id: &str, kind: RequestKind) {
+        self.note_asked(id, kind, None);
+    }
+
+    /// [`Self::note`] of a request whose answer `results` judges (`asked`, SPEC §5.3; a listing
+    /// never is).
+    pub(crate) fn note_asked(&self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
         let mut inner = self.lock();
         if inner.len() >= MAX_TRACKED {
             inner.overflow = true;
@@ -379,6 +400,7 @@ impl PendingRequests {
             inner.others.push_back(Entry {
                 raw: RawId::new(raw),
                 kind,
+                asked,
                 keys: OnceCell::new(),
             });
         }
@@ -432,7 +454,8 @@ mod tests {
             p.answer("3.0"),
             Some(Answer {
                 kind: RequestKind::TOOLS_LIST,
-                spelling: "3".into()
+                spelling: "3".into(),
+                asked: None,
             })
         );
         assert_eq!(p.answer("3"), None, "answered once");

@@ -15,6 +15,8 @@ pub(crate) struct Recorder {
     /// The session's one `seq` counter, shared with the server worker's listing events
     /// (SPEC §4.1a), which number theirs under the decision log's lock (`shared::OrderedLog`).
     seq: Arc<AtomicU64>,
+    /// The `seq` of the last decision numbered (the answer to its request names it, SPEC §5.3).
+    last: Option<u64>,
 }
 
 impl Recorder {
@@ -24,6 +26,7 @@ impl Recorder {
             format,
             session_id: session_id.to_string(),
             seq: Arc::new(AtomicU64::new(0)),
+            last: None,
         }
     }
 
@@ -36,6 +39,7 @@ impl Recorder {
     /// `seq` and whether a line was appended.
     pub(crate) fn record(&mut self, out: &mut Vec<u8>, entry: &DecisionEntry<'_>) -> (u64, bool) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        self.last = Some(seq);
         match self.format.as_mut() {
             Some(f) => {
                 f.push_line(out, seq, entry);
@@ -53,6 +57,7 @@ impl Recorder {
         entry: &McpDecisionEntry<'_>,
     ) -> (u64, bool) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        self.last = Some(seq);
         match self.format.as_mut() {
             Some(f) => {
                 f.push_mcp_decision_line(out, seq, entry);
@@ -60,6 +65,11 @@ impl Recorder {
             }
             None => (seq, false),
         }
+    }
+
+    /// The `seq` of the last decision numbered.
+    pub(crate) fn last(&self) -> Option<u64> {
+        self.last
     }
 
     /// The event id of decision `seq` (built only when a response or a message needs it).

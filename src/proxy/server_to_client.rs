@@ -13,6 +13,7 @@ use super::governed_lists;
 use super::instructions;
 use super::line::LineReader;
 use super::message::tool_call_id;
+use super::results_stage;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
@@ -83,11 +84,16 @@ fn judge_answered(
     } else {
         Features::Pass
     };
-    // What is left of a line after the client features are judged goes through the
-    // instructions and the listing filters.
-    let rest = |l: &[u8]| match instructions_of(shared, l, answered) {
-        Some(replaced) => pass(shared, &replaced, answered, last),
-        None => pass(shared, l, answered, last),
+    // What is left of a line after the client features are judged: answers to governed
+    // requests judged under `results` (SPEC §5.3), then the instructions and the listing
+    // filters.
+    let rest = |l: &[u8]| {
+        let judged = results_stage::on_line(shared, l, answered);
+        let l = judged.as_deref().unwrap_or(l);
+        match instructions_of(shared, l, answered) {
+            Some(replaced) => pass(shared, &replaced, answered, last),
+            None => pass(shared, l, answered, last),
+        }
     };
     match judged {
         Features::Instead(errors) => instead(shared, &errors, last),

@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     pub server_input: ServerInput,
     /// The session id (event ids of decisions the server worker records).
     pub session_id: String,
+    /// The judge of answers to governed requests, with a `results` section (SPEC §5.3).
+    pub answers: Option<super::output_schemas::AnswerStage>,
 }
 
 /// The decision-log writer as the session holds it.
@@ -107,10 +109,16 @@ impl Shared {
         &self,
         push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64),
     ) -> String {
-        let seq = self
-            .write_event(push)
-            .unwrap_or_else(|| self.decision_seq.fetch_add(1, Ordering::Relaxed));
-        self.decision_id(seq)
+        self.decision_id(self.record_numbered(push))
+    }
+
+    /// [`Shared::record_decision`], returning the `seq` (an answer's event, SPEC §5.3).
+    pub(crate) fn record_numbered(
+        &self,
+        push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64),
+    ) -> u64 {
+        self.write_event(push)
+            .unwrap_or_else(|| self.decision_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     /// [`Shared::record_event`]; returns the `seq` of the line when one was numbered.

@@ -428,6 +428,18 @@ pub(crate) enum CaptureCommand {
         #[arg(long)]
         include_unclosed: bool,
     },
+    /// Say whether FILE's bytes are the answer the capture recorded for a request (one trailing
+    /// newline excluded): exit 0 yes, 1 no.
+    VerifyAnswer {
+        /// The capture directory.
+        dir: PathBuf,
+        /// The request id as JSON: `0` (a number) and `'"0"'` (a string) are different requests;
+        /// text that is not JSON is a string.
+        #[arg(long = "request-id", value_name = "ID", allow_hyphen_values = true)]
+        request_id: String,
+        /// The answer as the client received it (a transcript line).
+        file: PathBuf,
+    },
     /// Copy a capture's raw bytes into a new directory with a manifest of digests.
     Package {
         /// The capture directory.

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 pub use assay::exit_status::{
-    FAILURE, INCOMPLETE, NOT_EXECUTABLE, NOT_FOUND, OK, UNVERIFIED, USAGE, signaled,
+    FAILURE, INCOMPLETE, NOT_EXECUTABLE, NOT_FOUND, NOT_THE_ANSWER, OK, UNVERIFIED, USAGE, signaled,
 };
 
 /// An exit status as an `ExitCode`. Statuses outside 0..=255 cannot occur (the library's rule

@@ -27,7 +27,10 @@ mod policy;
 mod program_path;
 mod show;
 mod signing;
+
+mod show_answers;
 mod text;
+mod verify_answer;
 mod wrap;
 mod wrap_config_cmd;
 
@@ -95,6 +98,12 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
             format,
             include_unclosed,
         }) => export::export(&paths, format, include_unclosed),
+
+        Command::Capture(CaptureCommand::VerifyAnswer {
+            dir,
+            request_id,
+            file,
+        }) => verify_answer::run(&dir, &request_id, &file),
         Command::Capture(CaptureCommand::Package {
             dir,
             out,

@@ -279,13 +279,14 @@ fn decisions(lines: &mut Vec<String>, r: &CaptureReport) {
                     code.as_str().to_string(),
                     text::render(detail),
                 ]),
-                LogLine::Listing(_) | LogLine::McpDecision(_) => {}
+                LogLine::Listing(_) | LogLine::McpDecision(_) | LogLine::Result(_) => {}
             }
         }
         lines.extend(t.lines("  "));
     }
     recorded_arguments(lines, d);
     other_methods(lines, d);
+    super::show_answers::answers(lines, d);
     listings(lines, d);
     if d.partial_tail_bytes > 0 {
         lines.push(format!(

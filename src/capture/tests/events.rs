@@ -437,7 +437,7 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
                 suppressed: 0,
                 first_suppressed: None,
             };
-            check_line(i, l.as_bytes(), &exp, &mut lr);
+            check_line(i, l.as_bytes(), &exp, &mut lr, &mut Default::default());
             assert!(lr.list.is_empty(), "{l}: {:?}", lr.list);
         }
     }
@@ -501,7 +501,7 @@ fn each_event_type_carries_its_own_reason_codes() {
             policy_sha256: None,
             dry_run: None,
         };
-        check_line(3, line3.as_bytes(), &exp, &mut lr);
+        check_line(3, line3.as_bytes(), &exp, &mut lr, &mut Default::default());
         assert!(
             lr.list
                 .iter()
