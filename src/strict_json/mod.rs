@@ -303,8 +303,8 @@ fn fresh_keyset(keysets: &mut Vec<KeySet>, depth: usize, len: usize) {
 
 /// The length of the leading run of `bytes` that holds no byte needing attention in a JSON
 /// string (`"`, `\\`, or below 0x20): eight bytes at a time with [`special_bytes`], then byte
-/// by byte. Shared by the scanner and the evidence writers' escaper
-/// (`crate::evidence::event::push_json_str`).
+/// by byte: the evidence writers' escaper (`crate::evidence::event::push_json_str`) finds the
+/// next byte to escape with it.
 #[inline]
 pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     let mut n = 0;
@@ -598,11 +598,28 @@ impl<'a> Scanner<'a> {
         Ok(v)
     }
 
-    /// Skips string bytes that need no attention (see [`plain_run`]) up to the byte that needs
-    /// attention, which the caller handles. The input is valid UTF-8 and we stop only before
-    /// ASCII bytes, so positions stay on character boundaries.
+    /// Skips string bytes that need no attention (no `"`, `\\` or control character): eight at
+    /// a time with [`special_bytes`], then byte by byte up to the byte that needs attention,
+    /// which the caller handles (as [`plain_run`] does; written out here, where the scanner's
+    /// position is the loop variable, so the hot loop keeps its shape). The input is valid
+    /// UTF-8 and we stop only before ASCII bytes, so positions stay on character boundaries.
     fn skip_plain_string_bytes(&mut self) {
-        self.pos += plain_run(self.bytes.get(self.pos..).unwrap_or(&[]));
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+                break;
+            };
+            let flags = special_bytes(u64::from_le_bytes(chunk));
+            if flags != 0 {
+                self.pos += (flags.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.pos += 8;
+        }
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos += rest
+            .iter()
+            .position(|&b| STRING_SPECIAL[usize::from(b)])
+            .unwrap_or(rest.len());
     }
 
     /// Validates a string starting at the opening quote and moves past the closing one.
