@@ -106,10 +106,7 @@ impl CaptureRecords {
 
 /// Whether a line the reader accepted is an `assay.mcp.result` event.
 fn is_result_event(line: &[u8]) -> bool {
-    let ty = format!(
-        "\"type\":\"{}\"",
-        super::decision_line::TYPE_RESULT
-    );
+    let ty = format!("\"type\":\"{}\"", super::decision_line::TYPE_RESULT);
     memchr::memmem::find(line, ty.as_bytes()).is_some()
 }
 
