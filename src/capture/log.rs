@@ -210,6 +210,19 @@ fn check_kind_fields(
             ),
         );
     }
+    check_against_session(i, d, kind, exp, lr);
+}
+
+/// The checks of a line against its session and its position: `seq`, the session id, the event
+/// id, the source, the policy digest and `enforced` against the context (the second half of
+/// [`check_kind_fields`], in its order).
+fn check_against_session(
+    i: usize,
+    d: &LineView<'_>,
+    kind: LineKind,
+    exp: &Expect<'_>,
+    lr: &mut LineReasons,
+) {
     if d.seq != i as u64 {
         lr.push(
             ClosureReasonCode::CountMismatch,
@@ -429,7 +442,22 @@ pub(super) fn check_log_file(
         lines.lr.finish(r);
     }
 
-    let Some(stop) = stop else { return };
+    if let Some(stop) = stop {
+        check_against_stop(stop, count, &tail, &file_sha, &prefix_sha, r);
+    }
+}
+
+/// The log against the stop record's accounting (SPEC §4.3): a complete log ends with a newline,
+/// holds `decision_events_written` lines, and its bytes (or its complete-line prefix) have the
+/// recorded SHA-256.
+fn check_against_stop(
+    stop: &StopData,
+    count: usize,
+    tail: &[u8],
+    file_sha: &str,
+    prefix_sha: &str,
+    r: &mut Reasons,
+) {
     let full = match stop.decision_log {
         DecisionLogState::Complete => true,
         DecisionLogState::Incomplete => false,
@@ -456,9 +484,9 @@ pub(super) fn check_log_file(
     }
     if let Some(want) = &stop.decision_prefix_sha256 {
         let (got, what) = if full {
-            (&file_sha, "the file")
+            (file_sha, "the file")
         } else {
-            (&prefix_sha, "the complete-line prefix")
+            (prefix_sha, "the complete-line prefix")
         };
         if got != want {
             r.push(

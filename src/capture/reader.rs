@@ -45,6 +45,43 @@ pub(super) struct Kept {
 }
 
 /// [`judge`], keeping (with `keep`) what it read for a reading of the same bytes afterwards.
+/// The verdict of SPEC §7 from the stop record's `decision_log` and the reasons found so far
+/// (an incomplete log's loss is added to them; a log not retained is a reason itself).
+fn closure_of(stop: Option<&crate::outcome::StopData>, r: &mut Reasons) -> ClosureKind {
+    match stop.map(|s| s.decision_log) {
+        None => ClosureKind::Unknown,
+        Some(DecisionLogState::Complete) => {
+            if r.any_hard() {
+                ClosureKind::Unknown
+            } else {
+                ClosureKind::Closed
+            }
+        }
+        Some(DecisionLogState::Incomplete) => {
+            if let Some(s) = stop {
+                loss_reason(s, r);
+            }
+            if r.any_hard() {
+                ClosureKind::Unknown
+            } else {
+                ClosureKind::Incomplete
+            }
+        }
+        Some(state) => {
+            let name = match state {
+                DecisionLogState::Temporary => "temporary",
+                DecisionLogState::Absent => "absent",
+                _ => "unknown",
+            };
+            r.push(
+                ClosureReasonCode::DecisionLogNotRetained,
+                format!("{STOP}: decision_log is {name}"),
+            );
+            ClosureKind::Unknown
+        }
+    }
+}
+
 pub(super) fn judge_keeping(dir: &Path, keep: bool) -> (Closure, Option<Kept>) {
     let mut r = Reasons::default();
     let mut files = BTreeMap::new();
@@ -87,38 +124,7 @@ pub(super) fn judge_keeping(dir: &Path, keep: bool) -> (Closure, Option<Kept>) {
         no_session::check(m, dir, p.as_ref().map(|p| p.session_id), &files, &mut r);
     }
 
-    let closure = match s.as_ref().map(|s| s.data.decision_log) {
-        None => ClosureKind::Unknown,
-        Some(DecisionLogState::Complete) => {
-            if r.any_hard() {
-                ClosureKind::Unknown
-            } else {
-                ClosureKind::Closed
-            }
-        }
-        Some(DecisionLogState::Incomplete) => {
-            if let Some(s) = &s {
-                loss_reason(&s.data, &mut r);
-            }
-            if r.any_hard() {
-                ClosureKind::Unknown
-            } else {
-                ClosureKind::Incomplete
-            }
-        }
-        Some(state) => {
-            let name = match state {
-                DecisionLogState::Temporary => "temporary",
-                DecisionLogState::Absent => "absent",
-                _ => "unknown",
-            };
-            r.push(
-                ClosureReasonCode::DecisionLogNotRetained,
-                format!("{STOP}: decision_log is {name}"),
-            );
-            ClosureKind::Unknown
-        }
-    };
+    let closure = closure_of(s.as_ref().map(|s| &s.data), &mut r);
 
     // Defensive: a verdict other than closed must say why (SPEC §7: empty only for closed).
     if closure == ClosureKind::Unknown && r.0.is_empty() {

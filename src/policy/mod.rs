@@ -262,36 +262,8 @@ pub(crate) fn read_document(bytes: &[u8], json: bool) -> Result<Value, PolicyErr
 fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
     let top = ctx.object(root, "(top level)", "a mapping")?;
     ctx.check_keys(top, "", TOP_KEYS)?;
-
-    match top.get("version") {
-        None => return Err(ctx.missing("version", "add `version: \"1\"`")),
-        Some(Value::String(v)) if v == VERSION => {}
-        Some(Value::String(_)) => {
-            return Err(ctx.invalid("version", "is not supported; use `version: \"1\"`"));
-        }
-        Some(_) => {
-            return Err(ctx.invalid(
-                "version",
-                "must be the string \"1\"; quote it: `version: \"1\"`",
-            ));
-        }
-    }
-
-    let name = match top.get("name") {
-        Some(v) => {
-            let n = ctx.string(v, "name")?;
-            if n.is_empty() {
-                return Err(ctx.invalid("name", "is empty; give a name or remove the key"));
-            }
-            n.to_owned()
-        }
-        None => ctx
-            .file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "policy".to_owned()),
-    };
+    check_version(ctx, top)?;
+    let name = policy_name(ctx, top)?;
 
     // SPEC §5: `allow`/`deny` at the top level or under `tools:`, never both.
     let (allow, deny) = match top.get("tools") {
@@ -342,23 +314,7 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         }
     };
 
-    // SPEC §5.1: a path relative to the policy file.
-    let pins = match top.get("pins") {
-        None => None,
-        Some(v) => {
-            let rel = ctx.string(v, "pins")?;
-            if rel.is_empty() {
-                return Err(ctx.invalid("pins", "is empty; name the pins file or remove the key"));
-            }
-            let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
-            Some(
-                crate::pins_file::Pins::load(&path).map_err(|e| PolicyError::Pins {
-                    path: ctx.file.to_path_buf(),
-                    source: Box::new(e),
-                })?,
-            )
-        }
-    };
+    let pins = load_pins(ctx, top)?;
 
     let rules = Rules {
         deny: RuleList::new("deny", &deny),
@@ -376,6 +332,66 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         rules: Box::new(rules),
         hide_refused_tools,
         sections: Box::new(sections),
+    })
+}
+
+/// `version`: the string `"1"`.
+fn check_version(ctx: &Ctx<'_>, top: &serde_json::Map<String, Value>) -> Result<(), PolicyError> {
+    match top.get("version") {
+        None => return Err(ctx.missing("version", "add `version: \"1\"`")),
+        Some(Value::String(v)) if v == VERSION => {}
+        Some(Value::String(_)) => {
+            return Err(ctx.invalid("version", "is not supported; use `version: \"1\"`"));
+        }
+        Some(_) => {
+            return Err(ctx.invalid(
+                "version",
+                "must be the string \"1\"; quote it: `version: \"1\"`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `name`, or the file's stem, or `policy`.
+fn policy_name(ctx: &Ctx<'_>, top: &serde_json::Map<String, Value>) -> Result<String, PolicyError> {
+    Ok(match top.get("name") {
+        Some(v) => {
+            let n = ctx.string(v, "name")?;
+            if n.is_empty() {
+                return Err(ctx.invalid("name", "is empty; give a name or remove the key"));
+            }
+            n.to_owned()
+        }
+        None => ctx
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "policy".to_owned()),
+    })
+}
+
+/// `pins` (SPEC §5.1): a path relative to the policy file, the pins file loaded.
+fn load_pins(
+    ctx: &Ctx<'_>,
+    top: &serde_json::Map<String, Value>,
+) -> Result<Option<crate::pins_file::Pins>, PolicyError> {
+    Ok(match top.get("pins") {
+        None => None,
+        Some(v) => {
+            let rel = ctx.string(v, "pins")?;
+            if rel.is_empty() {
+                return Err(ctx.invalid("pins", "is empty; name the pins file or remove the key"));
+            }
+            let path = ctx.file.parent().unwrap_or(Path::new("")).join(rel);
+            Some(
+                crate::pins_file::Pins::load(&path).map_err(|e| PolicyError::Pins {
+                    path: ctx.file.to_path_buf(),
+                    source: Box::new(e),
+                })?,
+            )
+        }
     })
 }
 

@@ -72,6 +72,7 @@ use session_files::{
 };
 use shared::{LogWriterState, Shared};
 use signing::Signer;
+use stderr_tee::Tee;
 use undo::StartupFiles;
 
 /// Runs one wrapped MCP session to its end (SPEC §3).
@@ -125,22 +126,14 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
     let mut live = live_export::start(&plan)?;
     // Open the evidence. From here on files are created; until the server runs, a failure
     // removes them again (SPEC §10).
-    let mut created = StartupFiles::default();
-    let (evidence, forwarding, spawned) = match start_server(
+    let (evidence, forwarding, spawned) = start_or_undo(
         plan,
         &session_id,
         &source,
         &policy,
         &mask,
         host_stderr.as_ref(),
-        &mut created,
-    ) {
-        Ok(started) => started,
-        Err(e) => {
-            created.remove();
-            return Err(e);
-        }
-    };
+    )?;
     let Evidence {
         plan,
         tee,
@@ -168,13 +161,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
 
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
+    let output = Endpoint::borrowed(io.output, Direction::Write, cancel.clone());
     let shared = shared_state(
         &plan,
         policy,
-        ClientOutput::new(
-            Endpoint::borrowed(io.output, Direction::Write, cancel.clone())
-                .with_progress(client_bytes.clone()),
-        ),
+        ClientOutput::new(output.with_progress(client_bytes.clone())),
         log_writer,
         &diag,
         &recorder,
@@ -188,20 +179,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         &cancel,
         client_bytes,
     )?;
-    let signals = forwarding.as_ref().map(|f| f.probe());
+    let signals = forwarding.as_ref().map(Forwarding::probe);
     let run = run_session(
         streams, recorder, &shared, &mut guard, &cancel, &plan, signals,
     )?;
-    if let Some(tee) = tee {
-        // The server is reaped: its stderr reaches end of file now, unless a process it left
-        // behind holds it.
-        tee.finish(Duration::from_secs(1));
-    }
-    say_how_it_ran(&diag, &run, forwarding.as_ref(), &plan);
-    if run.client_too_long {
-        // An over-long client line is client bytes: a session existed (SPEC §3 item 8).
-        shared.session_message.store(true, Ordering::Relaxed);
-    }
+    after_run(tee, &diag, &run, forwarding.as_ref(), &plan, &shared);
 
     finish(
         &plan,
@@ -220,6 +202,28 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         },
         evidence_errors,
     )
+}
+
+/// [`start_server`] with the files it creates recorded, and removed again when it fails.
+fn start_or_undo(
+    plan: SessionPlan,
+    session_id: &str,
+    source: &str,
+    policy: &Policy,
+    mask: &ThreadMask,
+    host_stderr: Option<&File>,
+) -> Result<(Evidence, Option<Forwarding>, child::Spawned)> {
+    let mut created = StartupFiles::default();
+    start_server(
+        plan,
+        session_id,
+        source,
+        policy,
+        mask,
+        host_stderr,
+        &mut created,
+    )
+    .inspect_err(|_| created.remove())
 }
 
 /// The session context written (SPEC §4.2) as the server starts: its id (when one is written),
@@ -300,6 +304,27 @@ fn shared_state(
         answers,
         session_id: session_id.to_string(),
     })
+}
+
+/// After the workers and the cleanup: the server's stderr copy finished, how the session ran
+/// said, and an over-long client line counted as a session (SPEC §3 item 8: client bytes).
+fn after_run(
+    tee: Option<Tee>,
+    diag: &Diag,
+    run: &session_end::RunResult,
+    forwarding: Option<&Forwarding>,
+    plan: &SessionPlan,
+    shared: &Shared,
+) {
+    if let Some(tee) = tee {
+        // The server is reaped: its stderr reaches end of file now, unless a process it left
+        // behind holds it.
+        tee.finish(Duration::from_secs(1));
+    }
+    say_how_it_ran(diag, run, forwarding, plan);
+    if run.client_too_long {
+        shared.session_message.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Says on stderr how the session's end came about, where that is not the usual course.

@@ -75,7 +75,6 @@ impl Results {
     /// Compiles the section (`v` is the value of `results`); `secret_rules` is relative to the
     /// policy file.
     pub(crate) fn parse(ctx: &Ctx<'_>, v: &Value) -> Result<Results, PolicyError> {
-        let policy = ctx.file;
         let obj = ctx.object(
             v,
             "results",
@@ -105,43 +104,7 @@ impl Results {
                 ));
             }
         };
-        let extra = match obj.get("secret_rules") {
-            None => Vec::new(),
-            Some(v) => {
-                let rel = ctx.string(v, "results.secret_rules")?;
-                if rel.is_empty() {
-                    return Err(ctx.invalid(
-                        "results.secret_rules",
-                        "is empty; name a gitleaks TOML file or remove the key",
-                    ));
-                }
-                let path = policy.parent().unwrap_or(Path::new("")).join(rel);
-                let bytes = crate::input_file::read_bounded(
-                    &path,
-                    crate::input_file::FinalLink::Follow,
-                    gitleaks::MAX_RULES_BYTES,
-                )
-                .map_err(|e| {
-                    ctx.invalid(
-                        "results.secret_rules",
-                        &format!(
-                            "cannot read {}: {}; check the path (relative to the policy file)",
-                            crate::text::render(&path.to_string_lossy()),
-                            e.describe(gitleaks::MAX_RULES_BYTES)
-                        ),
-                    )
-                })?;
-                let text = std::str::from_utf8(&bytes).map_err(|_| {
-                    ctx.invalid("results.secret_rules", "is not UTF-8 text; a TOML file is")
-                })?;
-                gitleaks::parse(text).map_err(|e| {
-                    ctx.invalid(
-                        "results.secret_rules",
-                        &format!("{}: {e}", crate::text::render(&path.to_string_lossy())),
-                    )
-                })?
-            }
-        };
+        let extra = extra_rules(ctx, obj)?;
         if secrets == SecretMode::Off && obj.contains_key("secret_rules") {
             return Err(ctx.invalid(
                 "results.secret_rules",
@@ -154,46 +117,8 @@ impl Results {
                 SecretRules::new(extra).map_err(|e| ctx.bad_regex("results.secret_rules", &e))?,
             ),
         };
-        let mut strip = Strip::default();
-        if let Some(v) = obj.get("strip") {
-            let list = ctx.array(v, "results.strip", "a list of terminal, bidi, invisible")?;
-            for item in list {
-                match item.as_str() {
-                    Some("terminal") => strip.terminal = true,
-                    Some("bidi") => strip.bidi = true,
-                    Some("invisible") => strip.invisible = true,
-                    _ => {
-                        return Err(ctx.invalid(
-                            "results.strip",
-                            "holds an entry that is not terminal, bidi or invisible",
-                        ));
-                    }
-                }
-            }
-        }
-        let deny = match obj.get("deny_patterns") {
-            None => None,
-            Some(v) => {
-                let list = ctx.array(v, "results.deny_patterns", "a list of regexes")?;
-                let mut patterns = Vec::with_capacity(list.len());
-                for (i, p) in list.iter().enumerate() {
-                    let key = format!("results.deny_patterns[{i}]");
-                    let p = ctx.string(p, &key)?;
-                    regex::RegexBuilder::new(p)
-                        .case_insensitive(true)
-                        .build()
-                        .map_err(|e| ctx.bad_regex(&key, &e))?;
-                    patterns.push(p);
-                }
-                // Case-folded (Unicode simple case folding, as keys are in SPEC §3).
-                Some(
-                    RegexSetBuilder::new(&patterns)
-                        .case_insensitive(true)
-                        .build()
-                        .map_err(|e| ctx.bad_regex("results.deny_patterns", &e))?,
-                )
-            }
-        };
+        let strip = strip_of(ctx, obj)?;
+        let deny = deny_patterns(ctx, obj)?;
         let output_schema = match obj.get("output_schema").map(|v| v.as_str()) {
             None => None,
             Some(Some("enforce")) => Some(SchemaMode::Enforce),
@@ -257,6 +182,103 @@ impl Results {
     pub fn reads_text(&self) -> bool {
         self.rules.is_some() || self.strip.any() || self.deny.is_some()
     }
+}
+
+/// `secret_rules`: the extra rules of a gitleaks TOML file, relative to the policy file.
+fn extra_rules(
+    ctx: &Ctx<'_>,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Vec<secrets::SecretRule>, PolicyError> {
+    let policy = ctx.file;
+    Ok(match obj.get("secret_rules") {
+        None => Vec::new(),
+        Some(v) => {
+            let rel = ctx.string(v, "results.secret_rules")?;
+            if rel.is_empty() {
+                return Err(ctx.invalid(
+                    "results.secret_rules",
+                    "is empty; name a gitleaks TOML file or remove the key",
+                ));
+            }
+            let path = policy.parent().unwrap_or(Path::new("")).join(rel);
+            let bytes = crate::input_file::read_bounded(
+                &path,
+                crate::input_file::FinalLink::Follow,
+                gitleaks::MAX_RULES_BYTES,
+            )
+            .map_err(|e| {
+                ctx.invalid(
+                    "results.secret_rules",
+                    &format!(
+                        "cannot read {}: {}; check the path (relative to the policy file)",
+                        crate::text::render(&path.to_string_lossy()),
+                        e.describe(gitleaks::MAX_RULES_BYTES)
+                    ),
+                )
+            })?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| {
+                ctx.invalid("results.secret_rules", "is not UTF-8 text; a TOML file is")
+            })?;
+            gitleaks::parse(text).map_err(|e| {
+                ctx.invalid(
+                    "results.secret_rules",
+                    &format!("{}: {e}", crate::text::render(&path.to_string_lossy())),
+                )
+            })?
+        }
+    })
+}
+
+/// `strip`: which kinds of characters are removed from text.
+fn strip_of(ctx: &Ctx<'_>, obj: &serde_json::Map<String, Value>) -> Result<Strip, PolicyError> {
+    let mut strip = Strip::default();
+    if let Some(v) = obj.get("strip") {
+        let list = ctx.array(v, "results.strip", "a list of terminal, bidi, invisible")?;
+        for item in list {
+            match item.as_str() {
+                Some("terminal") => strip.terminal = true,
+                Some("bidi") => strip.bidi = true,
+                Some("invisible") => strip.invisible = true,
+                _ => {
+                    return Err(ctx.invalid(
+                        "results.strip",
+                        "holds an entry that is not terminal, bidi or invisible",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(strip)
+}
+
+/// `deny_patterns`: one case-folded set.
+fn deny_patterns(
+    ctx: &Ctx<'_>,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Option<RegexSet>, PolicyError> {
+    Ok(match obj.get("deny_patterns") {
+        None => None,
+        Some(v) => {
+            let list = ctx.array(v, "results.deny_patterns", "a list of regexes")?;
+            let mut patterns = Vec::with_capacity(list.len());
+            for (i, p) in list.iter().enumerate() {
+                let key = format!("results.deny_patterns[{i}]");
+                let p = ctx.string(p, &key)?;
+                regex::RegexBuilder::new(p)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| ctx.bad_regex(&key, &e))?;
+                patterns.push(p);
+            }
+            // Case-folded (Unicode simple case folding, as keys are in SPEC §3).
+            Some(
+                RegexSetBuilder::new(&patterns)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| ctx.bad_regex("results.deny_patterns", &e))?,
+            )
+        }
+    })
 }
 
 #[cfg(test)]
