@@ -25,6 +25,7 @@ mod log_digest;
 mod no_session;
 mod package;
 mod reader;
+mod rows;
 mod show;
 mod summary;
 
@@ -33,13 +34,13 @@ use std::path::Path;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
+pub use rows::{DecisionRow, ListedTool, ListingRow, LogLine, McpDecisionRow, RemovedTool};
 pub use show::{
-    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionCounts, McpDecisionRow, RemovedTool, SessionFacts, show_capture,
+    CaptureReport, DecisionCounts, DecisionLines, McpDecisionCounts, SessionFacts, show_capture,
 };
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,
-    is_capture_root, read_captures,
+    is_capture_root, read_captures, read_captures_with,
 };
 
 pub use bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_DEPTH, MAX_LOG_BYTES};

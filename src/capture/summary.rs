@@ -273,10 +273,14 @@ fn symlinked(name: &str) -> Closure {
     )
 }
 
-/// Judges one entry; `None` when it is not a capture (not a directory, or no `protocol.json`).
-fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
+/// What a worker does with each capture after judging it: given the capture's directory (`None`
+/// when it could not be opened as one) and its verdict.
+type Work<'w, T> = &'w (dyn Fn(Option<&Path>, &CaptureVerdict) -> T + Sync);
+
+/// Judges one entry and runs `work` on it; `None` when it is not a capture (not a directory, or
+/// no `protocol.json`).
+fn judge<T>(root: &Root, entry: &Entry, work: Work<'_, T>) -> Option<(CaptureVerdict, T)> {
     let name = entry.name.to_string_lossy().into_owned();
-    let mut server_id = None;
     let closure = if entry.symlink {
         symlinked(&name)
     } else {
@@ -307,32 +311,48 @@ fn judge(root: &Root, entry: &Entry) -> Option<CaptureVerdict> {
                     root.path.join(&entry.name)
                 };
                 let closure = reader::judge(&path);
-                server_id = super::show::label(&path, &closure);
-                closure
+                let server_id = super::show::label(&path, &closure);
+                let verdict = CaptureVerdict {
+                    name,
+                    status: CaptureStatus::of(&closure),
+                    server_id,
+                    closure,
+                };
+                let t = work(Some(&path), &verdict);
+                return Some((verdict, t));
             }
         }
     };
-    Some(CaptureVerdict {
+    let verdict = CaptureVerdict {
         name,
         status: CaptureStatus::of(&closure),
-        server_id,
+        server_id: None,
         closure,
-    })
+    };
+    let t = work(None, &verdict);
+    Some((verdict, t))
 }
 
 /// The bounded window between the workers and the caller.
-struct Window {
+struct Window<T> {
     /// The next entry index a worker will take.
     next: usize,
     /// The next index handed to the caller.
     emitted: usize,
     /// Results judged but not yet handed over (`None`: the entry is not a capture).
-    done: BTreeMap<usize, Option<CaptureVerdict>>,
+    done: BTreeMap<usize, Option<(CaptureVerdict, T)>>,
     /// The caller stopped early.
     stop: bool,
 }
 
-fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, window: usize) {
+fn worker<T>(
+    root: &Root,
+    entries: &[Entry],
+    work: Work<'_, T>,
+    state: &Mutex<Window<T>>,
+    cv: &Condvar,
+    window: usize,
+) {
     loop {
         let i = {
             let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -348,20 +368,23 @@ fn worker(root: &Root, entries: &[Entry], state: &Mutex<Window>, cv: &Condvar, w
         let Some(entry) = entries.get(i) else { return };
         // The reader never panics; should it ever, the entry is reported, not lost, and the
         // caller is not left waiting for it.
-        let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(root, entry)))
-            .unwrap_or_else(|_| {
-                let name = entry.name.to_string_lossy().into_owned();
-                let closure = refused(
-                    ClosureReasonCode::SchemaMismatch,
-                    format!("{name}: the reader failed on this capture"),
-                );
-                Some(CaptureVerdict {
-                    name,
-                    status: CaptureStatus::Unknown,
-                    server_id: None,
-                    closure,
-                })
-            });
+        let verdict =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(root, entry, work)))
+                .unwrap_or_else(|_| {
+                    let name = entry.name.to_string_lossy().into_owned();
+                    let closure = refused(
+                        ClosureReasonCode::SchemaMismatch,
+                        format!("{name}: the reader failed on this capture"),
+                    );
+                    let verdict = CaptureVerdict {
+                        name,
+                        status: CaptureStatus::Unknown,
+                        server_id: None,
+                        closure,
+                    };
+                    let t = work(None, &verdict);
+                    Some((verdict, t))
+                });
         let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
         w.done.insert(i, verdict);
         cv.notify_all();
@@ -385,6 +408,22 @@ pub fn read_captures(
     root: &Path,
     mut each: impl FnMut(CaptureVerdict) -> ControlFlow<()>,
 ) -> Result<CaptureCounts> {
+    read_captures_with(root, &|_, _| (), |v, ()| each(v))
+}
+
+/// [`read_captures`] with more work per capture: `work` runs on the worker thread right after
+/// the capture is judged, with the capture's directory (opened without following a symlink;
+/// `None` when it is not one) and its verdict, and its result is handed to `each` with the
+/// verdict, in name order. At most [`WINDOW_PER_WORKER`] results per worker are held at once,
+/// so memory is bounded by what `work` returns for the largest capture, not by their number.
+///
+/// # Errors
+/// As [`read_captures`].
+pub fn read_captures_with<T: Send>(
+    root: &Path,
+    work: &(dyn Fn(Option<&Path>, &CaptureVerdict) -> T + Sync),
+    mut each: impl FnMut(CaptureVerdict, T) -> ControlFlow<()>,
+) -> Result<CaptureCounts> {
     let (root, entries) = list(root)?;
     let mut counts = CaptureCounts::default();
     if entries.is_empty() {
@@ -405,7 +444,7 @@ pub fn read_captures(
         for n in 0..workers {
             let spawned = std::thread::Builder::new()
                 .name(format!("assay-summary-{n}"))
-                .spawn_scoped(s, || worker(&root, &entries, &state, &cv, window));
+                .spawn_scoped(s, || worker(&root, &entries, work, &state, &cv, window));
             if let Err(e) = spawned {
                 let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
                 w.stop = true;
@@ -431,9 +470,9 @@ pub fn read_captures(
                 w.emitted = i + 1;
                 cv.notify_all();
             }
-            if let Some(v) = item {
+            if let Some((v, t)) = item {
                 counts.add(v.status);
-                if each(v).is_break() {
+                if each(v, t).is_break() {
                     let mut w = state.lock().unwrap_or_else(PoisonError::into_inner);
                     w.stop = true;
                     cv.notify_all();

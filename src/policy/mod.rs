@@ -40,7 +40,8 @@
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
 //! refuses every call, for `hide_refused_tools`); and for SPEC §5.2: `uri_glob` (resource-URI
 //! patterns), `resources`, `prompts`, `client_features`, `limits`, `redact` (recorded
-//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]).
+//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]),
+//! `recorded` (what a capture recorded, judged by the same steps: `assay policy replay`).
 #![forbid(unsafe_code)]
 
 mod by_name;
@@ -57,6 +58,7 @@ mod json;
 mod limits;
 mod prescan;
 mod prompts;
+mod recorded;
 mod redact;
 mod resources;
 mod scalar;
@@ -84,6 +86,7 @@ pub use self::decision::{Decision, ReasonCode, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};
+pub use self::recorded::{RecordedArguments, Rejudged};
 pub use self::redact::MAX_RECORDED_BYTES;
 pub(crate) use self::resources::pattern_problem as resource_pattern_problem;
 
