@@ -347,6 +347,19 @@ pub fn method(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)
 }
 
+/// Whether the list a listing event of method `name` judged holds resource URI templates
+/// (`resources/templates/list`) rather than URIs, prompt names or tool names.
+pub fn lists_templates(name: &str) -> bool {
+    name == "resources/templates/list"
+}
+
+/// Whether a decision on method `name` names more targets than its event records:
+/// `subscriptions/listen` subscribes to a list of resource URIs, and its event records one (the
+/// refused one, or the first), so the others cannot be judged again from the capture.
+pub fn records_one_of_many_targets(name: &str) -> bool {
+    name == "subscriptions/listen"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ mod agreement;
 mod bounds;
 mod companions;
 mod decision_line;
+mod each;
 mod fast_line_parser;
 mod fields;
 mod judgement;
@@ -31,6 +32,7 @@ mod summary;
 
 use std::path::Path;
 
+pub use each::{Visited, for_each_capture};
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };

@@ -80,6 +80,74 @@ impl Policy {
             .collect()
     }
 
+    /// Every rule of the policy by the label a verdict's `matched_rule` gives it, in the order
+    /// of SPEC §5 and §5.2: `deny:P`, `allow:P`, `pins`, `constraints:TOOL.PARAM`,
+    /// `schemas:TOOL`, `resources.deny:P`, `resources.allow:P`, `prompts.deny:P`,
+    /// `prompts.allow:P`, `client_features.FEATURE`, `limits.tool_calls`,
+    /// `limits.per_tool.TOOL`, `limits.repeated_call`.
+    pub fn rule_labels(&self) -> Vec<String> {
+        let s = self.summary();
+        let mut out: Vec<String> = Vec::new();
+        let mut list = |kind: &str, patterns: &[String]| {
+            out.extend(patterns.iter().map(|p| format!("{kind}:{p}")));
+        };
+        list("deny", &s.deny);
+        list("allow", s.allow.as_deref().unwrap_or_default());
+        if s.pins.is_some() {
+            out.push("pins".to_owned());
+        }
+        for c in &s.constraints {
+            out.extend(
+                c.params
+                    .iter()
+                    .map(|p| format!("constraints:{}.{}", c.tool, p.name)),
+            );
+        }
+        out.extend(s.schemas.keys().map(|t| format!("schemas:{t}")));
+        for (section, patterns) in [("resources", &s.resources), ("prompts", &s.prompts)] {
+            if let Some(p) = patterns {
+                out.extend(p.deny.iter().map(|x| format!("{section}.deny:{x}")));
+                let allow = p.allow.as_deref().unwrap_or_default();
+                out.extend(allow.iter().map(|x| format!("{section}.allow:{x}")));
+            }
+        }
+        if let Some(f) = &s.client_features {
+            out.extend(f.keys().map(|k| format!("client_features.{k}")));
+        }
+        if let Some(l) = &s.limits {
+            if l.tool_calls.is_some() {
+                out.push("limits.tool_calls".to_owned());
+            }
+            out.extend(l.per_tool.keys().map(|t| format!("limits.per_tool.{t}")));
+            if l.repeated_call.is_some() {
+                out.push("limits.repeated_call".to_owned());
+            }
+        }
+        out
+    }
+
+    /// The narrowest `resources` patterns that allow `uri`: one literal pattern per distinct
+    /// reading the judge gives it (as written and normalized, its WHATWG serialization, its
+    /// percent-decoded forms), since a URI is allowed only when every reading is. Globs have no
+    /// escape, so a `*` or `?` in the URI is written `?` (one character). Empty when the URI is
+    /// refused whatever the patterns (a control character, `..` above the root).
+    pub fn resource_literals(uri: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (_, reading) in super::resources::readings(uri) {
+            let Ok(text) = reading else {
+                return Vec::new();
+            };
+            let literal: String = text
+                .chars()
+                .map(|c| if c == '*' || c == '?' { '?' } else { c })
+                .collect();
+            if !out.contains(&literal) {
+                out.push(literal);
+            }
+        }
+        out
+    }
+
     /// Why a `tools/list` answer loses the tool `name`, listed with the definition digest
     /// `digest` (SPEC §5, §5.1): `hide` (`hide_refused_tools` in effect) removes a tool refused by
     /// name (`P_TOOL_DENIED`, `P_TOOL_NOT_ALLOWED`); `pins` (pins in effect) one that is not

@@ -24,7 +24,9 @@ mod messages;
 mod pin;
 mod policy;
 mod program_path;
+mod replay;
 mod show;
+mod suggest;
 mod text;
 mod wrap;
 mod wrap_config_cmd;
@@ -82,6 +84,17 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
         Command::Mcp(McpCommand::Doctor(args)) => doctor::run(args),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
+        Command::Policy(PolicyCommand::Replay {
+            policy,
+            captures,
+            format,
+        }) => replay::run(&policy, &captures, format),
+        Command::Policy(PolicyCommand::Suggest {
+            captures,
+            out,
+            update,
+            from,
+        }) => suggest::run(&captures, out.as_deref(), update, from.as_deref()),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {
             SummaryFormat::Json => capture::summary(&root),
