@@ -37,5 +37,6 @@ mod process;
 mod properties;
 mod proxy;
 mod regression;
+mod replay;
 mod show;
 mod text_for_people;

@@ -70,7 +70,7 @@ impl RuleList {
     }
 
     /// `(label, reason)` of the first pattern matching `tool`.
-    fn first_match(&self, tool: &str) -> Option<(&str, &str)> {
+    pub(crate) fn first_match(&self, tool: &str) -> Option<(&str, &str)> {
         let i = self.globs.first_match(tool)?;
         Some((self.labels.get(i)?.as_str(), self.reasons.get(i)?.as_str()))
     }

@@ -70,6 +70,13 @@ impl Policy {
         )
     }
 
+    /// The label (`allow:PATTERN`) of the first `allow` pattern that matches `tool`, if any: the
+    /// rule the name step used for a call that got past it.
+    pub fn allow_rule(&self, tool: &str) -> Option<String> {
+        let (label, _) = self.rules.allow.as_ref()?.first_match(tool)?;
+        Some(label.to_owned())
+    }
+
     /// The labels of the argument rules (`constraints:TOOL.PARAM`, `schemas:TOOL`) that apply
     /// to calls of `tool`, in the order they are checked.
     pub fn argument_rules(&self, tool: &str) -> Vec<String> {

@@ -149,10 +149,27 @@ impl Judging<'_> {
             Ok(()) => RecordedArguments::Whole(value.as_ref()),
             Err(_) => RecordedArguments::Unknown,
         };
-        let verdict = match self
+        let rejudged = self
             .policy
-            .judge_recorded_call(tool, arguments, listed.as_ref())
-        {
+            .judge_recorded_call(tool, arguments, listed.as_ref());
+        let past_names = match &rejudged {
+            Rejudged::NeedsArguments { .. } => true,
+            Rejudged::Verdict(v) => !matches!(
+                v.reason_code,
+                ReasonCode::P_TOOL_DENIED
+                    | ReasonCode::P_TOOL_NOT_ALLOWED
+                    | ReasonCode::P_TOOL_UNPINNED
+                    | ReasonCode::P_TOOL_UNLISTED
+                    | ReasonCode::P_TOOL_DRIFT
+            ),
+        };
+        if past_names {
+            self.out.used_rules.extend(self.policy.allow_rule(tool));
+            if self.policy.pins().is_some() {
+                self.out.used_rules.insert("pins".to_owned());
+            }
+        }
+        let verdict = match rejudged {
             Rejudged::Verdict(v) => v,
             Rejudged::NeedsArguments { rule } => {
                 self.out.used_rules.insert(rule.clone());
@@ -170,7 +187,7 @@ impl Judging<'_> {
                 );
             }
         };
-        if verdict.decision == Decision::Allow {
+        if past_names {
             self.out.used_rules.extend(self.policy.argument_rules(tool));
         }
         let verdict = match (&mut self.budget, verdict.decision) {
@@ -272,31 +289,16 @@ impl Judging<'_> {
         self.judged(at, new);
     }
 
-    /// A listing (SPEC §4.1a): each entry shown and each entry removed is judged again as the
-    /// list filter would judge it.
+    /// A listing (SPEC §4.1a): each entry it removed is judged again as the list filter would
+    /// judge it (an entry shown is not a decision of its own: a call of it is).
     fn listing(&mut self, l: &ListingRow) {
         if l.replaced_by_error {
             return;
         }
         let method = l.list_name().to_owned();
-        let entries = l
-            .shown
-            .iter()
-            .map(|s| (&s.name, Some(&s.sha256), None))
-            .chain(
-                l.removed
-                    .iter()
-                    .map(|r| (&r.name, r.sha256.as_ref(), Some(&r.reason_code))),
-            );
-        for (name, sha, removed) in entries {
-            let old = match removed {
-                Some(code) => recorded(Decision::Deny.as_str(), code),
-                None => Outcome {
-                    decision: Decision::Allow.as_str().to_owned(),
-                    reason_code: None,
-                    matched_rule: None,
-                },
-            };
+        for r in &l.removed {
+            let (name, sha) = (&r.name, r.sha256.as_ref());
+            let old = recorded(Decision::Deny.as_str(), &r.reason_code);
             let at = Replayed {
                 seq: l.seq,
                 time: l.time.clone(),
@@ -306,8 +308,7 @@ impl Judging<'_> {
                 listing: true,
                 ..Replayed::default()
             };
-            let instructions = removed
-                .is_some_and(|c| c == ReasonCode::P_INSTRUCTIONS_DRIFT.as_str())
+            let instructions = r.reason_code == ReasonCode::P_INSTRUCTIONS_DRIFT.as_str()
                 || methods::method(&method).is_some_and(|m| m.governor == Governor::Instructions);
             let digest = sha.and_then(|s| HexDigest::from_hex(s));
             let refusal = if instructions {

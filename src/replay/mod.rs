@@ -137,6 +137,8 @@ impl ReplayedCapture {
         let change = match (at.old.allows(), new.allows()) {
             (true, false) => ChangeKind::NewlyDenied,
             (false, true) => ChangeKind::NewlyAllowed,
+            // Through before and now: whether by a rule or ungoverned, nothing changes for it.
+            (true, true) => return,
             _ if at.old.decision == new.decision && at.old.reason_code == new.reason_code => {
                 return;
             }

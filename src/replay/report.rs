@@ -61,7 +61,7 @@ pub struct Replay {
     /// The captures left out, in the order met.
     pub skipped: Vec<SkippedCapture>,
     /// The decisions that could not be judged, by rule and reason.
-    pub not_judgeable: Vec<NotJudgeable>,
+    pub not_judgeable_by_rule: Vec<NotJudgeable>,
     /// The policy's rules no recorded decision used (labels as `matched_rule` writes them:
     /// `deny:shell*`, `resources.allow:…`, `limits.per_tool.write_file`, `pins`).
     pub never_used: Vec<String>,
@@ -105,7 +105,7 @@ impl Replay {
 
     /// Finishes the totals: the unjudgeable groups and the rules of `policy` never used.
     pub fn finish(&mut self, policy: &Policy) {
-        self.not_judgeable = std::mem::take(&mut self.unjudged)
+        self.not_judgeable_by_rule = std::mem::take(&mut self.unjudged)
             .into_iter()
             .map(|((rule, why), decisions)| NotJudgeable {
                 rule,
@@ -139,7 +139,7 @@ impl Replay {
     }
 
     /// The summary line of `--format json`, compact, without a newline:
-    /// `{"summary":{…counts…,"skipped":[…],"not_judgeable":[…],"never_used":[…]}}`.
+    /// `{"summary":{…counts…,"skipped":[…],"not_judgeable_by_rule":[…],"never_used":[…]}}`.
     pub fn summary_line(&self) -> String {
         #[derive(Serialize)]
         struct Line<'a> {

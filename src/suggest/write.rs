@@ -54,6 +54,7 @@ pub(super) fn policy_yaml(e: &Evidence, from: Option<&Policy>, skipped: u64) -> 
     y.push_str("version: \"1\"\nname: \"suggested\"\n");
     let mut notes = Notes(Vec::new());
     let allowed = tools(&mut y, e, from, &mut notes);
+    y.push_str("# The model is not shown the tools, resources and prompts this policy refuses.\nhide_refused_tools: true\n");
     if let Some(f) = from {
         from_rules(&mut y, f);
     }
@@ -147,9 +148,6 @@ fn from_rules(y: &mut String, f: &Policy) {
         for (tool, schema) in &s.schemas {
             let _ = writeln!(y, "  {}: {}", quoted(tool), schema);
         }
-    }
-    if s.hide_refused_tools {
-        y.push_str("hide_refused_tools: true\n");
     }
     if s.record_arguments {
         y.push_str("record_arguments: true\n");

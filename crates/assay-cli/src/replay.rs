@@ -129,7 +129,7 @@ fn text_totals(t: &Replay) -> String {
         c.captures_replayed,
         c.captures_skipped
     );
-    for n in &t.not_judgeable {
+    for n in &t.not_judgeable_by_rule {
         let rule = n
             .rule
             .as_deref()
