@@ -6,7 +6,7 @@
 //! a noisy, shared machine.
 //!
 //! Usage: assay-bench [--quick]
-//!   [--only throughput,listing,latency,startup,reader,summary,memory,policy]
+//!   [--only throughput,listing,latency,startup,reader,summary,replay,memory,policy]
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
@@ -24,6 +24,7 @@ mod listing;
 mod memory;
 mod policy;
 mod reader;
+mod replay;
 mod startup;
 mod summary;
 mod throughput;
@@ -389,6 +390,10 @@ fn run() -> Res<()> {
         if want("summary") {
             let (rounds, n) = if quick { (3, 200) } else { (5, 1_000) };
             summary::bench_summary(&env, &mut rows, rounds, n)?;
+        }
+        if want("replay") {
+            let (rounds, n) = if quick { (3, 1_000) } else { (5, 10_000) };
+            replay::bench_replay(&env, &mut rows, rounds, n)?;
         }
         if want("memory") {
             memory::bench_memory(&env, &mut rows, n_mem)?;
