@@ -347,6 +347,10 @@ pub fn method(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)
 }
 
+/// The method a `tools/call` decision event (SPEC §4.1) stands for: the one the top-level tool
+/// rules judge ([`Governor::Tools`]).
+pub const TOOLS_CALL: &str = "tools/call";
+
 /// Whether the list a listing event of method `name` judged holds resource URI templates
 /// (`resources/templates/list`) rather than URIs, prompt names or tool names.
 pub fn lists_templates(name: &str) -> bool {
@@ -363,6 +367,23 @@ pub fn records_one_of_many_targets(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names the replay asks about are rows of the table, governed as it assumes.
+    #[test]
+    fn replay_accessors_name_rows_of_the_table() {
+        assert_eq!(
+            method(TOOLS_CALL).map(|m| m.governor),
+            Some(Governor::Tools)
+        );
+        let templates = METHODS.iter().filter(|m| lists_templates(m.name));
+        let templates: Vec<_> = templates.map(|m| m.governor).collect();
+        assert_eq!(templates, [Governor::ResourcesListing]);
+        let many = METHODS
+            .iter()
+            .filter(|m| records_one_of_many_targets(m.name));
+        let many: Vec<_> = many.map(|m| m.governor).collect();
+        assert_eq!(many, [Governor::Resources]);
+    }
 
     /// Every method once.
     #[test]

@@ -127,7 +127,7 @@ impl Judging<'_> {
         let at = Replayed {
             seq: d.seq,
             time: d.time.clone(),
-            method: "tools/call".to_owned(),
+            method: methods::TOOLS_CALL.to_owned(),
             name: d.tool.clone(),
             old: recorded(&d.decision, &d.reason_code),
             ..Replayed::default()

@@ -78,3 +78,6 @@ pub fn write_policy(path: &std::path::Path, yaml: &str, replace: bool) -> std::i
         crate::evidence::file::write_new(path, yaml.as_bytes())
     }
 }
+
+#[cfg(test)]
+mod tests;

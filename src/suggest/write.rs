@@ -12,8 +12,29 @@ use crate::text::render;
 /// How much room the suggested limits leave over the largest count one session showed.
 pub const HEADROOM: u64 = 2;
 
+/// `s` as a YAML double-quoted scalar, with
+/// every character a person would not see as written (controls, format and bidi characters, …:
+/// not [`crate::text::shown_raw`]) escaped, so the file reads as what it allows.
 fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if crate::text::shown_raw(c) => out.push(c),
+            // YAML's escapes (JSON has no eight-digit one; YAML reads `\\u` surrogates as
+            // invalid).
+            c if u32::from(c) <= 0xFFFF => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => {
+                let _ = write!(out, "\\U{:08X}", u32::from(c));
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A tool-name glob that matches exactly `name` (globs have no escape: `*` and `?` are written
