@@ -214,3 +214,6 @@ pub fn replay(
         });
     })
 }
+
+#[cfg(test)]
+mod tests;
