@@ -70,6 +70,8 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
         &policy,
         "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\nlimits: { per_tool: { echo: 50 } }\n",
     )?;
+    let same = env.tmp.join("replay-same.yaml");
+    fs::write(&same, "version: \"1\"\nallow: [\"*\"]\ndeny: [exec]\n")?;
     let r: &std::ffi::OsStr = root.as_os_str();
     let p: &std::ffi::OsStr = policy.as_os_str();
     let summary: Vec<&std::ffi::OsStr> = vec!["capture".as_ref(), "summary".as_ref(), r];
@@ -81,30 +83,40 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
         "--format".as_ref(),
         "json".as_ref(),
     ];
+    let unchanged: Vec<&std::ffi::OsStr> = vec![
+        "policy".as_ref(),
+        "replay".as_ref(),
+        same.as_os_str(),
+        r,
+        "--format".as_ref(),
+        "json".as_ref(),
+    ];
     let suggest: Vec<&std::ffi::OsStr> = vec!["policy".as_ref(), "suggest".as_ref(), r];
-    let runs: [(&[&std::ffi::OsStr], i32); 3] = [(&summary, 0), (&replay, 1), (&suggest, 0)];
+    let runs: [(&[&std::ffi::OsStr], i32); 4] =
+        [(&summary, 0), (&replay, 1), (&unchanged, 0), (&suggest, 0)];
     // Warm-up: page cache and binaries.
     for (args, want) in runs {
         timed(env, args, want)?;
     }
-    let mut wall: [Vec<f64>; 3] = Default::default();
-    let mut ratio: [Vec<f64>; 2] = Default::default();
+    let mut wall: [Vec<f64>; 4] = Default::default();
+    let mut ratio: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        let mut t = [0.0; 3];
-        for k in 0..3 {
-            let cfg = (round + k) % 3;
+        let mut t = [0.0; 4];
+        for k in 0..4 {
+            let cfg = (round + k) % 4;
             let (args, want) = runs[cfg];
             t[cfg] = timed(env, args, want)?;
         }
         eprintln!(
-            "  replay round {round}: summary {:.0} ms, replay {:.0} ms, suggest {:.0} ms",
-            t[0], t[1], t[2]
+            "  replay round {round}: summary {:.0} ms, replay {:.0} ms, replay (no change) {:.0} ms, suggest {:.0} ms",
+            t[0], t[1], t[2], t[3]
         );
         for (w, v) in wall.iter_mut().zip(t) {
             w.push(v);
         }
-        ratio[0].push(t[1] / t[0]);
-        ratio[1].push(t[2] / t[0]);
+        for (i, r) in ratio.iter_mut().enumerate() {
+            r.push(t[i + 1] / t[0]);
+        }
     }
     let rss: Vec<f64> = runs.iter().map(|(a, _)| peak_rss(&env.assay, a)).collect();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());

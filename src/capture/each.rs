@@ -3,8 +3,8 @@
 //! subdirectories are captures, found and judged as `capture summary` does — in parallel, in
 //! name order, with a bounded window ([`read_captures_with`](super::read_captures_with)).
 //!
-//! Only a `closed` capture's decision lines are read (from the bytes its verdict judged, see
-//! [`show_capture`](super::show_capture)) and handed to the caller's `work`, on the worker
+//! Only a `closed` capture's decision lines are read (from the bytes its verdict judged, as
+//! [`show_capture`](super::show_capture) reads them) and handed to the caller's `work`, on the worker
 //! thread; what `work` returns travels to the caller with the verdict. A capture that is not
 //! closed is handed over with its verdict alone: replaying evidence that is not closed would
 //! claim what was not observed.
@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use super::judgement::ClosureKind;
-use super::show::{CaptureReport, label, report_of};
+use super::show::{DecisionLines, closed_lines, label};
 use super::summary::{CaptureStatus, CaptureVerdict, read_captures_with};
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, Result};
@@ -39,7 +39,7 @@ pub struct Visited<T> {
 /// usage error); [`crate::ErrorKind::Io`] when a root cannot be listed.
 pub fn for_each_capture<T: Send>(
     paths: &[PathBuf],
-    work: &(dyn Fn(&CaptureReport) -> T + Sync),
+    work: &(dyn Fn(&DecisionLines) -> T + Sync),
     mut each: impl FnMut(Visited<T>),
 ) -> Result<()> {
     for path in paths {
@@ -61,7 +61,7 @@ pub fn for_each_capture<T: Send>(
         }
         let judge = |dir: Option<&Path>, v: &CaptureVerdict| {
             let dir = dir.filter(|_| v.closure.closure == ClosureKind::Closed)?;
-            Some(work(&report_of(dir, v.closure.clone())))
+            Some(work(&closed_lines(dir, &v.closure)))
         };
         read_captures_with(path, &judge, |verdict, work| {
             let path = path.join(&verdict.name).display().to_string();
@@ -77,7 +77,7 @@ pub fn for_each_capture<T: Send>(
 }
 
 /// A capture directory named by the caller.
-fn one<T>(dir: &Path, work: &(dyn Fn(&CaptureReport) -> T + Sync)) -> Visited<T> {
+fn one<T>(dir: &Path, work: &(dyn Fn(&DecisionLines) -> T + Sync)) -> Visited<T> {
     let closure = super::read_capture(dir);
     let server_id = label(dir, &closure);
     let name = dir.file_name().map_or_else(
@@ -91,7 +91,7 @@ fn one<T>(dir: &Path, work: &(dyn Fn(&CaptureReport) -> T + Sync)) -> Visited<T>
         closure,
     };
     let work = (verdict.closure.closure == ClosureKind::Closed)
-        .then(|| work(&report_of(dir, verdict.closure.clone())));
+        .then(|| work(&closed_lines(dir, &verdict.closure)));
     Visited {
         path: dir.display().to_string(),
         verdict,

@@ -150,9 +150,16 @@ pub struct McpDecisionRow {
 
 /// The fields a row shows, read from a line that passed the reader's checks.
 #[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    time: String,
+    #[serde(borrow)]
+    data: &'a serde_json::value::RawValue,
+}
+
+/// A line's time and its `data`, read as its type says.
 struct RowEvent<D> {
-    #[serde(rename = "type")]
-    ty: String,
     time: String,
     data: D,
 }
@@ -184,15 +191,18 @@ struct McpData {
 
 /// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
 pub(super) fn row(line: &str) -> Option<LogLine> {
-    #[derive(Deserialize)]
-    struct Type {
-        #[serde(rename = "type")]
-        ty: String,
-    }
-    let ty = serde_json::from_str::<Type>(line).ok()?.ty;
-    match ty.as_str() {
+    // One pass over the line: the envelope with `data` left as its text, then `data` read as
+    // the type says.
+    let outer = serde_json::from_str::<Envelope<'_>>(line).ok()?;
+    let ty: &str = &outer.ty;
+    let time = outer.time;
+    let data = outer.data.get();
+    match ty {
         TYPE_LISTING => {
-            let ev = serde_json::from_str::<RowEvent<ListingData>>(line).ok()?;
+            let ev = RowEvent {
+                time,
+                data: serde_json::from_str::<ListingData>(data).ok()?,
+            };
             let d = ev.data;
             Some(LogLine::Listing(ListingRow {
                 seq: d.seq,
@@ -205,7 +215,10 @@ pub(super) fn row(line: &str) -> Option<LogLine> {
             }))
         }
         TYPE_MCP_DECISION => {
-            let ev = serde_json::from_str::<RowEvent<McpData>>(line).ok()?;
+            let ev = RowEvent {
+                time,
+                data: serde_json::from_str::<McpData>(data).ok()?,
+            };
             let d = ev.data;
             Some(LogLine::McpDecision(McpDecisionRow {
                 seq: d.seq,
@@ -221,9 +234,11 @@ pub(super) fn row(line: &str) -> Option<LogLine> {
                 enforced: d.enforced,
             }))
         }
-        _ => {
-            let ev = serde_json::from_str::<RowEvent<RowData>>(line).ok()?;
-            (ev.ty == TYPE_TOOL_DECISION).then_some(())?;
+        TYPE_TOOL_DECISION => {
+            let ev = RowEvent {
+                time,
+                data: serde_json::from_str::<RowData>(data).ok()?,
+            };
             Some(LogLine::Decision(DecisionRow {
                 seq: ev.data.seq,
                 time: ev.time,
@@ -240,6 +255,7 @@ pub(super) fn row(line: &str) -> Option<LogLine> {
                 tool_definition_sha256: ev.data.tool_definition_sha256,
             }))
         }
+        _ => None,
     }
 }
 

@@ -234,7 +234,7 @@ pub(crate) fn report_of(dir: &Path, closure: Closure) -> CaptureReport {
     };
 
     let exp = expectations(p.as_ref(), c.as_ref(), s.as_ref());
-    let decisions = decision_lines(dir, &closure, &exp);
+    let decisions = decision_lines(dir, &closure, Some(&exp));
     let stop_data = s.map(|s| s.data);
     CaptureReport {
         closure,
@@ -268,7 +268,16 @@ pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
 }
 
 /// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
-fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
+/// The decision lines of a `closed` capture `dir`, read again from the bytes its verdict
+/// `closure` judged (same SHA-256), without the companions: a closed verdict checked every line
+/// of those bytes, so each is read as its row directly.
+pub(crate) fn closed_lines(dir: &Path, closure: &Closure) -> DecisionLines {
+    decision_lines(dir, closure, None)
+}
+
+/// The log's lines, each checked as the reader checks it against `exp` (`None`: the verdict is
+/// closed, nothing to check again), from the bytes the verdict judged.
+fn decision_lines(dir: &Path, closure: &Closure, exp: Option<&Expect<'_>>) -> DecisionLines {
     let unavailable = |why: String| DecisionLines {
         unavailable: Some(why),
         ..DecisionLines::default()
@@ -300,12 +309,25 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
         let judged = closed
             .then(|| std::str::from_utf8(line).ok().and_then(row))
             .flatten();
-        lines.push(judged.unwrap_or_else(|| log_line(i, line, exp)));
+        lines.push(match (judged, exp) {
+            (Some(row), _) => row,
+            (None, Some(exp)) => log_line(i, line, exp),
+            (None, None) => not_a_decision(i),
+        });
     }
     DecisionLines {
         lines,
         partial_tail_bytes: tail.len() as u64,
         unavailable: None,
+    }
+}
+
+/// Line `i` (0-based) refused: it is not a decision event the rows read.
+fn not_a_decision(i: usize) -> LogLine {
+    LogLine::Refused {
+        line: i + 1,
+        code: ClosureReasonCode::SchemaMismatch,
+        detail: format!("{DECISIONS} line {}: not a decision event", i + 1),
     }
 }
 

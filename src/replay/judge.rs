@@ -15,30 +15,70 @@ use crate::sha256::HexDigest;
 /// What redaction writes in place of a value (SPEC §4.1a).
 const REDACTED: &str = "[redacted]";
 
-/// The recorded outcome of a decision line.
-fn recorded(decision: &str, code: &str) -> Outcome {
-    Outcome {
-        decision: decision.to_owned(),
-        reason_code: Some(code.to_owned()),
-        matched_rule: None,
+/// Where a recorded decision is and what it was, borrowed from its row: made owned
+/// ([`Replayed`]) only for a decision that changes or cannot be judged.
+struct At<'r> {
+    seq: u64,
+    time: &'r str,
+    method: &'r str,
+    name: Option<&'r str>,
+    listing: bool,
+    /// The recorded decision and code.
+    decision: &'r str,
+    code: &'r str,
+}
+
+impl At<'_> {
+    fn owned(&self) -> Replayed {
+        Replayed {
+            capture: String::new(),
+            seq: self.seq,
+            time: self.time.to_owned(),
+            method: self.method.to_owned(),
+            name: self.name.map(str::to_owned),
+            listing: self.listing,
+            old: Outcome {
+                decision: self.decision.to_owned(),
+                reason_code: Some(self.code.to_owned()),
+                matched_rule: None,
+            },
+        }
     }
 }
 
-/// A verdict as an outcome.
-fn outcome(v: &Verdict) -> Outcome {
-    Outcome {
-        decision: v.decision.as_str().to_owned(),
-        reason_code: Some(v.reason_code.as_str().to_owned()),
-        matched_rule: v.matched_rule.clone(),
-    }
+/// A new outcome: a decision, its code (`None`: not governed, or a listing entry shown), the
+/// rule that decided.
+struct New {
+    decision: Decision,
+    code: Option<ReasonCode>,
+    rule: Option<String>,
 }
 
-/// The outcome of a message whose method the policy does not govern: forwarded, no event.
-fn not_governed() -> Outcome {
-    Outcome {
-        decision: Decision::Allow.as_str().to_owned(),
-        reason_code: None,
-        matched_rule: None,
+impl New {
+    fn of(v: Verdict) -> New {
+        New {
+            decision: v.decision,
+            code: Some(v.reason_code),
+            rule: v.matched_rule,
+        }
+    }
+
+    /// A message whose method the policy does not govern (forwarded, no event), or a listing
+    /// entry that is shown.
+    fn through() -> New {
+        New {
+            decision: Decision::Allow,
+            code: None,
+            rule: None,
+        }
+    }
+
+    fn outcome(self) -> Outcome {
+        Outcome {
+            decision: self.decision.as_str().to_owned(),
+            reason_code: self.code.map(|c| c.as_str().to_owned()),
+            matched_rule: self.rule,
+        }
     }
 }
 
@@ -110,34 +150,55 @@ fn holds_redacted(v: &Value) -> bool {
 }
 
 impl Judging<'_> {
-    /// Records the new outcome of one recorded decision.
-    fn judged(&mut self, at: Replayed, new: Outcome) {
-        if let Some(rule) = &new.matched_rule {
-            self.out.used_rules.insert(rule.clone());
+    /// Notes a rule the replayed policy used.
+    fn used(&mut self, rule: &str) {
+        if !self.out.used_rules.contains(rule) {
+            self.out.used_rules.insert(rule.to_owned());
         }
-        self.out.push(at, new);
     }
 
-    fn unjudgeable(&mut self, at: Replayed, rule: Option<String>, why: String) {
-        self.out.unjudgeable.push(Unjudgeable { at, rule, why });
+    /// Records the new outcome of one recorded decision.
+    fn judged(&mut self, at: &At<'_>, new: New) {
+        if let Some(rule) = &new.rule {
+            self.used(rule);
+        }
+        let same =
+            at.decision == new.decision.as_str() && new.code.map(|c| c.as_str()) == Some(at.code);
+        let through = at.decision == Decision::Allow.as_str() && new.decision == Decision::Allow;
+        if same || through {
+            self.out.judged += 1;
+            return;
+        }
+        self.out.push(at.owned(), new.outcome());
+    }
+
+    fn unjudgeable(&mut self, at: &At<'_>, rule: Option<String>, why: String) {
+        self.out.unjudgeable.push(Unjudgeable {
+            at: at.owned(),
+            rule,
+            why,
+        });
     }
 
     /// A `tools/call` decision (SPEC §4.1).
     fn call(&mut self, d: &DecisionRow) {
-        let at = Replayed {
+        let at = At {
             seq: d.seq,
-            time: d.time.clone(),
-            method: methods::TOOLS_CALL.to_owned(),
-            name: d.tool.clone(),
-            old: recorded(&d.decision, &d.reason_code),
-            ..Replayed::default()
+            time: &d.time,
+            method: methods::TOOLS_CALL,
+            name: d.tool.as_deref(),
+            listing: false,
+            decision: &d.decision,
+            code: &d.reason_code,
         };
         let Some(tool) = &d.tool else {
             // No tool name: refused by the proxy whatever the policy (P_MALFORMED).
-            return self.judged(at.clone(), at.old);
+            self.out.judged += 1;
+            return;
         };
         if d.reason_code == ReasonCode::P_MALFORMED.as_str() {
-            return self.judged(at.clone(), at.old);
+            self.out.judged += 1;
+            return;
         }
         let listed = d
             .tool_definition_sha256
@@ -164,15 +225,17 @@ impl Judging<'_> {
             ),
         };
         if past_names {
-            self.out.used_rules.extend(self.policy.allow_rule(tool));
+            if let Some(rule) = self.policy.allow_rule(tool) {
+                self.used(&rule);
+            }
             if self.policy.pins().is_some() {
-                self.out.used_rules.insert("pins".to_owned());
+                self.used("pins");
             }
         }
         let verdict = match rejudged {
             Rejudged::Verdict(v) => v,
             Rejudged::NeedsArguments { rule } => {
-                self.out.used_rules.insert(rule.clone());
+                self.used(&rule);
                 // What the recording says went through still counts against the limits.
                 if d.decision == Decision::Allow.as_str() {
                     if let Some(b) = &mut self.budget {
@@ -181,14 +244,16 @@ impl Judging<'_> {
                 }
                 let why = whole.err().unwrap_or_default();
                 return self.unjudgeable(
-                    at,
+                    &at,
                     Some(rule),
                     format!("the rule reads arguments and {why}"),
                 );
             }
         };
         if past_names {
-            self.out.used_rules.extend(self.policy.argument_rules(tool));
+            for rule in self.policy.argument_rules(tool) {
+                self.used(&rule);
+            }
         }
         let verdict = match (&mut self.budget, verdict.decision) {
             (Some(b), Decision::Allow) => b.admit(tool, args_sha.as_ref()).unwrap_or(verdict),
@@ -201,12 +266,12 @@ impl Judging<'_> {
             && verdict.decision == Decision::Allow
         {
             return self.unjudgeable(
-                at,
+                &at,
                 None,
                 "it was refused with its batch, and the capture does not record which calls shared the batch".to_owned(),
             );
         }
-        self.judged(at, outcome(&verdict));
+        self.judged(&at, New::of(verdict));
     }
 
     /// The limits that counted an admitted call of `tool`.
@@ -231,23 +296,24 @@ impl Judging<'_> {
 
     /// An `assay.mcp.decision` (SPEC §4.1a): judged again by the section that governs its method.
     fn mcp(&mut self, d: &McpDecisionRow) {
-        let at = Replayed {
+        let at = At {
             seq: d.seq,
-            time: d.time.clone(),
-            method: d.method.clone(),
-            name: d.target.clone(),
-            old: recorded(&d.decision, &d.reason_code),
-            ..Replayed::default()
+            time: &d.time,
+            method: &d.method,
+            name: d.target.as_deref(),
+            listing: false,
+            decision: &d.decision,
+            code: &d.reason_code,
         };
         let governor = methods::method(&d.method).map(|m| m.governor);
         let target = d.target.as_deref();
         let verdict = match governor {
             _ if d.reason_code == ReasonCode::P_BATCH_REFUSED.as_str() => {
-                return self.unjudgeable(at, None, "it was refused with its batch, and the capture does not record which messages shared the batch".to_owned());
+                return self.unjudgeable(&at, None, "it was refused with its batch, and the capture does not record which messages shared the batch".to_owned());
             }
             Some(Governor::Resources) if methods::records_one_of_many_targets(&d.method) => {
                 return self.unjudgeable(
-                    at,
+                    &at,
                     None,
                     "its event records one of the resource URIs it names".to_owned(),
                 );
@@ -262,7 +328,7 @@ impl Judging<'_> {
                     Some(f) => self.policy.evaluate_client_feature(f),
                     None => {
                         return self.unjudgeable(
-                            at,
+                            &at,
                             None,
                             "its event names no client feature".to_owned(),
                         );
@@ -271,7 +337,7 @@ impl Judging<'_> {
             }
             Some(Governor::PromptsOrResources) => {
                 return self.unjudgeable(
-                    at,
+                    &at,
                     None,
                     "its event does not record whether its ref named a prompt or a resource"
                         .to_owned(),
@@ -279,14 +345,14 @@ impl Judging<'_> {
             }
             _ => {
                 return self.unjudgeable(
-                    at,
+                    &at,
                     None,
                     "the method is not one a policy judges by its target".to_owned(),
                 );
             }
         };
-        let new = verdict.as_ref().map_or_else(not_governed, outcome);
-        self.judged(at, new);
+        let new = verdict.map_or_else(New::through, New::of);
+        self.judged(&at, new);
     }
 
     /// A listing (SPEC §4.1a): each entry it removed is judged again as the list filter would
@@ -295,52 +361,47 @@ impl Judging<'_> {
         if l.replaced_by_error {
             return;
         }
-        let method = l.list_name().to_owned();
+        let method = l.list_name();
         for r in &l.removed {
             let (name, sha) = (&r.name, r.sha256.as_ref());
-            let old = recorded(Decision::Deny.as_str(), &r.reason_code);
-            let at = Replayed {
+            let at = At {
                 seq: l.seq,
-                time: l.time.clone(),
-                method: method.clone(),
-                name: Some(name.clone()),
-                old,
+                time: &l.time,
+                method,
+                name: Some(name),
                 listing: true,
-                ..Replayed::default()
+                decision: Decision::Deny.as_str(),
+                code: &r.reason_code,
             };
             let instructions = r.reason_code == ReasonCode::P_INSTRUCTIONS_DRIFT.as_str()
-                || methods::method(&method).is_some_and(|m| m.governor == Governor::Instructions);
+                || methods::method(method).is_some_and(|m| m.governor == Governor::Instructions);
             let digest = sha.and_then(|s| HexDigest::from_hex(s));
             let refusal = if instructions {
                 match self.instructions_refusal(digest.as_ref()) {
                     Ok(r) => r,
                     Err(why) => {
-                        self.unjudgeable(at, Some("pins".to_owned()), why.to_owned());
+                        self.unjudgeable(&at, Some("pins".to_owned()), why.to_owned());
                         continue;
                     }
                 }
             } else {
-                match self.entry_refusal(&method, name, digest.as_ref()) {
+                match self.entry_refusal(method, name, digest.as_ref()) {
                     Ok(r) => r,
                     Err(why) => {
-                        self.unjudgeable(at, Some("pins".to_owned()), why.to_owned());
+                        self.unjudgeable(&at, Some("pins".to_owned()), why.to_owned());
                         continue;
                     }
                 }
             };
             let new = match refusal {
-                Some((code, rule)) => Outcome {
-                    decision: Decision::Deny.as_str().to_owned(),
-                    reason_code: Some(code.as_str().to_owned()),
-                    matched_rule: rule,
+                Some((code, rule)) => New {
+                    decision: Decision::Deny,
+                    code: Some(code),
+                    rule,
                 },
-                None => Outcome {
-                    decision: Decision::Allow.as_str().to_owned(),
-                    reason_code: None,
-                    matched_rule: None,
-                },
+                None => New::through(),
             };
-            self.judged(at, new);
+            self.judged(&at, new);
         }
     }
 

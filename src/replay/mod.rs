@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use report::{NotJudgeable, Replay, ReplayCounts, SkippedCapture, rule_in_words};
 
-use crate::capture::{CaptureReport, Visited, for_each_capture};
+use crate::capture::{DecisionLines, Visited, for_each_capture};
 use crate::error::Result;
 use crate::policy::Policy;
 
@@ -131,17 +131,13 @@ pub struct ReplayedCapture {
 }
 
 impl ReplayedCapture {
-    /// Adds a judged decision: a change when its outcome differs.
+    /// Adds a judged decision whose outcome differs from the recorded one (through before and
+    /// now, by a rule or ungoverned, is no change: the judge does not push it).
     fn push(&mut self, at: Replayed, new: Outcome) {
         self.judged += 1;
         let change = match (at.old.allows(), new.allows()) {
             (true, false) => ChangeKind::NewlyDenied,
             (false, true) => ChangeKind::NewlyAllowed,
-            // Through before and now: whether by a rule or ungoverned, nothing changes for it.
-            (true, true) => return,
-            _ if at.old.decision == new.decision && at.old.reason_code == new.reason_code => {
-                return;
-            }
             _ => ChangeKind::ReasonChanged,
         };
         self.changes.push(Change { at, new, change });
@@ -158,8 +154,8 @@ impl ReplayedCapture {
 }
 
 /// Judges the decision lines of one closed capture under `policy`.
-pub fn replay_capture(policy: &Policy, report: &CaptureReport) -> ReplayedCapture {
-    judge::replay_lines(policy, &report.decisions.lines)
+pub fn replay_capture(policy: &Policy, lines: &DecisionLines) -> ReplayedCapture {
+    judge::replay_lines(policy, &lines.lines)
 }
 
 /// One capture as a replay hands it over: judged again, or skipped.
@@ -189,7 +185,7 @@ pub fn replay(
     paths: &[PathBuf],
     mut each: impl FnMut(CaptureReplay),
 ) -> Result<()> {
-    let work = |report: &CaptureReport| replay_capture(policy, report);
+    let work = |lines: &DecisionLines| replay_capture(policy, lines);
     for_each_capture(paths, &work, |v: Visited<ReplayedCapture>| {
         each(match v.work {
             Some(mut replay) => {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 pub use observe::{Evidence, Observed, Seen, Uses};
 pub use write::HEADROOM;
 
-use crate::capture::{CaptureReport, for_each_capture};
+use crate::capture::{DecisionLines, for_each_capture};
 use crate::error::Result;
 use crate::policy::Policy;
 use crate::replay::SkippedCapture;
@@ -43,7 +43,7 @@ pub struct Suggestion {
 pub fn suggest(paths: &[PathBuf], from: Option<&Policy>) -> Result<Suggestion> {
     let mut evidence = Evidence::default();
     let mut skipped = Vec::new();
-    let work = |r: &CaptureReport| Observed::of(&r.decisions.lines);
+    let work = |d: &DecisionLines| Observed::of(&d.lines);
     for_each_capture(paths, &work, |v| match v.work {
         Some(o) => evidence.add(o),
         None => skipped.push(SkippedCapture {

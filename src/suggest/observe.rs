@@ -30,11 +30,20 @@ pub struct Observed {
     /// Allowed calls of the session, and the most repeats of one call (same tool, same
     /// arguments digest).
     allowed_calls: u64,
-    repeats: HashMap<(String, Option<String>), u64>,
+    /// Tool → arguments digest (`""` for none) → allowed calls.
+    repeats: HashMap<String, HashMap<String, u64>>,
+}
+
+/// The entry of `name`, allocating its key only the first time.
+fn slot<'m, V: Default>(map: &'m mut BTreeMap<String, V>, name: &str) -> Option<&'m mut V> {
+    if !map.contains_key(name) {
+        map.insert(name.to_owned(), V::default());
+    }
+    map.get_mut(name)
 }
 
 fn tally(map: &mut BTreeMap<String, Uses>, name: &str, allowed: bool) {
-    let u = map.entry(name.to_owned()).or_default();
+    let Some(u) = slot(map, name) else { return };
     if allowed {
         u.allowed += 1;
     } else {
@@ -62,17 +71,25 @@ impl Observed {
         let allowed = d.decision == "allow";
         tally(&mut self.calls, tool, allowed);
         if let Some(def) = &d.tool_definition_sha256 {
-            self.definitions
-                .entry(tool.clone())
-                .or_default()
-                .insert(def.clone());
+            if let Some(set) = slot(&mut self.definitions, tool) {
+                if !set.contains(def) {
+                    set.insert(def.clone());
+                }
+            }
         }
         if allowed {
             self.allowed_calls += 1;
-            *self
-                .repeats
-                .entry((tool.clone(), d.arguments_sha256.clone()))
-                .or_insert(0) += 1;
+            let args = d.arguments_sha256.as_deref().unwrap_or_default();
+            let per_tool = match self.repeats.get_mut(tool.as_str()) {
+                Some(m) => m,
+                None => self.repeats.entry(tool.clone()).or_default(),
+            };
+            match per_tool.get_mut(args) {
+                Some(n) => *n += 1,
+                None => {
+                    per_tool.insert(args.to_owned(), 1);
+                }
+            }
         }
     }
 
@@ -181,7 +198,8 @@ impl Evidence {
         }
         self.resources_listed.extend(o.resources_listed);
         self.tool_calls_max = self.tool_calls_max.max(o.allowed_calls);
-        let repeats = o.repeats.values().copied().max().unwrap_or(0);
+        let repeats = o.repeats.values().flat_map(|m| m.values()).copied().max();
+        let repeats = repeats.unwrap_or(0);
         self.repeated_max = self.repeated_max.max(repeats);
     }
 }
