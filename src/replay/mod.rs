@@ -9,7 +9,7 @@
 //! verdict depends on arguments the capture does not hold is *not judgeable*, with the rule that
 //! would need them; it is never guessed.
 //!
-//! Captures are read in parallel, each judged on its worker ([`judge`]); only the changed and
+//! Captures are read in parallel, each judged on its worker (`judge.rs`); only the changed and
 //! unjudgeable decisions of a capture travel to the caller, so memory is bounded by the largest
 //! capture, not by their number. [`Replay`] adds them up.
 #![forbid(unsafe_code)]
