@@ -78,7 +78,7 @@ pub fn for_each_capture<T: Send>(
 
 /// A capture directory named by the caller.
 fn one<T>(dir: &Path, work: &(dyn Fn(&DecisionLines) -> T + Sync)) -> Visited<T> {
-    let closure = super::read_capture(dir);
+    let closure = super::reader::judge(dir);
     let server_id = label(dir, &closure);
     let name = dir.file_name().map_or_else(
         || dir.display().to_string(),

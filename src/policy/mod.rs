@@ -82,11 +82,10 @@ use self::schema::Schemas;
 
 pub use self::client_features::ClientFeature;
 pub(crate) use self::decision::VerdictRef;
-pub use self::decision::{Decision, ReasonCode, Verdict};
+pub use self::decision::{Decision, ReasonCode, RecordedArguments, Rejudged, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};
-pub use self::recorded::{RecordedArguments, Rejudged};
 pub use self::redact::MAX_RECORDED_BYTES;
 pub(crate) use self::resources::pattern_problem as resource_pattern_problem;
 

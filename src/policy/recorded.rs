@@ -8,35 +8,9 @@
 //! applies and the arguments were not recorded whole, the call cannot be judged and the answer
 //! names the rule that would need them — never a guess.
 
-use serde_json::Value;
-
 use super::Policy;
-use super::decision::{ReasonCode, Verdict};
+use super::decision::{ReasonCode, RecordedArguments, Rejudged};
 use crate::sha256::HexDigest;
-
-/// What a capture holds of a call's `params.arguments`.
-#[derive(Debug, Clone, Copy)]
-pub enum RecordedArguments<'a> {
-    /// Recorded whole (`record_arguments`, not cut, nothing redacted): `None` when the call had
-    /// no `params.arguments`.
-    Whole(Option<&'a Value>),
-    /// Not recorded, cut to the bound, or recorded with redacted values: what the argument steps
-    /// would read is unknown.
-    Unknown,
-}
-
-/// The outcome of judging a recorded call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejudged {
-    /// The policy's verdict, as the proxy would have given it.
-    Verdict(Verdict),
-    /// The verdict depends on arguments the capture does not hold: `rule` is the first argument
-    /// rule that applies (`constraints:TOOL.PARAM` or `schemas:TOOL`).
-    NeedsArguments {
-        /// The rule label.
-        rule: String,
-    },
-}
 
 impl Policy {
     /// Judges a recorded `tools/call` of `tool` in the order of SPEC §5 (without `limits`, which

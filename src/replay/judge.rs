@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Outcome, Replayed, ReplayedCapture, Unjudgeable};
+use super::types::{Outcome, Replayed, ReplayedCapture, Unjudgeable};
 use crate::capture::{DecisionRow, ListingRow, LogLine, McpDecisionRow};
 use crate::methods::{self, Governor};
 use crate::policy::{

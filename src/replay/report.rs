@@ -5,20 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::{CaptureReplay, ChangeKind};
+use super::types::{CaptureReplay, ChangeKind, SkippedCapture};
 use crate::exit_status;
 use crate::policy::Policy;
-
-/// A capture that was not replayed because it is not closed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SkippedCapture {
-    /// The capture's path.
-    pub capture: String,
-    /// `incomplete`, `unknown` or `no_session`.
-    pub closure: &'static str,
-    /// The reader's reason codes.
-    pub reasons: Vec<String>,
-}
 
 /// Decisions that could not be judged for the same rule and reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
