@@ -137,6 +137,10 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
             "replay",
             "`assay policy replay POLICY ROOT --format json` (50 changes per capture)",
         ),
+        (
+            "replay",
+            "`assay policy replay POLICY ROOT --format json` (nothing changes)",
+        ),
         ("suggest", "`assay policy suggest ROOT`"),
     ]
     .into_iter()
