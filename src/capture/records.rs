@@ -106,16 +106,14 @@ impl CaptureRecords {
 
 /// Whether a line the reader accepted is an `assay.mcp.result` event.
 fn is_result_event(line: &[u8]) -> bool {
-    let ty = format!(
-        "\"type\":\"{}\"",
-        super::decision_line::TYPE_RESULT
-    );
+    let ty = format!("\"type\":\"{}\"", super::decision_line::TYPE_RESULT);
     memchr::memmem::find(line, ty.as_bytes()).is_some()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::show::{LogLine, show_capture};
+    use super::super::rows::LogLine;
+    use super::super::show::show_capture;
     use super::super::testutil::{Builder, set};
     use super::*;
     use crate::decision_record::EventKind;
