@@ -57,7 +57,7 @@ const GOVERNED: &[&str] = &[
 ];
 
 /// The captures every test reads (made once): `args` two demo sessions recording arguments,
-/// `plain` one without, `governed` one governed session, `mixed` a closed capture beside a
+/// `plain` one without, `answers` one recording arguments and every answer (`results: {}`), `governed` one governed session, `mixed` a closed capture beside a
 /// forged and an incomplete one.
 struct Fixture {
     dir: PathBuf,
@@ -133,6 +133,11 @@ fn fixture() -> &'static Fixture {
             session(&with_args, &f.root("args"), &demo, DEMO);
         }
         session(&plain, &f.root("plain"), &demo, DEMO);
+        let answers = f.policy(
+            "recording-answers",
+            &format!("{RECORDING}record_arguments: true\nresults: {{}}\n"),
+        );
+        session(&answers, &f.root("answers"), &demo, DEMO);
         let governed = root().join("tests/fixtures/governed_server.py");
         let governed = ["python3", governed.to_str().unwrap()];
         session(&with_args, &f.root("governed"), &governed, GOVERNED);
@@ -222,6 +227,59 @@ fn the_recording_policy_changes_nothing() {
     assert_eq!(s["captures_replayed"], 4);
     assert_eq!(s["not_judgeable"], 1);
     assert_eq!(s["never_used"], json!(["deny:shell*"]), "{}", r.report());
+}
+
+/// Answers' events (`assay.mcp.result`, SPEC §5.3) record what a request got, not a decision on
+/// it: replay judges the decisions beside them and nothing else, suggest counts only those.
+#[test]
+fn answers_events_are_not_decisions() {
+    let f = fixture();
+    let root = f.root("answers");
+    let log = std::fs::read_to_string(only_capture(&root).join("decisions.ndjson")).unwrap();
+    let answers = log
+        .lines()
+        .filter(|l| l.contains(r#""type":"assay.mcp.result""#))
+        .count();
+    assert_eq!(answers, 4, "the four allowed calls' answers\n{log}");
+
+    let p = f.policy(
+        "same-answers",
+        &format!("{RECORDING}record_arguments: true\nresults: {{}}\n"),
+    );
+    let (r, lines, s) = replay(&p, std::slice::from_ref(&root));
+    r.expect_status(0);
+    assert!(lines.is_empty(), "{}", r.report());
+    assert_eq!(s["captures_replayed"], 1, "{}", r.report());
+    assert_eq!(s["judged"], 6, "5 calls and 1 removal, no answer");
+    assert_eq!(s["unchanged"], 6);
+    assert_eq!(s["not_judgeable"], 0);
+
+    let p = f.policy("deny-echo-answers", "version: \"1\"\ndeny: [exec, echo]\n");
+    let (r, lines, _) = replay(&p, std::slice::from_ref(&root));
+    r.expect_status(1);
+    assert_eq!(
+        changes(&lines),
+        [
+            t("tools/list exec P_TOOL_DENIED allow -"),
+            t("tools/call echo P_POLICY_ALLOW deny P_TOOL_DENIED"),
+            t("tools/call echo P_POLICY_ALLOW deny P_TOOL_DENIED"),
+        ],
+        "{}",
+        r.report()
+    );
+
+    let out = f.dir.join("suggested-answers.yaml");
+    let args = [
+        "policy".to_string(),
+        "suggest".into(),
+        root.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    run(&args, b"").expect_status(0);
+    let (r, _, s) = replay(&out, std::slice::from_ref(&root));
+    assert_eq!(s["newly_denied"], 0, "{}", r.report());
+    assert_eq!(s["judged"], 6, "{}", r.report());
 }
 
 #[test]
