@@ -29,7 +29,9 @@ fn check_message(m: &MessageSummary, v: &Value) {
     let params = v.get("params").and_then(Value::as_object);
     for (raw, member) in [(&m.name, "name"), (&m.arguments, "arguments")] {
         let want = params.and_then(|p| p.get(member));
-        let got = raw.as_deref().and_then(|t| common::literal_value(t.as_bytes()));
+        let got = raw
+            .as_deref()
+            .and_then(|t| common::literal_value(t.as_bytes()));
         assert_eq!(got.as_ref(), want, "params.{member} of {v}");
     }
     assert!(!member_variant(v), "forwarded a member-name variant: {v}");
@@ -49,9 +51,10 @@ fn member_variant(msg: &Value) -> bool {
     };
     m.keys().any(|k| ENVELOPE.iter().any(|n| variant(k, n)))
         || (is_tools_call(msg)
-            && msg.get("params").and_then(Value::as_object).is_some_and(|p| {
-                p.keys().any(|k| CALL_PARAMS.iter().any(|n| variant(k, n)))
-            }))
+            && msg
+                .get("params")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.keys().any(|k| CALL_PARAMS.iter().any(|n| variant(k, n)))))
 }
 
 /// Two keys of one object equal after lenient normalization, anywhere.
@@ -79,7 +82,10 @@ fuzz_target!(|line: &[u8]| {
     let value: Option<Value> = common::literal_value(line);
     match &summary {
         ClientLineSummary::Blank => {
-            assert!(line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')));
+            assert!(
+                line.iter()
+                    .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            );
         }
         ClientLineSummary::ParseError(_) => {
             // Refused: the reference must see a reason (or refuse the bytes itself).
@@ -95,7 +101,10 @@ fuzz_target!(|line: &[u8]| {
             // Refused at the variant key (the scan stops there): a valid line must hold one.
             if let (Some(info), Some(v)) = (reference, &value) {
                 if !info.duplicate_key && info.depth <= CLIENT_MAX_DEPTH {
-                    assert!(messages(v).iter().any(|m| member_variant(m)), "no variant in {v}");
+                    assert!(
+                        messages(v).iter().any(|m| member_variant(m)),
+                        "no variant in {v}"
+                    );
                 }
             }
         }
@@ -146,15 +155,24 @@ fuzz_target!(|line: &[u8]| {
                 "{summary:?}"
             );
             if !messages(v).iter().any(|m| member_variant(m)) {
-                assert!(!matches!(summary, ClientLineSummary::KeyVariant(_)), "{summary:?}");
+                assert!(
+                    !matches!(summary, ClientLineSummary::KeyVariant(_)),
+                    "{summary:?}"
+                );
             }
         }
     }
     // A forwarded line (blank, a message, a batch) holds no `\r` that a universal-newline
     // reader would take for a line break inside it.
-    if matches!(summary, ClientLineSummary::Single(_) | ClientLineSummary::Batch(_)) {
+    if matches!(
+        summary,
+        ClientLineSummary::Single(_) | ClientLineSummary::Batch(_)
+    ) {
         let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
-        if let (Some(first), Some(last)) = (line.iter().position(|b| !ws(b)), line.iter().rposition(|b| !ws(b))) {
+        if let (Some(first), Some(last)) = (
+            line.iter().position(|b| !ws(b)),
+            line.iter().rposition(|b| !ws(b)),
+        ) {
             assert!(!line[first..last].contains(&b'\r'));
         }
     }

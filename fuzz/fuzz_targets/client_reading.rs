@@ -18,10 +18,15 @@ pub fn as_number(v: &Value) -> Option<f64> {
             if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
                 return u64::from_str_radix(hex, 16).ok().map(|u| u as f64);
             }
-            if t.bytes().any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E') {
+            if t.bytes()
+                .any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E')
+            {
                 return None;
             }
-            t.replace('_', "").parse::<f64>().ok().or(if t.is_empty() { Some(0.0) } else { None })
+            t.replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .or(if t.is_empty() { Some(0.0) } else { None })
         }
         _ => None,
     }
@@ -33,7 +38,12 @@ pub fn same_id(a: &Value, b: &Value) -> bool {
 }
 
 /// The values of every member of `o` whose key is `name` after lenient normalization.
-pub fn members<'v>(o: &'v serde_json::Map<String, Value>, name: &str) -> impl Iterator<Item = &'v Value> {
+pub fn members<'v>(
+    o: &'v serde_json::Map<String, Value>,
+    name: &str,
+) -> impl Iterator<Item = &'v Value> {
     let want = normalize_key(name);
-    o.iter().filter(move |(k, _)| normalize_key(k) == want).map(|(_, v)| v)
+    o.iter()
+        .filter(move |(k, _)| normalize_key(k) == want)
+        .map(|(_, v)| v)
 }

@@ -31,12 +31,19 @@ const REQUESTS: [(&str, &str); 6] = [
 
 /// Refused names shown by `line` in answers to `requests` of `method` (`member`: the result's
 /// list member; `refused`: whether a name is refused).
-fn shown(line: &[u8], requests: &[Value], member: &str, refused: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn shown(
+    line: &[u8],
+    requests: &[Value],
+    member: &str,
+    refused: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     let text = String::from_utf8_lossy(line);
     let mut out = Vec::new();
     // Several JSON texts on one output (the wrapper writes whole lines) are several messages.
     for text in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(text.trim()) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
+            continue;
+        };
         let messages: Vec<&Value> = match &v {
             Value::Array(items) => items.iter().collect(),
             other => vec![other],

@@ -29,7 +29,8 @@ const SEP: &[u8] = b"\n====\n";
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("assay-fuzz-read-capture-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("assay-fuzz-read-capture-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("fuzz temp dir");
         d
@@ -67,13 +68,25 @@ fuzz_target!(|data: &[u8]| {
     let v = read_capture(d);
     assert_eq!(v.closure == ClosureKind::Closed, v.reasons.is_empty());
     if v.closure == ClosureKind::Incomplete {
-        assert!(v.reasons.iter().any(|r| r.code == ClosureReasonCode::DecisionLoss));
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.code == ClosureReasonCode::DecisionLoss)
+        );
     }
     if parts.len() < REQUIRED {
-        assert_eq!(v.closure, ClosureKind::Unknown, "a missing file can never be closed");
+        assert_eq!(
+            v.closure,
+            ClosureKind::Unknown,
+            "a missing file can never be closed"
+        );
     }
     if parts.len() > REQUIRED {
-        assert_eq!(v.closure, ClosureKind::Unknown, "no-session.json and a stop: never closed");
+        assert_eq!(
+            v.closure,
+            ClosureKind::Unknown,
+            "no-session.json and a stop: never closed"
+        );
     }
     assert_eq!(assay::strict_json::scan(v.to_json().as_bytes(), 64), Ok(()));
 });

@@ -70,7 +70,10 @@ fuzz_target!(|data: &[u8]| {
     if requests.is_empty() {
         return;
     }
-    let values: Vec<Value> = requests.iter().map(|r| serde_json::from_str(r).unwrap()).collect();
+    let values: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect();
     let out = filter_server_line(&requests, &REFUSED, line);
     let seen = out.as_deref().unwrap_or(line);
     let leaked = shown_refused(seen, &values);

@@ -28,7 +28,10 @@ fn id_number(v: &Value) -> Option<i64> {
             if t.is_empty() {
                 return Some(0);
             }
-            t.parse::<f64>().ok().filter(|f| f.fract() == 0.0).map(|f| f as i64)
+            t.parse::<f64>()
+                .ok()
+                .filter(|f| f.fract() == 0.0)
+                .map(|f| f as i64)
         }
         _ => None,
     }
@@ -75,12 +78,19 @@ fuzz_target!(|data: &[u8]| {
         i += 1;
         if b & 0x80 == 0 {
             let id = i64::from(b & 0x0f);
-            let method = if b & 0x10 != 0 { "tools/list" } else { "tools/call" };
+            let method = if b & 0x10 != 0 {
+                "tools/list"
+            } else {
+                "tools/call"
+            };
             path.request(&id.to_string(), method);
             pending.push(id);
             continue;
         }
-        let end = data[i..].iter().position(|c| *c == b'\n').map_or(data.len(), |p| i + p);
+        let end = data[i..]
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(data.len(), |p| i + p);
         let mut line = data[i..end].to_vec();
         line.push(b'\n');
         i = end + 1;

@@ -16,7 +16,11 @@ fuzz_target!(|data: &[u8]| {
     let max_depth = usize::from(first % 100) + 1;
     let result = scan(input, max_depth);
     if let Ok(text) = std::str::from_utf8(input) {
-        assert_eq!(scan_str(text, max_depth), result, "scan and scan_str disagree");
+        assert_eq!(
+            scan_str(text, max_depth),
+            result,
+            "scan and scan_str disagree"
+        );
     } else {
         assert_eq!(result.map_err(|e| e.kind), Err(ScanErrorKind::Invalid));
     }
@@ -25,10 +29,17 @@ fuzz_target!(|data: &[u8]| {
         Ok(()) => {
             let info = reference.expect("scan accepted what serde_json refuses");
             assert!(!info.duplicate_key, "scan accepted a duplicate key");
-            assert!(info.depth <= max_depth, "scan accepted depth {}", info.depth);
+            assert!(
+                info.depth <= max_depth,
+                "scan accepted depth {}",
+                info.depth
+            );
             assert!(common::literal_value(input).is_some());
             let text = std::str::from_utf8(input).expect("scan accepted invalid UTF-8");
-            assert_eq!(assay::strict_json::parse_value(text).ok(), common::literal_value(input));
+            assert_eq!(
+                assay::strict_json::parse_value(text).ok(),
+                common::literal_value(input)
+            );
         }
         Err(e) => {
             assert!(e.offset <= input.len());
