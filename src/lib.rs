@@ -27,7 +27,9 @@ pub mod host_config;
 pub mod outcome;
 pub mod pins;
 pub mod policy;
+pub mod replay;
 pub mod strict_json;
+pub mod suggest;
 pub mod text;
 
 pub use capture::{

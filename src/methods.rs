@@ -407,9 +407,43 @@ methods! {
         Nothing, Target::None, None, Answer::Passes, "a notification: asks nothing";
 }
 
+/// Whether the list a listing event of method `name` judged holds resource URI templates
+/// (the row whose list is keyed by [`EntryKey::UriTemplate`]) rather than URIs, prompt names or
+/// tool names.
+pub fn lists_templates(name: &str) -> bool {
+    method(name)
+        .and_then(|row| row.list)
+        .is_some_and(|list| list.key == EntryKey::UriTemplate)
+}
+
+/// Whether a decision on method `name` names more targets than its event records: a request
+/// whose target is [`Target::ResourceSubscriptions`] subscribes to a list of resource URIs, and
+/// its event records one (the refused one, or the first), so the others cannot be judged again
+/// from the capture.
+pub fn records_one_of_many_targets(name: &str) -> bool {
+    method(name).is_some_and(|row| row.target == Target::ResourceSubscriptions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names the replay asks about are rows of the table, governed as it assumes.
+    #[test]
+    fn replay_accessors_name_rows_of_the_table() {
+        assert_eq!(
+            method(TOOLS_CALL.name).map(|m| m.governor),
+            Some(Governor::Tools)
+        );
+        let templates = METHODS.iter().filter(|m| lists_templates(m.name));
+        let templates: Vec<_> = templates.map(|m| m.governor).collect();
+        assert_eq!(templates, [Governor::ResourcesListing]);
+        let many = METHODS
+            .iter()
+            .filter(|m| records_one_of_many_targets(m.name));
+        let many: Vec<_> = many.map(|m| m.governor).collect();
+        assert_eq!(many, [Governor::Resources]);
+    }
 
     /// Every judged answer answers a client request the table knows.
     #[test]

@@ -111,6 +111,16 @@ impl HexDigest {
         out
     }
 
+    /// The digest written as 64 lowercase hex digits (as evidence records it); `None` for
+    /// any other text.
+    pub(crate) fn from_hex(text: &str) -> Option<Self> {
+        let bytes: [u8; 64] = text.as_bytes().try_into().ok()?;
+        bytes
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            .then_some(Self(bytes))
+    }
+
     /// The 64 hex digits as bytes.
     pub(crate) fn as_bytes(&self) -> &[u8; 64] {
         &self.0

@@ -38,6 +38,7 @@ mod process;
 mod properties;
 mod proxy;
 mod regression;
+mod replay;
 mod results;
 mod show;
 mod signing;

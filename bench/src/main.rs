@@ -6,7 +6,7 @@
 //! a noisy, shared machine.
 //!
 //! Usage: assay-bench [--quick]
-//!   [--only throughput,listing,latency,startup,reader,summary,export,memory,policy,targets]
+//!   [--only throughput,listing,latency,startup,reader,summary,export,replay,memory,policy,targets]
 //!   (`targets` is not in the default set: the proxy's performance targets in one run)
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
@@ -26,6 +26,7 @@ mod listing;
 mod memory;
 mod policy;
 mod reader;
+mod replay;
 mod startup;
 mod summary;
 mod targets;
@@ -429,6 +430,10 @@ fn run() -> Res<()> {
         if want("export") {
             let (rounds, n) = if quick { (3, 100) } else { (5, 1_000) };
             export::bench_export(&env, &mut rows, rounds, n)?;
+        }
+        if want("replay") {
+            let (rounds, n) = if quick { (3, 1_000) } else { (5, 10_000) };
+            replay::bench_replay(&env, &mut rows, rounds, n)?;
         }
         if want("memory") {
             memory::bench_memory(&env, &mut rows, n_mem)?;

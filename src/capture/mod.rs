@@ -18,6 +18,7 @@ mod agreement;
 mod bounds;
 mod companions;
 mod decision_line;
+mod each;
 mod facts;
 mod fast_line_parser;
 mod fields;
@@ -30,6 +31,7 @@ mod reader;
 mod records;
 mod result_line;
 mod root_walk;
+mod rows;
 mod show;
 mod show_result;
 mod summary;
@@ -37,19 +39,19 @@ mod verify_answer;
 
 use std::path::Path;
 
+pub use each::{Visited, for_each_capture};
 pub use facts::SessionFacts;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
 pub(crate) use records::{CaptureRecords, capture_records};
 pub(crate) use root_walk::{Visit, walk_root};
-pub use show::{
-    CaptureReport, DecisionCounts, DecisionLines, DecisionRow, ListedTool, ListingRow, LogLine,
-    McpDecisionCounts, McpDecisionRow, RemovedTool, ResultRow, show_capture,
-};
+pub use rows::{DecisionRow, ListedTool, ListingRow, LogLine, McpDecisionRow, RemovedTool};
+pub use show::{CaptureReport, DecisionCounts, DecisionLines, McpDecisionCounts, show_capture};
+pub use show_result::ResultRow;
 pub use summary::{
     CaptureCounts, CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER, is_capture_dir,
-    is_capture_root, read_captures,
+    is_capture_root, read_captures, read_captures_with,
 };
 pub use verify_answer::{AnswerCheck, MAX_ANSWER_FILE_BYTES, request_id_value, verify_answer};
 

@@ -112,7 +112,8 @@ fn is_result_event(line: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::show::{LogLine, show_capture};
+    use super::super::rows::LogLine;
+    use super::super::show::show_capture;
     use super::super::testutil::{Builder, set};
     use super::*;
     use crate::decision_record::EventKind;

@@ -13,22 +13,18 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::bounds::MAX_COMPANION_BYTES;
 use super::companions::check_protocol;
-use super::decision_line::{
-    Expect, LineReasons, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
-};
+use super::decision_line::{Expect, LineReasons};
 use super::facts::{SessionFacts, judged_log, read_facts};
 use super::fields::{Reasons, digest_of, parse_object, read_file};
-use super::judgement::{Closure, ClosureReasonCode};
+use super::judgement::{Closure, ClosureKind, ClosureReasonCode};
 use super::log::check_line;
 use super::reader::judge;
 use super::result_line::Decisions;
-use super::show_result;
-pub use super::show_result::ResultRow;
+use super::rows::{LogLine, row};
 use crate::capture_files::{DECISIONS, PROTOCOL};
 use crate::outcome::StopData;
 use crate::strict_json;
@@ -56,158 +52,6 @@ pub struct DecisionLines {
     /// Why no line is shown at all (the log was refused by the reader, holds more lines than
     /// the reader's bound, or changed after it was judged).
     pub unavailable: Option<String>,
-}
-
-/// One complete line of the decision log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogLine {
-    /// A `tools/call` decision event that passed the reader's line checks.
-    Decision(DecisionRow),
-    /// A listing event (SPEC §4.1a `assay.tool.listing`) that passed the reader's line checks:
-    /// what a client was shown of a `tools/list` result, and what was removed.
-    Listing(ListingRow),
-    /// A decision on a governed method other than `tools/call` (SPEC §4.1a
-    /// `assay.mcp.decision`) that passed the reader's line checks.
-    McpDecision(McpDecisionRow),
-    /// An answer to a governed request (SPEC §5.3 `assay.mcp.result`) that passed the reader's
-    /// line checks.
-    Result(ResultRow),
-    /// A line the reader's checks refused: its 1-based line number and the first problem.
-    Refused {
-        /// 1-based line number in the log.
-        line: usize,
-        /// The reader's reason code.
-        code: ClosureReasonCode,
-        /// What was wrong, as the reader says it.
-        detail: String,
-    },
-}
-
-/// One decision (SPEC §4.1), as recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecisionRow {
-    /// `seq`, 0-based.
-    pub seq: u64,
-    /// The event time (RFC 3339, UTC).
-    pub time: String,
-    /// The tool name (`None` for a call without one: `P_MALFORMED`).
-    pub tool: Option<String>,
-    /// The JSON-RPC id of the call, as a string.
-    pub tool_call_id: Option<String>,
-    /// `allow`, `deny` or `error`.
-    pub decision: String,
-    /// `P_POLICY_ALLOW`, `P_TOOL_DENIED`, …
-    pub reason_code: String,
-    /// The reason text.
-    pub reason: String,
-    /// The policy rule that decided, if any.
-    pub matched_rule: Option<String>,
-    /// `false` in dry run (the refusal was logged, not enforced).
-    pub enforced: bool,
-    /// The recorded arguments (SPEC §4.1a `record_arguments`): the canonical JSON text of
-    /// `params.arguments` with redacted values, as the client's text unrendered (a view renders
-    /// it, [`crate::text::render`]); `None` when the policy did not record arguments.
-    pub arguments: Option<String>,
-    /// The recorded arguments were cut to the 4 KiB bound.
-    pub arguments_truncated: bool,
-}
-
-/// One listing (SPEC §4.1a), as recorded. Names are the server's text, unrendered: a view
-/// renders them for people ([`crate::text::render`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListingRow {
-    /// `seq`, 0-based (shared with the decisions).
-    pub seq: u64,
-    /// The event time (RFC 3339, UTC).
-    pub time: String,
-    /// The method of the request the listing answers (`tools/list`, `resources/list`,
-    /// `resources/templates/list`, `prompts/list`, or `initialize` / `server/discover` for the
-    /// server's instructions); `None` in listings written before listings named it (then a
-    /// `tools/list` answer, or the instructions).
-    pub method: Option<String>,
-    /// The client's request id, as a string.
-    pub request_id: String,
-    /// Each entry the client was shown (a tool, resource, template or prompt): its name (a URI
-    /// or URI template for resources) and definition digest.
-    pub shown: Vec<ListedTool>,
-    /// Each tool removed from what the client was shown (`(instructions)` for drifted server
-    /// instructions), with its digest (if any) and why.
-    pub removed: Vec<RemovedTool>,
-    /// The whole result was unreadable and the client got the `-32603` error instead.
-    pub replaced_by_error: bool,
-}
-
-impl ListingRow {
-    /// Whether the listing answers `tools/list` (or names no method: written before listings
-    /// named it, when only `tools/list` answers and the instructions had listing events).
-    pub fn lists_tools(&self) -> bool {
-        self.method
-            .as_deref()
-            .is_none_or(|m| m == crate::methods::TOOLS_LIST.name)
-    }
-
-    /// Whether the listing stands for the server's `instructions` (an answer to `initialize` or
-    /// `server/discover`).
-    pub fn lists_instructions(&self) -> bool {
-        self.method
-            .as_deref()
-            .and_then(crate::methods::method)
-            .is_some_and(|m| m.answer == crate::methods::Answer::Instructions)
-    }
-
-    /// The list it shows, for people: its method, or `tools/list` for a listing that names none.
-    pub fn list_name(&self) -> &str {
-        self.method
-            .as_deref()
-            .unwrap_or(crate::methods::TOOLS_LIST.name)
-    }
-}
-
-/// A tool a client was shown.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ListedTool {
-    /// The tool's name as the server wrote it.
-    pub name: String,
-    /// SHA-256 of the tool's canonical definition (SPEC §5.1).
-    pub sha256: String,
-}
-
-/// A tool removed from a listing.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RemovedTool {
-    /// The tool's name as the server wrote it, or `(instructions)`.
-    pub name: String,
-    /// SHA-256 of its canonical definition, when it could be taken.
-    pub sha256: Option<String>,
-    /// Why it was removed: `P_TOOL_UNPINNED`, `P_TOOL_DRIFT`, `P_TOOL_DENIED`, …
-    pub reason_code: String,
-}
-
-/// One decision on a governed method other than `tools/call` (SPEC §4.1a, §5.2), as recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpDecisionRow {
-    /// `seq`, 0-based (shared with the other events of the log).
-    pub seq: u64,
-    /// The event time (RFC 3339, UTC).
-    pub time: String,
-    /// The JSON-RPC method, e.g. `resources/read`, `sampling/createMessage`.
-    pub method: String,
-    /// `client_to_server` or `server_to_client`.
-    pub direction: String,
-    /// The resource URI, prompt name or client feature, if any.
-    pub target: Option<String>,
-    /// The JSON-RPC id of the message, as a string, if any.
-    pub request_id: Option<String>,
-    /// `allow`, `deny` or `error`.
-    pub decision: String,
-    /// `P_POLICY_ALLOW`, `P_RESOURCE_DENIED`, …
-    pub reason_code: String,
-    /// The reason text.
-    pub reason: String,
-    /// The policy rule that decided, if any.
-    pub matched_rule: Option<String>,
-    /// `false` in dry run (the refusal was logged, not enforced).
-    pub enforced: bool,
 }
 
 /// How many decisions of each kind the shown lines hold.
@@ -300,7 +144,7 @@ impl DecisionLines {
 pub fn show_capture(dir: &Path) -> CaptureReport {
     let closure = judge(dir);
     let facts = read_facts(dir, &closure);
-    let decisions = decision_lines(dir, &closure, &facts.expect.borrow());
+    let decisions = decision_lines(dir, &closure, Some(&facts.expect.borrow()));
     CaptureReport {
         closure,
         session: facts.session,
@@ -332,8 +176,16 @@ pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
     check_protocol(&m, &mut scratch).map(|p| p.server_id.to_string())
 }
 
-/// The log's lines, each checked as the reader checks it, from the bytes the verdict judged.
-fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLines {
+/// The decision lines of a `closed` capture `dir`, read again from the bytes its verdict
+/// `closure` judged (same SHA-256), without the companions: a closed verdict checked every line
+/// of those bytes, so each is read as its row directly.
+pub(crate) fn closed_lines(dir: &Path, closure: &Closure) -> DecisionLines {
+    decision_lines(dir, closure, None)
+}
+
+/// The log's lines, each checked as the reader checks it against `exp` (`None`: the verdict is
+/// closed, nothing to check again), from the bytes the verdict judged.
+fn decision_lines(dir: &Path, closure: &Closure, exp: Option<&Expect<'_>>) -> DecisionLines {
     let bytes = match judged_log(dir, closure) {
         Ok(b) => b,
         Err(why) => {
@@ -346,10 +198,20 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
     let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
     let (body, tail) = bytes.split_at(complete);
     let count = memchr::memchr_iter(b'\n', body).count();
+    // A closed verdict checked every line of these very bytes (same SHA-256) and refused
+    // none: each is read as its row directly.
+    let closed = closure.closure == ClosureKind::Closed;
     let mut lines = Vec::with_capacity(count);
     let mut decisions = Decisions::default();
     for (i, line) in body.split(|&b| b == b'\n').take(count).enumerate() {
-        lines.push(log_line(i, line, exp, &mut decisions));
+        let judged = closed
+            .then(|| std::str::from_utf8(line).ok().and_then(row))
+            .flatten();
+        lines.push(match (judged, exp) {
+            (Some(row), _) => row,
+            (None, Some(exp)) => log_line(i, line, exp, &mut decisions),
+            (None, None) => not_a_decision(i),
+        });
     }
     DecisionLines {
         lines,
@@ -358,115 +220,13 @@ fn decision_lines(dir: &Path, closure: &Closure, exp: &Expect<'_>) -> DecisionLi
     }
 }
 
-/// The fields a row shows, read from a line that passed the reader's checks.
-#[derive(Deserialize)]
-struct RowEvent<D> {
-    #[serde(rename = "type")]
-    ty: String,
-    time: String,
-    data: D,
-}
-
-#[derive(Deserialize)]
-struct ListingData {
-    seq: u64,
-    #[serde(default)]
-    method: Option<String>,
-    request_id: String,
-    shown: Vec<ListedTool>,
-    removed: Vec<RemovedTool>,
-    replaced_by_error: bool,
-}
-
-#[derive(Deserialize)]
-struct McpData {
-    seq: u64,
-    method: String,
-    direction: String,
-    target: Option<String>,
-    request_id: Option<String>,
-    decision: String,
-    reason_code: String,
-    reason: String,
-    matched_rule: Option<String>,
-    enforced: bool,
-}
-
-/// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
-fn row(line: &str) -> Option<LogLine> {
-    #[derive(Deserialize)]
-    struct Type {
-        #[serde(rename = "type")]
-        ty: String,
+/// Line `i` (0-based) refused: it is not a decision event the rows read.
+fn not_a_decision(i: usize) -> LogLine {
+    LogLine::Refused {
+        line: i + 1,
+        code: ClosureReasonCode::SchemaMismatch,
+        detail: format!("{DECISIONS} line {}: not a decision event", i + 1),
     }
-    let ty = serde_json::from_str::<Type>(line).ok()?.ty;
-    match ty.as_str() {
-        TYPE_RESULT => show_result::row(line).map(LogLine::Result),
-        TYPE_LISTING => {
-            let ev = serde_json::from_str::<RowEvent<ListingData>>(line).ok()?;
-            let d = ev.data;
-            Some(LogLine::Listing(ListingRow {
-                seq: d.seq,
-                time: ev.time,
-                method: d.method,
-                request_id: d.request_id,
-                shown: d.shown,
-                removed: d.removed,
-                replaced_by_error: d.replaced_by_error,
-            }))
-        }
-        TYPE_MCP_DECISION => {
-            let ev = serde_json::from_str::<RowEvent<McpData>>(line).ok()?;
-            let d = ev.data;
-            Some(LogLine::McpDecision(McpDecisionRow {
-                seq: d.seq,
-                time: ev.time,
-                method: d.method,
-                direction: d.direction,
-                target: d.target,
-                request_id: d.request_id,
-                decision: d.decision,
-                reason_code: d.reason_code,
-                reason: d.reason,
-                matched_rule: d.matched_rule,
-                enforced: d.enforced,
-            }))
-        }
-        _ => {
-            let ev = serde_json::from_str::<RowEvent<RowData>>(line).ok()?;
-            (ev.ty == TYPE_TOOL_DECISION).then_some(())?;
-            Some(LogLine::Decision(DecisionRow {
-                seq: ev.data.seq,
-                time: ev.time,
-                tool: ev.data.tool,
-                tool_call_id: ev.data.tool_call_id,
-                decision: ev.data.decision,
-                reason_code: ev.data.reason_code,
-                reason: ev.data.reason,
-                matched_rule: ev.data.matched_rule,
-                enforced: ev.data.enforced,
-                arguments: ev.data.arguments,
-                arguments_truncated: ev.data.arguments_truncated == Some(true),
-            }))
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct RowData {
-    seq: u64,
-    tool: Option<String>,
-    tool_call_id: Option<String>,
-    decision: String,
-    reason_code: String,
-    reason: String,
-    matched_rule: Option<String>,
-    enforced: bool,
-    /// SPEC §4.1a: absent unless arguments were recorded.
-    #[serde(default)]
-    arguments: Option<String>,
-    #[serde(default)]
-    arguments_truncated: Option<bool>,
 }
 
 /// Line `i` (0-based): the reader's line checks first; only a line they accept becomes a row.
@@ -493,10 +253,7 @@ fn log_line(i: usize, line: &[u8], exp: &Expect<'_>, decisions: &mut Decisions) 
         .and_then(row);
     match parsed {
         Some(row) => row,
-        None => refused(
-            ClosureReasonCode::SchemaMismatch,
-            format!("{DECISIONS} line {}: not a decision event", i + 1),
-        ),
+        None => not_a_decision(i),
     }
 }
 

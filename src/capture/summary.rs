@@ -202,25 +202,51 @@ pub fn read_captures(
     root: &Path,
     mut each: impl FnMut(CaptureVerdict) -> ControlFlow<()>,
 ) -> Result<CaptureCounts> {
+    read_captures_with(root, &|_, _| (), |v, ()| each(v))
+}
+
+/// [`read_captures`] with more work per capture: `work` runs on the worker thread right after
+/// the capture is judged, with the capture's directory (opened without following a symlink;
+/// `None` when it is not one) and its verdict, and its result is handed to `each` with the
+/// verdict, in name order. At most [`WINDOW_PER_WORKER`] results per worker are held at once,
+/// so memory is bounded by what `work` returns for the largest capture, not by their number.
+///
+/// # Errors
+/// As [`read_captures`].
+pub fn read_captures_with<T: Send>(
+    root: &Path,
+    work: &(dyn Fn(Option<&Path>, &CaptureVerdict) -> T + Sync),
+    mut each: impl FnMut(CaptureVerdict, T) -> ControlFlow<()>,
+) -> Result<CaptureCounts> {
     let mut counts = CaptureCounts::default();
-    let read = |dir: &Path, _: &str| {
+    let read = |dir: &Path, name: &str| {
         let closure = reader::judge(dir);
         let server_id = super::show::label(dir, &closure);
-        (closure, server_id)
-    };
-    walk_root(root, WINDOW_PER_WORKER, read, |name, visit| {
-        let (closure, server_id) = match visit {
-            Visit::Refused(closure) => (closure, None),
-            Visit::Read(read) => read,
-        };
-        let v = CaptureVerdict {
-            name,
+        let verdict = CaptureVerdict {
+            name: name.to_string(),
             status: CaptureStatus::of(&closure),
             server_id,
             closure,
         };
-        counts.add(v.status);
-        each(v)
+        let t = work(Some(dir), &verdict);
+        (verdict, t)
+    };
+    walk_root(root, WINDOW_PER_WORKER, read, |name, visit| {
+        let (verdict, t) = match visit {
+            Visit::Read(read) => read,
+            Visit::Refused(closure) => {
+                let verdict = CaptureVerdict {
+                    name,
+                    status: CaptureStatus::of(&closure),
+                    server_id: None,
+                    closure,
+                };
+                let t = work(None, &verdict);
+                (verdict, t)
+            }
+        };
+        counts.add(verdict.status);
+        each(verdict, t)
     })?;
     Ok(counts)
 }

@@ -10,7 +10,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::judgement::ClosureKind;
-use super::show::{LogLine, ResultRow, show_capture};
+use super::rows::LogLine;
+use super::show::show_capture;
+use super::show_result::ResultRow;
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
 
 /// The largest answer file read (a transcript line is at most the wrapper's line bound, 16 MiB

@@ -82,6 +82,33 @@ pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     f.write_all(bytes)
 }
 
+/// Replaces the file at `path` with `bytes` atomically: a new 0600 file beside it (created
+/// exclusively), synced, then renamed over it; removed again when any step fails.
+pub(crate) fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let nonce =
+        crate::evidence::event::new_session_id().map_err(|e| io::Error::other(e.to_string()))?;
+    let tmp = dir.join(format!(".{name}.{nonce}.tmp"));
+    let mut f = create_new(&tmp)?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    drop(f);
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

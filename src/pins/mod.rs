@@ -10,7 +10,6 @@
 
 mod listing;
 
-use std::io::Write;
 use std::path::Path;
 
 pub use crate::pins_file::{
@@ -56,33 +55,8 @@ pub fn write_pins(listing: &ToolListing, path: &Path, mode: WriteMode) -> std::i
     )
     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     match mode {
-        WriteMode::New => {
-            let mut f = crate::evidence::file::create_new(path)?;
-            f.write_all(&bytes)
-        }
-        WriteMode::Replace => {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                _ => std::path::PathBuf::from("."),
-            };
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "pins".into());
-            let nonce = crate::evidence::event::new_session_id()
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            let tmp = dir.join(format!(".{name}.{nonce}.tmp"));
-            let mut f = crate::evidence::file::create_new(&tmp)?;
-            let written = f.write_all(&bytes).and_then(|()| f.sync_all());
-            drop(f);
-            match written.and_then(|()| std::fs::rename(&tmp, path)) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    Err(e)
-                }
-            }
-        }
+        WriteMode::New => crate::evidence::file::write_new(path, &bytes),
+        WriteMode::Replace => crate::evidence::file::replace(path, &bytes),
     }
 }
 

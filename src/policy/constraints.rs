@@ -185,6 +185,16 @@ impl Constraints {
         self.list.iter().map(|c| &c.tool)
     }
 
+    /// The rule labels (`constraints:TOOL.PARAM`) of every constraint that applies to `tool`,
+    /// in the order `check` checks them.
+    pub(crate) fn rules_for(&self, tool: &str) -> Vec<&str> {
+        self.list
+            .iter()
+            .filter(|c| c.tool.matches(tool))
+            .flat_map(|c| c.params.iter().map(|p| p.rule.as_str()))
+            .collect()
+    }
+
     /// Whether any constraint applies to `tool` (only then does `check` look at arguments).
     pub(crate) fn applies_to(&self, tool: &str) -> bool {
         self.list.iter().any(|c| c.tool.matches(tool))

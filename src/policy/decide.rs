@@ -70,7 +70,7 @@ impl RuleList {
     }
 
     /// `(label, reason)` of the first pattern matching `tool`.
-    fn first_match(&self, tool: &str) -> Option<(&str, &str)> {
+    pub(crate) fn first_match(&self, tool: &str) -> Option<(&str, &str)> {
         let i = self.globs.first_match(tool)?;
         Some((self.labels.get(i)?.as_str(), self.reasons.get(i)?.as_str()))
     }
@@ -119,31 +119,56 @@ impl Rules {
         arguments: Option<&Value>,
         listed: Option<&HexDigest>,
     ) -> VerdictRef<'_> {
+        match self.name_steps(tool, listed) {
+            Err(refused) => refused,
+            Ok(allowed_by) => self.argument_steps(tool, arguments, allowed_by),
+        }
+    }
+
+    /// The steps of SPEC §5 that read no argument: `deny`, `allow` and, with `pins`, the pin
+    /// step. `Err` is the refusal; `Ok` carries the `allow` rule that matched (label, reason),
+    /// if any, for [`Rules::argument_steps`].
+    pub(crate) fn name_steps(
+        &self,
+        tool: &str,
+        listed: Option<&HexDigest>,
+    ) -> Result<AllowedBy<'_>, VerdictRef<'_>> {
         if let Some((label, reason)) = self.deny.first_match(tool) {
-            return deny(
+            return Err(deny(
                 ReasonCode::P_TOOL_DENIED,
                 Cow::Borrowed(reason),
                 Some(label),
-            );
+            ));
         }
         let allowed_by = match &self.allow {
             None => None,
             Some(list) => match list.first_match(tool) {
                 Some(hit) => Some(hit),
                 None => {
-                    return deny(
+                    return Err(deny(
                         ReasonCode::P_TOOL_NOT_ALLOWED,
                         Cow::Borrowed("tool matches no allow rule"),
                         None,
-                    );
+                    ));
                 }
             },
         };
         if let Some(pins) = &self.pins {
             if let Some(refused) = pin_step(pins, tool, listed) {
-                return refused;
+                return Err(refused);
             }
         }
+        Ok(AllowedBy(allowed_by))
+    }
+
+    /// The steps of SPEC §5 that read the arguments (`constraints`, then `schemas`), after
+    /// [`Rules::name_steps`] let the call through; the allow verdict when both pass.
+    pub(crate) fn argument_steps<'p>(
+        &'p self,
+        tool: &str,
+        arguments: Option<&Value>,
+        allowed_by: AllowedBy<'p>,
+    ) -> VerdictRef<'p> {
         if let Err(f) = self.constraints.check(tool, arguments) {
             return deny(
                 ReasonCode::P_ARG_CONSTRAINT,
@@ -154,7 +179,7 @@ impl Rules {
         if let Err(f) = self.schemas.check(tool, arguments) {
             return deny(ReasonCode::P_ARG_SCHEMA, Cow::Owned(f.reason), Some(f.rule));
         }
-        let (rule, reason) = match allowed_by {
+        let (rule, reason) = match allowed_by.0 {
             Some((label, reason)) => (Some(Cow::Borrowed(label)), reason),
             None => (
                 None,
@@ -168,7 +193,20 @@ impl Rules {
             matched_rule: rule,
         }
     }
+
+    /// The rule labels of the argument steps that apply to `tool`, in the order they are
+    /// checked: each constrained parameter (`constraints:TOOL.PARAM`), then the schema
+    /// (`schemas:TOOL`).
+    pub(crate) fn argument_rules(&self, tool: &str) -> Vec<&str> {
+        let mut rules = self.constraints.rules_for(tool);
+        rules.extend(self.schemas.rule_for(tool));
+        rules
+    }
 }
+
+/// The `allow` rule that let a call through the name steps (its label and reason), if any: a
+/// policy without an `allow` list lets every tool that is not denied through.
+pub(crate) struct AllowedBy<'p>(Option<(&'p str, &'p str)>);
 
 /// The pins step of SPEC §5.1: `None` when the tool passes it.
 fn pin_step<'p>(pins: &'p Pins, tool: &str, listed: Option<&HexDigest>) -> Option<VerdictRef<'p>> {

@@ -3,6 +3,7 @@
 //! build these values, and none of them is imported from here.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// What happens to a `tools/call`, or to another message of a governed method (SPEC §5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -91,6 +92,30 @@ impl VerdictRef<'_> {
             matched_rule: self.matched_rule.map(std::borrow::Cow::into_owned),
         }
     }
+}
+
+/// What a capture holds of a call's `params.arguments`.
+#[derive(Debug, Clone, Copy)]
+pub enum RecordedArguments<'a> {
+    /// Recorded whole (`record_arguments`, not cut, nothing redacted): `None` when the call had
+    /// no `params.arguments`.
+    Whole(Option<&'a Value>),
+    /// Not recorded, cut to the bound, or recorded with redacted values: what the argument steps
+    /// would read is unknown.
+    Unknown,
+}
+
+/// The outcome of judging a recorded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejudged {
+    /// The policy's verdict, as the proxy would have given it.
+    Verdict(Verdict),
+    /// The verdict depends on arguments the capture does not hold: `rule` is the first argument
+    /// rule that applies (`constraints:TOOL.PARAM` or `schemas:TOOL`).
+    NeedsArguments {
+        /// The rule label.
+        rule: String,
+    },
 }
 
 /// A failed argument check: the rule label (`constraints:…`/`schemas:…`) and the reason.

@@ -40,7 +40,8 @@
 //! evaluation order), `read` (bytes → value, strictly), `by_name` (whether the tool name alone
 //! refuses every call, for `hide_refused_tools`); and for SPEC §5.2: `uri_glob` (resource-URI
 //! patterns), `resources`, `prompts`, `client_features`, `limits`, `redact` (recorded
-//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]); and
+//! arguments), `sections` (the compiled §5.2 sections), `governed` (the §5.2 questions on [`Policy`]),
+//! `recorded` (what a capture recorded, judged by the same steps: `assay policy replay`); and
 //! for SPEC §5.3: `results` (the `results` section: limits, secret rules, strip, deny patterns).
 #![forbid(unsafe_code)]
 
@@ -58,6 +59,7 @@ mod json;
 mod limits;
 mod prescan;
 mod prompts;
+mod recorded;
 mod redact;
 mod repeat_counts;
 mod resources;
@@ -83,7 +85,7 @@ use self::schema::Schemas;
 
 pub use self::client_features::ClientFeature;
 pub(crate) use self::decision::VerdictRef;
-pub use self::decision::{Decision, ReasonCode, Verdict};
+pub use self::decision::{Decision, ReasonCode, RecordedArguments, Rejudged, Verdict};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};

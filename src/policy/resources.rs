@@ -245,8 +245,7 @@ fn other_readings(uri: &str, written: &str) -> Vec<(Reading, Result<String, &'st
 }
 
 /// Every reading of `uri` with the text patterns are matched against, or why it cannot be
-/// read: as written first. For the tests.
-#[cfg(test)]
+/// read: as written first. For the tests and for literal patterns (`assay policy suggest`).
 pub(crate) fn readings(uri: &str) -> Vec<(Reading, Result<String, &'static str>)> {
     let written = normalize_uri(uri).map(Cow::into_owned);
     let mut all = Vec::new();

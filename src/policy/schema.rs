@@ -163,6 +163,11 @@ impl Schemas {
         self.map.iter().map(|(t, s)| (t.as_str(), &s.source))
     }
 
+    /// The rule label (`schemas:TOOL`) of `tool`'s schema, if it has one.
+    pub(crate) fn rule_for(&self, tool: &str) -> Option<&str> {
+        self.map.get(tool).map(|s| s.rule.as_str())
+    }
+
     /// Whether `tool` has a schema.
     pub(crate) fn applies_to(&self, tool: &str) -> bool {
         self.map.contains_key(tool)

@@ -14,7 +14,8 @@ const ABOUT: &str = "MCP stdio wrapper with a tool policy, a decision log, sessi
 /// comment.
 const MCP_ABOUT: &str = "Wrap MCP servers";
 const CAPTURE_ABOUT: &str = "Read and package capture directories";
-const POLICY_ABOUT: &str = "Check policy files";
+const POLICY_ABOUT: &str =
+    "Check policy files, replay one against recorded captures, suggest one from them";
 const DEMO_ABOUT: &str = "Run the bundled demo: an example server wrapped with an example policy, a scripted client session, then the reader's verdict";
 const KEYGEN_ABOUT: &str = "Write a new Ed25519 key pair for signing captures: the private key to FILE (PKCS#8, mode 0600) and the public key to FILE.pub (PEM); neither may exist";
 const COMPLETIONS_ABOUT: &str =
@@ -502,6 +503,47 @@ pub(crate) enum PolicyCommand {
         #[arg(long, value_enum, default_value_t = PolicyFormat::Text)]
         format: PolicyFormat,
     },
+    /// Judge every recorded decision of every closed capture again under POLICY (the judge the
+    /// wrapper runs, limits counted again per session) and print each decision that changes,
+    /// then the counts, the captures skipped (not closed), what could not be judged (arguments
+    /// not recorded) and the rules never used; exit 0 nothing changes, 1 something does,
+    /// 2 usage, 3 no capture could be replayed.
+    Replay {
+        /// The policy file to replay (YAML or JSON).
+        policy: PathBuf,
+        /// Capture directories (holding protocol.json) or capture roots (their immediate
+        /// subdirectories are captures).
+        #[arg(required = true, value_name = "CAPTURE_OR_ROOT")]
+        captures: Vec<PathBuf>,
+        /// Output: `text` for people, `json` for programs (one object per changed decision,
+        /// then a summary object).
+        #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+        format: ReplayFormat,
+    },
+    /// Write the least-privilege policy that allows exactly what the closed captures show was
+    /// used (tools called, resources read, prompts got, client features, limits with headroom),
+    /// each rule with its evidence as a comment; exit 0 written, 2 usage, 3 no closed capture.
+    Suggest {
+        /// Capture directories (holding protocol.json) or capture roots.
+        #[arg(required = true, value_name = "CAPTURE_OR_ROOT")]
+        captures: Vec<PathBuf>,
+        /// Write the policy to FILE (created exclusively, mode 0600) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// With --out: replace an existing FILE (atomically) instead of refusing it.
+        #[arg(long, requires = "out")]
+        update: bool,
+        /// Start from POLICY and only narrow it: nothing it refuses is allowed.
+        #[arg(long, value_name = "POLICY")]
+        from: Option<PathBuf>,
+    },
+}
+
+/// How `policy replay` prints what changed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReplayFormat {
+    Text,
+    Json,
 }
 
 /// How `policy check` prints the summary.

@@ -25,10 +25,12 @@ mod messages;
 mod pin;
 mod policy;
 mod program_path;
+mod replay;
 mod show;
 mod signing;
 
 mod show_answers;
+mod suggest;
 mod text;
 mod verify_answer;
 mod wrap;
@@ -87,6 +89,17 @@ fn dispatch(argv: Vec<OsString>) -> Result<ExitCode, Failure> {
         Command::Mcp(McpCommand::Hosts(_)) => hosts::run(),
         Command::Mcp(McpCommand::Doctor(args)) => doctor::run(args),
         Command::Policy(PolicyCommand::Check { file, format }) => policy::check(&file, format),
+        Command::Policy(PolicyCommand::Replay {
+            policy,
+            captures,
+            format,
+        }) => replay::run(&policy, &captures, format),
+        Command::Policy(PolicyCommand::Suggest {
+            captures,
+            out,
+            update,
+            from,
+        }) => suggest::run(&captures, out.as_deref(), update, from.as_deref()),
         Command::Capture(CaptureCommand::Read { dir }) => capture::read(&dir),
         Command::Capture(CaptureCommand::Summary { root, format }) => match format {
             SummaryFormat::Json => capture::summary(&root),

@@ -360,21 +360,7 @@ fn judge_tool(
     };
     let digest = Some(d);
     watch.remember(name, digest);
-    let hidden = if watch.hide {
-        policy.refusal_by_name(name)
-    } else {
-        None
-    };
-    let unpinned = if watch.pins {
-        match (policy.pins().and_then(|p| p.get(name)), &digest) {
-            (None, _) => Some(ReasonCode::P_TOOL_UNPINNED),
-            (Some(_), Some(d)) if policy.pins().is_some_and(|p| p.matches(name, d)) => None,
-            (Some(_), _) => Some(ReasonCode::P_TOOL_DRIFT),
-        }
-    } else {
-        None
-    };
-    let refusal = hidden.or(unpinned);
+    let refusal = policy.tool_listing_refusal(name, &d, watch.hide, watch.pins);
     if let Some(listing) = listing {
         match refusal {
             Some(code) => listing.removed.push((name.to_string(), digest, code)),
