@@ -15,7 +15,6 @@ use std::path::Path;
 pub(crate) use plan::{LogMode, SessionPlan, StderrSink};
 pub(crate) use validate::check_root;
 pub use validate::load_policy;
-pub(crate) use validate::load_sign_key;
 pub use wrap_config::{DEFAULT_IDLE_DRAIN, DEFAULT_LABEL, DEFAULT_MAX_LINE_BYTES, WrapConfig};
 
 use crate::error::{ConfigError, ConfigOption, ConfigProblem, Result};

@@ -48,10 +48,6 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
         ));
     }
     let policy = policy_metadata(&config.policy)?;
-    if let Some(url) = &config.otlp_endpoint {
-        crate::otlp::Endpoint::parse(url)
-            .map_err(|why| Error::config(ConfigOption::OtlpEndpoint, why))?;
-    }
     if let Some(t) = config.drain_timeout {
         if !(t.is_finite() && (0.0..=1e9).contains(&t)) {
             return Err(Error::config(
@@ -92,7 +88,8 @@ pub(super) fn check_options(config: &WrapConfig) -> Result<CheckedOptions> {
 }
 
 /// A signing key (SPEC §4.5) signs a capture: it needs a capture directory or a capture root.
-/// The key file itself is read by [`load_sign_key`], before anything is spawned.
+/// The key file itself is read when the session is prepared (`proxy::signing::load_sign_key`),
+/// before anything is spawned.
 pub(super) fn check_sign_key(config: &WrapConfig) -> Result<()> {
     if config.sign_key.is_some() && config.capture_dir.is_none() && config.capture_root.is_none() {
         return Err(Error::config(
@@ -101,14 +98,6 @@ pub(super) fn check_sign_key(config: &WrapConfig) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Reads the signing key at `path` (SPEC §4.5) as a configuration error on the `sign_key`
-/// option: a missing or unreadable file, a mode that lets others read or write it, or bytes
-/// that are not an Ed25519 private key.
-pub(crate) fn load_sign_key(path: &Path) -> Result<crate::attestation::SigningKey> {
-    crate::attestation::SigningKey::load(path)
-        .map_err(|e| Error::config(ConfigOption::SignKey, e.to_string()))
 }
 
 /// A capture directory (SPEC §7, §10): the options it sets itself are not given too, and it is a

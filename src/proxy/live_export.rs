@@ -74,3 +74,14 @@ impl Live {
         stop.otlp_export = Some(report.counts);
     }
 }
+
+/// Checks the live exporter's endpoint (SPEC §10 `--otlp-endpoint`) as a configuration error,
+/// before anything is created.
+pub(super) fn check_otlp_endpoint(url: Option<&str>) -> crate::error::Result<()> {
+    if let Some(url) = url {
+        crate::otlp::Endpoint::parse(url).map_err(|why| {
+            crate::error::Error::config(crate::error::ConfigOption::OtlpEndpoint, why)
+        })?;
+    }
+    Ok(())
+}

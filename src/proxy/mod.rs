@@ -439,11 +439,12 @@ struct Prepared {
 fn prepare(config: &WrapConfig) -> Result<Prepared> {
     // Relative paths are resolved now, once (SPEC §3.1b).
     let plan = config.plan()?.anchored();
+    live_export::check_otlp_endpoint(plan.otlp_endpoint.as_deref())?;
     let policy = crate::config::load_policy(&plan.policy_path)?;
     let signer = plan
         .sign_key
         .as_deref()
-        .map(crate::config::load_sign_key)
+        .map(signing::load_sign_key)
         .transpose()?;
     let session_id = new_session_id()?;
     let source = plan.event_source.clone().unwrap_or_default();

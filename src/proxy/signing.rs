@@ -68,3 +68,13 @@ pub(super) fn sign_at_stop(
         }
     }
 }
+
+/// Reads the signing key at `path` (SPEC §4.5) as a configuration error on the `sign_key`
+/// option: a missing or unreadable file, a mode that lets others read or write it, or bytes
+/// that are not an Ed25519 private key. Read when the session is prepared, before anything is
+/// created or spawned.
+pub(super) fn load_sign_key(path: &std::path::Path) -> crate::error::Result<SigningKey> {
+    SigningKey::load(path).map_err(|e| {
+        crate::error::Error::config(crate::error::ConfigOption::SignKey, e.to_string())
+    })
+}
