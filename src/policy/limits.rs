@@ -250,18 +250,8 @@ mod tests {
         repeats: HashMap<[u8; 32], u64>,
     }
 
-    fn repeat_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> [u8; 32] {
-        let mut h = crate::sha256::Sha256::new();
-        h.update(tool.as_bytes());
-        match arguments_sha256 {
-            Some(d) => {
-                h.update(b"\0");
-                h.update(d.as_bytes());
-            }
-            None => h.update(b"\x01"),
-        }
-        h.finalize()
-    }
+    /// The old repeat key was the SHA-256 the counts still use for tools not named.
+    use crate::policy::repeat_counts::hashed_key as repeat_key;
 
     impl Oracle {
         fn admit(

@@ -52,7 +52,7 @@ pub(super) enum Refused {
 
 /// The SHA-256 key of a call of a tool not named: of the tool, then NUL and the 64 hex digits
 /// of its digest, or `\x01` without one.
-fn hashed_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> [u8; 32] {
+pub(super) fn hashed_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> [u8; 32] {
     let mut h = crate::sha256::Sha256::new();
     h.update(tool.as_bytes());
     match arguments_sha256 {

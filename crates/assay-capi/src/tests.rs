@@ -142,6 +142,7 @@ fn stop_write_failure_returns_status_4_with_the_outcome() {
         let outcome = (!out.is_null()).then(|| {
             // SAFETY (test): the library returned a NUL-terminated string it allocated.
             let s = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
+            // SAFETY (test): `out` came from the library and is freed once, after its last read.
             unsafe { assay_string_free(out) };
             s
         });
@@ -209,6 +210,7 @@ fn wrap_with(
     let outcome = (!out.is_null()).then(|| {
         // SAFETY (test): the library returned a NUL-terminated string it allocated.
         let s = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
+        // SAFETY (test): `out` came from the library and is freed once, after its last read.
         unsafe { assay_string_free(out) };
         core_api::strict_json::scan(s.as_bytes(), 16).expect("no duplicate keys");
         serde_json::from_str(&s).unwrap()
