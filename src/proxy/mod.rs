@@ -31,6 +31,7 @@ mod server_to_client;
 mod session_end;
 mod session_files;
 mod shared;
+mod stream_scan;
 mod signing;
 mod stderr_tee;
 pub(crate) mod tools_list;
