@@ -121,8 +121,6 @@ fn one(
         (None, Some(_)) if enforced => (Action::Redacted, ReasonCode::P_POLICY_ALLOW),
         (None, _) => (Action::Forwarded, ReasonCode::P_POLICY_ALLOW),
     };
-    let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
-    let decision_id = asked.decision.map(|seq| shared.decision_id(seq));
     // What the client gets; a refusal names this answer's event.
     let client_bytes = |seq: u64| -> Vec<u8> {
         match action {
@@ -131,6 +129,25 @@ fn one(
             Action::Forwarded => msg.to_vec(),
         }
     };
+    let bytes = record(shared, spelling, asked, &judged, (action, code), client_bytes);
+    say(shared, spelling, asked, &judged, action, code);
+    let changed = action != Action::Forwarded;
+    (bytes, changed)
+}
+
+/// Records the result event of the answer to the request the client spelled `spelling`:
+/// `client_bytes` builds what the client gets from the event's `seq` (a refusal names its
+/// event), and the event carries their digest and size. Returns those bytes.
+fn record(
+    shared: &Shared,
+    spelling: &str,
+    asked: &Asked,
+    judged: &Judged,
+    (action, code): (Action, ReasonCode),
+    client_bytes: impl Fn(u64) -> Vec<u8>,
+) -> Vec<u8> {
+    let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
+    let decision_id = asked.decision.map(|seq| shared.decision_id(seq));
     let mut sent: Option<Vec<u8>> = None;
     let seq = shared.record_numbered(|f, out, seq| {
         let bytes = client_bytes(seq);
@@ -145,18 +162,43 @@ fn one(
                 decision_id: decision_id.as_deref(),
                 sha256: &sha256,
                 bytes: bytes.len() as u64,
-                judged: &judged,
+                judged,
                 action,
                 reason_code: code,
-                enforced,
+                enforced: !shared.dry_run,
             },
         );
         sent = Some(bytes);
     });
-    let bytes = sent.unwrap_or_else(|| client_bytes(seq));
-    say(shared, spelling, asked, &judged, action, code);
-    let changed = action != Action::Forwarded;
-    (bytes, changed)
+    sent.unwrap_or_else(|| client_bytes(seq))
+}
+
+/// An answer longer than `results.max_bytes` that was streamed past, never kept (`observed`:
+/// its length, terminator excluded): its result event, and the refusal the client gets
+/// instead (the message, without terminator).
+pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed: u64) -> Vec<u8> {
+    let code = ReasonCode::P_RESULT_TOO_LARGE;
+    let judged = results::too_large();
+    let bytes = record(shared, spelling, asked, &judged, (Action::Refused, code), |seq| {
+        refusal(shared, spelling, asked, code, seq)
+    });
+    shared.diag.say(&format!(
+        "refused the answer ({}) to {} request {spelling}: its line of {observed} bytes is longer than results.max_bytes (or the line bound) and was read past, never kept",
+        code.as_str(),
+        asked.method,
+    ));
+    bytes
+}
+
+/// An answer the client gets as `error` (a message without terminator) instead of the
+/// server's, which the stage never saw (SPEC §5.3: every answer to a judged request has its
+/// event): its result event, refused as unreadable.
+pub(crate) fn replaced(shared: &Shared, spelling: &str, asked: &Asked, error: &[u8]) {
+    let code = ReasonCode::P_RESULT_UNREADABLE;
+    let judged = results::unreadable();
+    record(shared, spelling, asked, &judged, (Action::Refused, code), |_| {
+        error.to_vec()
+    });
 }
 
 /// The refusal the client gets instead of an answer (SPEC §3, §5.2 shapes).

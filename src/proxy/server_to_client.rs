@@ -11,7 +11,8 @@ use super::client_features::{self, Features};
 use super::endpoint::Endpoint;
 use super::governed_lists;
 use super::instructions;
-use super::line::LineReader;
+use super::line::{Item, LineReader, Long};
+use super::oversized::Oversized;
 use super::message::tool_call_id;
 use super::results_stage;
 use super::shared::Shared;
@@ -34,8 +35,19 @@ impl ServerWorker {
         loop {
             let output = &shared.output;
             let mut idle = || output.flush();
-            let line = match self.reader.next_line(&mut idle) {
-                Ok(Some(line)) => line,
+            let mut oversized = Oversized::default();
+            let item = self.reader.next_item(&mut idle, &mut |piece| {
+                oversized.feed(piece, &shared.pending)
+            });
+            let line = match item {
+                Ok(Some(Item::Line(line))) => line,
+                Ok(Some(Item::Long(long))) => {
+                    long_line(&shared, oversized, long)?;
+                    if long.last {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
@@ -100,6 +112,16 @@ fn judge_answered(
         Features::Edited(edited) => rest(&edited),
         Features::Pass => rest(line),
     }
+}
+
+/// A line longer than `results.max_bytes`, streamed past (SPEC §5.3): the refusals and errors
+/// for the requests it answered instead; its other messages are counted as unsolicited.
+fn long_line(shared: &Shared, read: Oversized, long: Long) -> Result<(), WorkerError> {
+    let (out, unsolicited) = read.finish(shared, long.bytes);
+    shared
+        .unsolicited
+        .fetch_add(unsolicited as u64, Ordering::Relaxed);
+    instead(shared, &out, long.last)
 }
 
 /// Writes `bytes` (whole lines, or nothing) instead of a server line; `last`: the server's final
