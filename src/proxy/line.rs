@@ -433,12 +433,24 @@ mod streaming_tests {
         input.extend_from_slice(b"\r\nnext\n");
         let (got, len) = items(&input, 1 << 20, 1000);
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0].1, Some(Long { bytes: 8 << 20, last: false }));
+        assert_eq!(
+            got[0].1,
+            Some(Long {
+                bytes: 8 << 20,
+                last: false
+            })
+        );
         assert_eq!(got[0].0.len(), (8 << 20) + 1, "the `\\r` is handed on");
         assert_eq!(got[1], (b"next\n".to_vec(), None));
         assert!(len <= 2 * READ_CHUNK + 2 * 1002, "buffer {len}");
         // Over the bound but not the limit: streamed, never an error.
         let (got, _) = items(&[b'y'; 3000], 2000, 1 << 20);
-        assert_eq!(got[0].1, Some(Long { bytes: 3000, last: true }));
+        assert_eq!(
+            got[0].1,
+            Some(Long {
+                bytes: 3000,
+                last: true
+            })
+        );
     }
 }

@@ -15,7 +15,8 @@ use super::stream_scan::{Seen, StreamScan};
 use super::tools_list::candidates::withheld_error;
 
 /// Why a non-judged answer in an oversized line is withheld.
-const WITHHELD: &str = "server answer withheld: its line is longer than results.max_bytes and was not kept";
+const WITHHELD: &str =
+    "server answer withheld: its line is longer than results.max_bytes and was not kept";
 
 /// The reading of one oversized line, piece by piece.
 #[derive(Debug, Default)]
@@ -34,16 +35,14 @@ impl Oversized {
             answered,
             unsolicited,
         } = self;
-        scan.feed(piece, &mut |seen: Seen<'_>| {
-            match seen
-                .response
-                .then_some(seen.id)
-                .flatten()
-                .and_then(|id| pending.answer(id).map(|a| (id, a)))
-            {
-                Some((id, a)) => answered.push(id, a),
-                None => *unsolicited += 1,
-            }
+        scan.feed(piece, &mut |seen: Seen<'_>| match seen
+            .response
+            .then_some(seen.id)
+            .flatten()
+            .and_then(|id| pending.answer(id).map(|a| (id, a)))
+        {
+            Some((id, a)) => answered.push(id, a),
+            None => *unsolicited += 1,
         });
     }
 

@@ -129,7 +129,14 @@ fn one(
             Action::Forwarded => msg.to_vec(),
         }
     };
-    let bytes = record(shared, spelling, asked, &judged, (action, code), client_bytes);
+    let bytes = record(
+        shared,
+        spelling,
+        asked,
+        &judged,
+        (action, code),
+        client_bytes,
+    );
     say(shared, spelling, asked, &judged, action, code);
     let changed = action != Action::Forwarded;
     (bytes, changed)
@@ -179,9 +186,14 @@ fn record(
 pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed: u64) -> Vec<u8> {
     let code = ReasonCode::P_RESULT_TOO_LARGE;
     let judged = results::too_large();
-    let bytes = record(shared, spelling, asked, &judged, (Action::Refused, code), |seq| {
-        refusal(shared, spelling, asked, code, seq)
-    });
+    let bytes = record(
+        shared,
+        spelling,
+        asked,
+        &judged,
+        (Action::Refused, code),
+        |seq| refusal(shared, spelling, asked, code, seq),
+    );
     shared.diag.say(&format!(
         "refused the answer ({}) to {} request {spelling}: its line of {observed} bytes is longer than results.max_bytes (or the line bound) and was read past, never kept",
         code.as_str(),
@@ -196,9 +208,14 @@ pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed
 pub(crate) fn replaced(shared: &Shared, spelling: &str, asked: &Asked, error: &[u8]) {
     let code = ReasonCode::P_RESULT_UNREADABLE;
     let judged = results::unreadable();
-    record(shared, spelling, asked, &judged, (Action::Refused, code), |_| {
-        error.to_vec()
-    });
+    record(
+        shared,
+        spelling,
+        asked,
+        &judged,
+        (Action::Refused, code),
+        |_| error.to_vec(),
+    );
 }
 
 /// The refusal the client gets instead of an answer (SPEC §3, §5.2 shapes).

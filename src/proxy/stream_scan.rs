@@ -227,8 +227,7 @@ impl StreamScan {
         self.member = if member(key, plain, "id").is_some() {
             m.ids += 1;
             Member::Id
-        } else if member(key, plain, "result").is_some() || member(key, plain, "error").is_some()
-        {
+        } else if member(key, plain, "result").is_some() || member(key, plain, "error").is_some() {
             m.response = true;
             Member::Answer
         } else {
@@ -268,8 +267,7 @@ impl StreamScan {
                     return;
                 }
                 self.stack.push(object);
-                if object && self.stack.len() == self.message_depth() && self.message.is_none()
-                {
+                if object && self.stack.len() == self.message_depth() && self.message.is_none() {
                     self.message = Some(Message::default());
                     self.expect = Expect::Key;
                 }

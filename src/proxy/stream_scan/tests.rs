@@ -45,7 +45,11 @@ fn comparable(v: Vec<(bool, Option<String>)>) -> Vec<(bool, Option<String>)> {
 fn one(line: &str) -> Vec<(bool, Option<String>)> {
     let whole = streamed(line.as_bytes(), line.len());
     for chunk in [1, 2, 3, 7] {
-        assert_eq!(streamed(line.as_bytes(), chunk), whole, "chunk {chunk}: {line}");
+        assert_eq!(
+            streamed(line.as_bytes(), chunk),
+            whole,
+            "chunk {chunk}: {line}"
+        );
     }
     whole
 }
@@ -57,8 +61,14 @@ fn resp(id: &str) -> Vec<(bool, Option<String>)> {
 #[test]
 fn reads_the_id_of_a_response_whatever_its_spelling() {
     assert_eq!(one(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#), resp("7"));
-    assert_eq!(one(r#"{"result":{"x":"y"},"id":"a\"b"}"#), resp(r#""a\"b""#));
-    assert_eq!(one(r#" { "\u0069d" : -1.5e3 , "error" : {} } "#), resp("-1.5e3"));
+    assert_eq!(
+        one(r#"{"result":{"x":"y"},"id":"a\"b"}"#),
+        resp(r#""a\"b""#)
+    );
+    assert_eq!(
+        one(r#" { "\u0069d" : -1.5e3 , "error" : {} } "#),
+        resp("-1.5e3")
+    );
     // A lenient variant of the key is the key (as the walk reads it).
     assert_eq!(one(r#"{"ID":1,"Result":2}"#), resp("1"));
     assert_eq!(one(r#"{"id":"\u00e9","result":1}"#), resp(r#""\u00e9""#));
@@ -80,7 +90,10 @@ fn strings_and_nested_objects_do_not_fool_it() {
 #[test]
 fn ambiguous_ids_are_unreadable() {
     // Two ids (by lenient class), an escaped duplicate included.
-    assert_eq!(one(r#"{"id":1,"\u0069d":2,"result":{}}"#), vec![(true, None)]);
+    assert_eq!(
+        one(r#"{"id":1,"\u0069d":2,"result":{}}"#),
+        vec![(true, None)]
+    );
     assert_eq!(one(r#"{"id":1,"Id":1,"result":{}}"#), vec![(true, None)]);
     // Not a string or a number.
     assert_eq!(one(r#"{"id":{"a":1},"result":{}}"#), vec![(true, None)]);
@@ -95,7 +108,10 @@ fn ambiguous_ids_are_unreadable() {
     let at = format!(r#""{}""#, "i".repeat(MAX_ID_BYTES - 2));
     assert_eq!(one(&format!(r#"{{"id":{at},"result":0}}"#)), resp(&at));
     let over = format!(r#""{}""#, "i".repeat(MAX_ID_BYTES - 1));
-    assert_eq!(one(&format!(r#"{{"id":{over},"result":0}}"#)), vec![(true, None)]);
+    assert_eq!(
+        one(&format!(r#"{{"id":{over},"result":0}}"#)),
+        vec![(true, None)]
+    );
 }
 
 #[test]
