@@ -158,7 +158,7 @@ impl ServerPath {
         let judged = judge(line, &self.pending);
         let (mut text, answered, mut changed) = match judged.gate {
             Gate::Drop => return Some(Vec::new()),
-            Gate::Replace(errors) => return Some(errors),
+            Gate::Replace(errors, _) => return Some(errors),
             Gate::Forward(a) => (line.to_vec(), a, false),
             Gate::Trimmed(t, a) => (t, a, true),
         };

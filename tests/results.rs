@@ -708,3 +708,60 @@ fn the_go_client_decodes_judged_answers_and_their_digests_match() {
         assert_eq!(event["data"]["action"], action, "{event}");
     }
 }
+
+fn odd(id: &str, shape: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"odd","arguments":{{"shape":"{shape}"}}}}}}"#
+    )
+}
+
+/// Every answer to a judged request has its event, also when the line never reaches the
+/// `results` stage: a line the tolerant path replaces by `-32603` errors (it held an answer to
+/// nobody too) and a line the client-features stage withholds (it cannot be read strictly, so it
+/// could hold a request for the client) — each answer's event is `refused`
+/// (`P_RESULT_UNREADABLE`), with the digest of the error the client received.
+#[test]
+fn answers_replaced_before_the_results_stage_have_their_events() {
+    for (features, shape) in [
+        ("", "dup_batch"),
+        ("client_features: {sampling: deny}\n", "dup"),
+    ] {
+        let dir = tempdir();
+        let lines = vec![INIT.to_string(), odd("1", shape), say("2", "fine", 1)];
+        let policy = dir.path().join("policy.yaml");
+        std::fs::write(
+            &policy,
+            format!("version: \"1\"\nallow: [\"*\"]\n{features}results: {{}}\n"),
+        )
+        .unwrap();
+        let cap = dir.path().join("cap");
+        let opts = [
+            "--policy",
+            &policy.display().to_string(),
+            "--event-source",
+            "assay://test/results",
+            "--capture-dir",
+            &cap.display().to_string(),
+        ];
+        let input = lines.join("\n") + "\n";
+        let r = run(&wrap_args(&opts, &strs(&server())), input.as_bytes());
+        assert_eq!(r.status, Some(0), "{}", r.report());
+        let (_, verdict) = read_verdict(&cap);
+        assert_eq!(verdict["closure"], "closed", "{verdict}");
+        let out: Vec<String> = String::from_utf8(r.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let events = decision_lines(&cap.join("decisions.ndjson"));
+        let results = results_checked(&out, &events);
+        assert_eq!(results.len(), 2, "{shape}: {results:?}");
+        let one = results.iter().find(|d| d["request_id"] == 1).unwrap();
+        assert_eq!(one["action"], "refused", "{shape}");
+        assert_eq!(one["reason_code"], "P_RESULT_UNREADABLE", "{shape}");
+        assert_eq!(one["enforced"], true, "{shape}");
+        assert_eq!(by_id(&out, 1.into())["error"]["code"], -32603, "{shape}");
+        let two = results.iter().find(|d| d["request_id"] == 2).unwrap();
+        assert_eq!(two["action"], "forwarded", "{shape}");
+    }
+}

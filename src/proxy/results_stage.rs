@@ -134,7 +134,7 @@ fn one(
         spelling,
         asked,
         &judged,
-        (action, code),
+        (action, code, enforced),
         client_bytes,
     );
     say(shared, spelling, asked, &judged, action, code);
@@ -150,7 +150,7 @@ fn record(
     spelling: &str,
     asked: &Asked,
     judged: &Judged,
-    (action, code): (Action, ReasonCode),
+    (action, code, enforced): (Action, ReasonCode, bool),
     client_bytes: impl Fn(u64) -> Vec<u8>,
 ) -> Vec<u8> {
     let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
@@ -172,7 +172,7 @@ fn record(
                 judged,
                 action,
                 reason_code: code,
-                enforced: !shared.dry_run,
+                enforced,
             },
         );
         sent = Some(bytes);
@@ -191,7 +191,8 @@ pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed
         spelling,
         asked,
         &judged,
-        (Action::Refused, code),
+        // Streamed past only when enforcing (`proxy::streamed_answers`).
+        (Action::Refused, code, true),
         |seq| refusal(shared, spelling, asked, code, seq),
     );
     shared.diag.say(&format!(
@@ -202,20 +203,73 @@ pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed
     bytes
 }
 
-/// An answer the client gets as `error` (a message without terminator) instead of the
-/// server's, which the stage never saw (SPEC §5.3: every answer to a judged request has its
-/// event): its result event, refused as unreadable.
-pub(crate) fn replaced(shared: &Shared, spelling: &str, asked: &Asked, error: &[u8]) {
-    let code = ReasonCode::P_RESULT_UNREADABLE;
-    let judged = results::unreadable();
-    record(
-        shared,
-        spelling,
-        asked,
-        &judged,
-        (Action::Refused, code),
-        |_| error.to_vec(),
-    );
+/// The answers of a line the client gets `bytes` instead of (whole lines: the errors of the
+/// tolerant path, `answers::Gate::Replace`, or what the client-features stage wrote instead,
+/// `client_features::Features::Instead`), which the stage never saw (SPEC §5.3: every answer to
+/// a judged request has its event): each judged request `answered` holds whose message is among
+/// `bytes` as the wrapper's `-32603` error gets its result event, refused as unreadable, with
+/// that message's digest. A request with no such message there gets none: the client got
+/// nothing for it, or the client-features stage's refusal of an `input_required` answer, whose
+/// evidence is the decision event of the refused input request it names.
+pub(crate) fn instead_of(shared: &Shared, bytes: &[u8], answered: &LineAnswers) {
+    if shared.answers.is_none() || shared.policy.results().is_none() {
+        return;
+    }
+    let mut left: Vec<(Option<String>, &str, &Asked)> =
+        answered.judged().map(|(s, a)| (id_key(s), s, a)).collect();
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        if left.is_empty() {
+            return;
+        }
+        let body = results::without_terminator(line);
+        let messages: Vec<&[u8]> = if body.first() == Some(&b'[') {
+            match serde_json::from_slice::<Vec<&RawValue>>(body) {
+                Ok(v) => v.into_iter().map(|m| m.get().as_bytes()).collect(),
+                Err(_) => continue,
+            }
+        } else {
+            vec![body]
+        };
+        for msg in messages {
+            // Only the wrapper's `-32603` withheld errors: a refusal the client-features stage
+            // wrote instead of an `input_required` answer names its own decision.
+            let key = serde_json::from_slice::<IdOf<'_>>(msg)
+                .ok()
+                .filter(|m| m.error.as_ref().map(|e| e.code) == Some(respond::INTERNAL_ERROR))
+                .and_then(|m| m.id)
+                .and_then(|id| id_key(id.get()));
+            let Some(k) = key.and_then(|key| {
+                left.iter()
+                    .position(|(k, ..)| k.as_deref() == Some(key.as_str()))
+            }) else {
+                continue;
+            };
+            let (_, spelling, asked) = left.remove(k);
+            let code = ReasonCode::P_RESULT_UNREADABLE;
+            let judged = results::unreadable();
+            record(
+                shared,
+                spelling,
+                asked,
+                &judged,
+                (Action::Refused, code, true),
+                |_| msg.to_vec(),
+            );
+        }
+    }
+}
+
+/// The `id` and error code of a message the wrapper wrote.
+#[derive(serde::Deserialize)]
+struct IdOf<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    error: Option<ErrorCode>,
+}
+
+#[derive(serde::Deserialize)]
+struct ErrorCode {
+    code: i32,
 }
 
 /// The refusal the client gets instead of an answer (SPEC §3, §5.2 shapes).

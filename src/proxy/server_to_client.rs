@@ -63,7 +63,10 @@ impl ServerWorker {
                 Gate::Trimmed(trimmed, answered) => {
                     judge_answered(&shared, features, &trimmed, answered, last)?
                 }
-                Gate::Replace(errors) => instead(&shared, &errors, last)?,
+                Gate::Replace(errors, answered) => {
+                    results_stage::instead_of(&shared, &errors, &answered);
+                    instead(&shared, &errors, last)?
+                }
                 Gate::Drop if last => finish(&shared, b"")?,
                 Gate::Drop => {}
             }
@@ -108,7 +111,10 @@ fn judge_answered(
         }
     };
     match judged {
-        Features::Instead(errors) => instead(shared, &errors, last),
+        Features::Instead(errors) => {
+            results_stage::instead_of(shared, &errors, answered);
+            instead(shared, &errors, last)
+        }
         Features::Edited(edited) => rest(&edited),
         Features::Pass => rest(line),
     }
