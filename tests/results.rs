@@ -727,7 +727,7 @@ fn answers_replaced_before_the_results_stage_have_their_events() {
         ("client_features: {sampling: deny}\n", "dup"),
     ] {
         let dir = tempdir();
-        let lines = vec![INIT.to_string(), odd("1", shape), say("2", "fine", 1)];
+        let lines = [INIT.to_string(), odd("1", shape), say("2", "fine", 1)];
         let policy = dir.path().join("policy.yaml");
         std::fs::write(
             &policy,

@@ -386,7 +386,10 @@ mod streaming_tests {
 
     /// Reads `input` with lines over `limit` streamed: each item as (kept line or streamed
     /// bytes, streamed length, last), and the buffer's final length.
-    fn items(input: &[u8], max: usize, limit: usize) -> (Vec<(Vec<u8>, Option<Long>)>, usize) {
+    /// A kept line, or the bytes of a streamed one with what the reader said of it.
+    type Read = (Vec<u8>, Option<Long>);
+
+    fn items(input: &[u8], max: usize, limit: usize) -> (Vec<Read>, usize) {
         let (r, mut w) = std::io::pipe().unwrap();
         let data = input.to_vec();
         let t = std::thread::spawn(move || {

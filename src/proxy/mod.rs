@@ -585,7 +585,7 @@ fn run_session(
     let server_bytes = Arc::new(AtomicU64::new(0));
     let s2c = server_to_client::ServerWorker {
         reader: streamed_answers(
-            &shared,
+            shared,
             LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone())
                 .with_activity(server_bytes.clone()),
         ),
