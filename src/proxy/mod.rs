@@ -34,7 +34,7 @@ mod session_files;
 mod shared;
 mod signing;
 mod stderr_tee;
-mod stream_scan;
+pub(crate) mod stream_scan;
 pub(crate) mod tools_list;
 mod undo;
 mod workers;
