@@ -765,3 +765,33 @@ fn answers_replaced_before_the_results_stage_have_their_events() {
         assert_eq!(two["action"], "forwarded", "{shape}");
     }
 }
+
+/// An oversized line answering a request `results` does not judge (a `tools/list`) is not kept
+/// either: the request gets the `-32603` withheld error and no result event, and the session
+/// goes on.
+#[test]
+fn an_oversized_answer_to_a_request_not_judged_is_withheld() {
+    let dir = tempdir();
+    let lines = vec![
+        INIT.to_string(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"flood"}}"#.to_string(),
+        say("2", "after", 1),
+    ];
+    let (out, events, _) = session(dir.path(), Some("{max_bytes: 65536}"), &lines);
+    let results = results_checked(&out, &events);
+    let one = by_id(&out, 1.into());
+    assert_eq!(one["error"]["code"], -32603, "{one}");
+    assert!(
+        one["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than results.max_bytes"),
+        "{one}"
+    );
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["request_id"], 2);
+    assert_eq!(
+        by_id(&out, 2.into())["result"]["content"][0]["text"],
+        "after"
+    );
+}
