@@ -158,7 +158,7 @@ impl ServerPath {
         let judged = judge(line, &self.pending);
         let (mut text, answered, mut changed) = match judged.gate {
             Gate::Drop => return Some(Vec::new()),
-            Gate::Replace(errors) => return Some(errors),
+            Gate::Replace(errors, _) => return Some(errors),
             Gate::Forward(a) => (line.to_vec(), a, false),
             Gate::Trimmed(t, a) => (t, a, true),
         };
@@ -236,4 +236,40 @@ pub fn id_lax_int_reading(s: &str) -> Option<String> {
 /// reads. `json` selects the `.json` reader, as the extension does.
 pub fn policy_document(bytes: &[u8], json: bool) -> Result<serde_json::Value, String> {
     crate::policy::read_document(bytes, json).map_err(|e| e.to_string())
+}
+
+/// What a reader made of a server line's messages, in order: whether each is a response, and
+/// the raw text of its id (`None`: none, or one the streaming scanner does not take).
+pub type ServerMessages = Vec<(bool, Option<String>)>;
+
+/// The streaming scanner of a server line too long to keep (`results.max_bytes`, SPEC §5.3) fed
+/// `line` in pieces of `chunk` bytes, and the strict walk's reading of the same line when the
+/// strict rules accept it, with the ids the scanner never takes (not a string or a number,
+/// longer than its bound) as `None`.
+pub fn stream_scan(line: &[u8], chunk: usize) -> (ServerMessages, Option<ServerMessages>) {
+    use crate::proxy::stream_scan::{MAX_ID_BYTES, Seen, StreamScan};
+    use crate::proxy::tools_list::walk::{self, Hooks, MessageInfo};
+    let mut scan = StreamScan::new();
+    let mut streamed = Vec::new();
+    for piece in line.chunks(chunk.max(1)) {
+        scan.feed(piece, &mut |s: Seen<'_>| {
+            streamed.push((s.response, s.id.map(str::to_owned)));
+        });
+    }
+    struct Rec(ServerMessages);
+    impl<'a> Hooks<'a> for Rec {
+        fn message(&mut self, m: &MessageInfo<'a>) {
+            let id = m.id.filter(|id| {
+                id.len() <= MAX_ID_BYTES
+                    && matches!(id.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+            });
+            self.0
+                .push((m.has_result || m.has_error, id.map(str::to_owned)));
+        }
+    }
+    let strict = std::str::from_utf8(line).ok().and_then(|text| {
+        let mut r = Rec(Vec::new());
+        walk::walk(text, &mut r).ok().map(|()| r.0)
+    });
+    (streamed, strict)
 }

@@ -35,6 +35,15 @@ fn peak_rss_for(line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
 /// Runs `assay` with `args`, writes `line` to it and reads its whole output; returns (peak RSS
 /// in bytes, bytes the client received, the first and last bytes of that output).
 fn peak_rss_of(args: Vec<String>, line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8>) {
+    peak_rss_after(args, line, 1)
+}
+
+/// [`peak_rss_of`], the client's input held open until `lines` output lines are complete.
+fn peak_rss_after(
+    args: Vec<String>,
+    line: &[u8],
+    lines: usize,
+) -> (usize, usize, Vec<u8>, Vec<u8>) {
     let mut child = Command::new(bin())
         .args(args)
         .stdin(Stdio::piped())
@@ -78,12 +87,14 @@ fn peak_rss_of(args: Vec<String>, line: &[u8]) -> (usize, usize, Vec<u8>, Vec<u8
     let mut head = Vec::new();
     let mut tail: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut seen = 0usize;
     loop {
         let n = stdout.read(&mut buf).expect("read wrapper output");
         if n == 0 {
             break;
         }
-        if buf[..n].contains(&b'\n') {
+        seen += buf[..n].iter().filter(|b| **b == b'\n').count();
+        if seen >= lines {
             let _ = answered.send(());
         }
         if head.len() < 64 {
@@ -451,4 +462,77 @@ fn a_max_size_governed_list_answer_stays_within_four_times_max_line_bytes() {
             );
         }
     }
+}
+
+/// SPEC §5.3 `results.max_bytes`: a 200 MiB answer under `max_bytes: 1048576` is read past,
+/// never buffered whole (longer than the line bound too), and refused; the wrapper's peak RSS
+/// stays within a small multiple of `max_bytes`, far below `max_line_bytes`.
+#[test]
+fn a_200_mib_answer_over_max_bytes_is_refused_in_memory_bounded_by_max_bytes() {
+    const MAX_BYTES: usize = 1 << 20;
+    let dir = tempdir();
+    let policy = dir.path().join("results.yaml");
+    std::fs::write(
+        &policy,
+        format!("version: \"1\"\nallow: [\"*\"]\nresults:\n  max_bytes: {MAX_BYTES}\n"),
+    )
+    .unwrap();
+    let log = dir.path().join("decisions.ndjson");
+    let server = root().join("tests/fixtures/results_server.py");
+    let args = wrap_args(
+        &[
+            "--policy",
+            &policy.display().to_string(),
+            "--event-source",
+            "assay://test/session",
+            "--decision-log",
+            &log.display().to_string(),
+            "--decision-log-new",
+        ],
+        &["python3", &server.display().to_string()],
+    );
+    let input = |bytes: usize| {
+        format!(
+            "{}\n{}\n",
+            format_args!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"flood","arguments":{{"bytes":{bytes}}}}}}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+        )
+    };
+    // The same session with a small answer: what the wrapper costs whatever it reads.
+    std::fs::remove_file(&log).ok();
+    let (base, _, _, _) = peak_rss_after(args.clone(), input(1000).as_bytes(), 2);
+    std::fs::remove_file(&log).unwrap();
+    let (rss, out, head, tail) = peak_rss_after(args, input(200 << 20).as_bytes(), 2);
+    eprintln!(
+        "200 MiB answer refused: peak RSS {} KiB (a 1000-byte answer: {} KiB), output {out} bytes",
+        rss >> 10,
+        base >> 10
+    );
+    assert!(
+        head.starts_with(br#"{"jsonrpc":"2.0","id":1,"result":"#),
+        "{:?}",
+        String::from_utf8_lossy(&head)
+    );
+    assert!(out < 4096, "the refusal, not the answer: {out} bytes");
+    assert!(
+        tail.ends_with(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"),
+        "the session went on: {:?}",
+        String::from_utf8_lossy(&tail)
+    );
+    let events = decision_lines(&log);
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "assay.mcp.result")
+        .expect("a result event");
+    assert_eq!(result["data"]["action"], "refused");
+    assert_eq!(result["data"]["reason_code"], "P_RESULT_TOO_LARGE");
+    assert!(
+        rss <= base + 4 * MAX_BYTES,
+        "peak RSS {} KiB for a 200 MiB answer under max_bytes {} KiB (bound: {} KiB for a small answer, plus 4 × max_bytes)",
+        rss >> 10,
+        MAX_BYTES >> 10,
+        base >> 10
+    );
 }

@@ -40,6 +40,7 @@ mod proxy;
 mod regression;
 mod replay;
 mod results;
+mod results_stream;
 mod show;
 mod signing;
 mod text_for_people;

@@ -41,8 +41,8 @@ pub(crate) enum Gate {
     /// name them so, see [`respell`]).
     Trimmed(Vec<u8>, LineAnswers),
     /// These error responses instead (one line, `\n` terminated): the requests an unreadable
-    /// line answered, which carried something unsolicited too.
-    Replace(Vec<u8>),
+    /// line answered (the answers), which carried something unsolicited too.
+    Replace(Vec<u8>, LineAnswers),
     /// Nothing.
     Drop,
 }
@@ -262,14 +262,17 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
         };
     }
     const WITHHELD: &str = "server line withheld: it cannot be read strictly and holds a response to no pending request";
-    let mut errors = answers
+    let errors: Vec<Vec<u8>> = answers
         .spellings()
-        .map(|spelling| super::tools_list::candidates::withheld_error(Some(spelling), WITHHELD));
-    let gate = match (errors.next(), answers.spellings().count()) {
+        .map(|spelling| super::tools_list::candidates::withheld_error(Some(spelling), WITHHELD))
+        .collect();
+    let count = errors.len();
+    let mut errors = errors.into_iter();
+    let gate = match (errors.next(), count) {
         (None, _) => Gate::Drop,
         (Some(mut one), 1) => {
             one.push(b'\n');
-            Gate::Replace(one)
+            Gate::Replace(one, answers)
         }
         (Some(first), _) => {
             let mut out = vec![b'['];
@@ -279,7 +282,7 @@ fn tolerant(line: &[u8], pending: &PendingRequests) -> Judged {
                 out.extend_from_slice(&e);
             }
             out.extend_from_slice(b"]\n");
-            Gate::Replace(out)
+            Gate::Replace(out, answers)
         }
     };
     Judged { gate, unsolicited }

@@ -34,6 +34,24 @@ pub(crate) enum LineError {
     Io(io::Error),
 }
 
+/// What [`LineReader::next_item`] read.
+#[derive(Debug)]
+pub(crate) enum Item<'a> {
+    /// A line as [`LineReader::next_line`] yields it.
+    Line(&'a [u8]),
+    /// A line longer than the streaming limit, handed to the caller in pieces and not kept.
+    Long(Long),
+}
+
+/// A line that was streamed past ([`LineReader::streaming_past`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Long {
+    /// Its length without the terminator (`\n`, or `\r\n`).
+    pub bytes: u64,
+    /// It ended at the end of input, without a `\n`.
+    pub last: bool,
+}
+
 pub(crate) struct LineReader<R> {
     src: R,
     buf: Vec<u8>,
@@ -48,6 +66,8 @@ pub(crate) struct LineReader<R> {
     cancel: Cancel,
     /// Counts the bytes read (the session watches the server's output for activity).
     activity: Option<Arc<AtomicU64>>,
+    /// Lines longer than this (terminator excluded) are streamed by [`Self::next_item`].
+    stream_past: Option<usize>,
 }
 
 impl<R: Read + AsFd> LineReader<R> {
@@ -63,7 +83,16 @@ impl<R: Read + AsFd> LineReader<R> {
             eof: false,
             cancel,
             activity: None,
+            stream_past: None,
         }
+    }
+
+    /// [`Self::next_item`] streams every line longer than `limit` bytes (terminator excluded)
+    /// or than the bound instead of keeping it (never [`LineError::TooLong`]): such a line
+    /// costs no more than about twice the smaller of the two in buffer.
+    pub(crate) fn streaming_past(mut self, limit: usize) -> Self {
+        self.stream_past = Some(limit);
+        self
     }
 
     /// Counts every byte read into `counter`.
@@ -102,32 +131,125 @@ impl<R: Read + AsFd> LineReader<R> {
                 return Ok(None);
             }
             self.make_room();
-            idle().map_err(LineError::Io)?;
-            if !self
-                .cancel
-                .wait_readable(self.src.as_fd())
-                .map_err(LineError::Io)?
-            {
-                return Err(LineError::Cancelled);
-            }
-            let room = self.buf.len() - self.end;
-            match self.src.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => {
-                    self.filled = n == room;
-                    self.end += n;
-                    if let Some(a) = &self.activity {
-                        a.fetch_add(n as u64, Ordering::Relaxed);
-                    }
+            self.fill(idle)?;
+        }
+    }
+
+    /// Waits for input (running `idle` first) and reads what there is after `end`.
+    fn fill(&mut self, idle: &mut dyn FnMut() -> io::Result<()>) -> Result<(), LineError> {
+        idle().map_err(LineError::Io)?;
+        if !self
+            .cancel
+            .wait_readable(self.src.as_fd())
+            .map_err(LineError::Io)?
+        {
+            return Err(LineError::Cancelled);
+        }
+        let room = self.buf.len() - self.end;
+        match self.src.read(&mut self.buf[self.end..]) {
+            Ok(0) => self.eof = true,
+            Ok(n) => {
+                self.filled = n == room;
+                self.end += n;
+                if let Some(a) = &self.activity {
+                    a.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                // A non-blocking source with nothing there after all: wait again.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                    ) => {}
-                Err(e) => return Err(LineError::Io(e)),
             }
+            // A non-blocking source with nothing there after all: wait again.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) => {}
+            Err(e) => return Err(LineError::Io(e)),
+        }
+        Ok(())
+    }
+
+    /// The next line, or, when the reader streams long lines ([`Self::streaming_past`]), a
+    /// line longer than the limit handed to `long` in pieces (terminator excluded, a `\r`
+    /// before the `\n` included) as it is read, and never kept whole. Without a limit, exactly
+    /// [`Self::next_line`].
+    pub(crate) fn next_item(
+        &mut self,
+        idle: &mut dyn FnMut() -> io::Result<()>,
+        long: &mut dyn FnMut(&[u8]),
+    ) -> Result<Option<Item<'_>>, LineError> {
+        let Some(limit) = self.stream_past else {
+            return Ok(self.next_line(idle)?.map(Item::Line));
+        };
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) {
+                let (line_start, line_end) = (self.start, self.scan + i + 1);
+                self.start = line_end;
+                self.scan = line_end;
+                let line = &self.buf[line_start..line_end];
+                let body = crate::results::without_terminator(line).len();
+                // Streaming, a line longer than the bound is streamed too (never an error).
+                if body > limit || line.len() > self.max {
+                    long(&line[..line.len() - 1]);
+                    let bytes = body as u64;
+                    return Ok(Some(Item::Long(Long { bytes, last: false })));
+                }
+                return Ok(Some(Item::Line(&self.buf[line_start..line_end])));
+            }
+            self.scan = self.end;
+            // Past the limit even if the next byte ends the line after a `\r`.
+            let partial = self.end - self.start;
+            if partial > limit.saturating_add(1) || partial > self.max {
+                return self.stream_rest(idle, long).map(|l| Some(Item::Long(l)));
+            }
+            if self.eof {
+                if self.start < self.end {
+                    let (s, e) = (self.start, self.end);
+                    self.start = self.end;
+                    let body = crate::results::without_terminator(&self.buf[s..e]).len();
+                    if body > limit || e - s > self.max {
+                        long(&self.buf[s..e]);
+                        let bytes = body as u64;
+                        return Ok(Some(Item::Long(Long { bytes, last: true })));
+                    }
+                    return Ok(Some(Item::Line(&self.buf[s..e])));
+                }
+                return Ok(None);
+            }
+            self.make_room();
+            self.fill(idle)?;
+        }
+    }
+
+    /// Hands the partial line in the buffer and the rest of it, up to its `\n` or the end of
+    /// input, to `long`, reusing the buffer for each read; what follows the `\n` stays.
+    fn stream_rest(
+        &mut self,
+        idle: &mut dyn FnMut() -> io::Result<()>,
+        long: &mut dyn FnMut(&[u8]),
+    ) -> Result<Long, LineError> {
+        let mut bytes = 0u64;
+        let mut cr = false;
+        let mut hand = |piece: &[u8], bytes: &mut u64, cr: &mut bool| {
+            if let Some(&b) = piece.last() {
+                *cr = b == b'\r';
+            }
+            *bytes += piece.len() as u64;
+            long(piece);
+        };
+        hand(&self.buf[self.start..self.end], &mut bytes, &mut cr);
+        (self.start, self.end, self.scan) = (0, 0, 0);
+        loop {
+            if self.eof {
+                let bytes = bytes - u64::from(cr);
+                return Ok(Long { bytes, last: true });
+            }
+            self.fill(idle)?;
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[..self.end]) {
+                hand(&self.buf[..i], &mut bytes, &mut cr);
+                (self.start, self.scan) = (i + 1, i + 1);
+                let bytes = bytes - u64::from(cr);
+                return Ok(Long { bytes, last: false });
+            }
+            hand(&self.buf[..self.end], &mut bytes, &mut cr);
+            self.end = 0;
         }
     }
 
@@ -255,5 +377,83 @@ mod tests {
         let got = lines(&input, 200_000).unwrap();
         assert_eq!(got.len(), 50);
         assert_eq!(got.concat(), input);
+    }
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+
+    /// Reads `input` with lines over `limit` streamed: each item as (kept line or streamed
+    /// bytes, streamed length, last), and the buffer's final length.
+    /// A kept line, or the bytes of a streamed one with what the reader said of it.
+    type Read = (Vec<u8>, Option<Long>);
+
+    fn items(input: &[u8], max: usize, limit: usize) -> (Vec<Read>, usize) {
+        let (r, mut w) = std::io::pipe().unwrap();
+        let data = input.to_vec();
+        let t = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = w.write_all(&data);
+        });
+        let mut lr = LineReader::new(r, max, Cancel::new().unwrap()).streaming_past(limit);
+        let mut out = Vec::new();
+        loop {
+            let mut streamed = Vec::new();
+            match lr.next_item(&mut || Ok(()), &mut |p| streamed.extend_from_slice(p)) {
+                Ok(Some(Item::Line(l))) => out.push((l.to_vec(), None)),
+                Ok(Some(Item::Long(long))) => out.push((streamed, Some(long))),
+                Ok(None) => break,
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        let len = lr.buf.len();
+        drop(lr);
+        t.join().unwrap();
+        (out, len)
+    }
+
+    #[test]
+    fn lines_over_the_limit_are_streamed_at_the_exact_bound() {
+        let (got, _) = items(b"abcd\nabcde\nab\r\nabc\r\nabcdefg", 100, 4);
+        let long = |bytes, last| Some(Long { bytes, last });
+        assert_eq!(
+            got,
+            vec![
+                (b"abcd\n".to_vec(), None),
+                (b"abcde".to_vec(), long(5, false)),
+                (b"ab\r\n".to_vec(), None),
+                // Four bytes and a `\r` before the `\n`: at the bound, kept.
+                (b"abc\r\n".to_vec(), None),
+                (b"abcdefg".to_vec(), long(7, true)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_far_over_the_bound_is_streamed_in_bounded_memory() {
+        let mut input = vec![b'x'; 8 << 20];
+        input.extend_from_slice(b"\r\nnext\n");
+        let (got, len) = items(&input, 1 << 20, 1000);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0].1,
+            Some(Long {
+                bytes: 8 << 20,
+                last: false
+            })
+        );
+        assert_eq!(got[0].0.len(), (8 << 20) + 1, "the `\\r` is handed on");
+        assert_eq!(got[1], (b"next\n".to_vec(), None));
+        assert!(len <= 2 * READ_CHUNK + 2 * 1002, "buffer {len}");
+        // Over the bound but not the limit: streamed, never an error.
+        let (got, _) = items(&[b'y'; 3000], 2000, 1 << 20);
+        assert_eq!(
+            got[0].1,
+            Some(Long {
+                bytes: 3000,
+                last: true
+            })
+        );
     }
 }

@@ -20,6 +20,7 @@ mod live_export;
 pub(crate) mod message;
 mod output;
 mod output_schemas;
+mod oversized;
 pub(crate) mod pending;
 mod pending_lists;
 mod recorder;
@@ -33,6 +34,7 @@ mod session_files;
 mod shared;
 mod signing;
 mod stderr_tee;
+pub(crate) mod stream_scan;
 pub(crate) mod tools_list;
 mod undo;
 mod workers;
@@ -582,8 +584,11 @@ fn run_session(
     };
     let server_bytes = Arc::new(AtomicU64::new(0));
     let s2c = server_to_client::ServerWorker {
-        reader: LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone())
-            .with_activity(server_bytes.clone()),
+        reader: streamed_answers(
+            shared,
+            LineReader::new(streams.server_stdout, plan.max_line_bytes, cancel.clone())
+                .with_activity(server_bytes.clone()),
+        ),
         shared: shared.clone(),
     };
     let started = workers::start_both(move || c2s.run(), move || s2c.run());
@@ -618,4 +623,18 @@ fn run_session(
         ));
     }
     Ok(run)
+}
+
+/// The server's line reader, streaming past every line longer than `results.max_bytes` when
+/// the policy sets it and enforces (SPEC §5.3: such an answer is refused, read in bounded
+/// memory and never buffered whole). A dry run forwards what it would refuse, so it keeps the
+/// line; without `results.max_bytes` the reader is as it was.
+fn streamed_answers(shared: &Shared, reader: LineReader<Endpoint>) -> LineReader<Endpoint> {
+    let limit = shared.policy.results().and_then(|r| r.max_bytes());
+    match limit {
+        Some(max) if !shared.dry_run => {
+            reader.streaming_past(usize::try_from(max).unwrap_or(usize::MAX))
+        }
+        _ => reader,
+    }
 }

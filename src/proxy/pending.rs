@@ -253,6 +253,14 @@ impl LineAnswers {
             .filter_map(|(_, a)| Some((&*a.spelling, a.asked.as_deref()?)))
     }
 
+    /// Each request the line answered, in order: the client's spelling of its id and, for a
+    /// request whose answer `results` judges, what it asked.
+    pub(crate) fn each(&self) -> impl Iterator<Item = (&str, Option<&Asked>)> {
+        self.list
+            .iter()
+            .map(|(_, a)| (&*a.spelling, a.asked.as_deref()))
+    }
+
     /// The client's spellings of every request the line answered.
     pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
         self.list.iter().map(|(_, a)| &*a.spelling)

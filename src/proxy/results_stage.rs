@@ -121,8 +121,6 @@ fn one(
         (None, Some(_)) if enforced => (Action::Redacted, ReasonCode::P_POLICY_ALLOW),
         (None, _) => (Action::Forwarded, ReasonCode::P_POLICY_ALLOW),
     };
-    let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
-    let decision_id = asked.decision.map(|seq| shared.decision_id(seq));
     // What the client gets; a refusal names this answer's event.
     let client_bytes = |seq: u64| -> Vec<u8> {
         match action {
@@ -131,6 +129,32 @@ fn one(
             Action::Forwarded => msg.to_vec(),
         }
     };
+    let bytes = record(
+        shared,
+        spelling,
+        asked,
+        &judged,
+        (action, code, enforced),
+        client_bytes,
+    );
+    say(shared, spelling, asked, &judged, action, code);
+    let changed = action != Action::Forwarded;
+    (bytes, changed)
+}
+
+/// Records the result event of the answer to the request the client spelled `spelling`:
+/// `client_bytes` builds what the client gets from the event's `seq` (a refusal names its
+/// event), and the event carries their digest and size. Returns those bytes.
+fn record(
+    shared: &Shared,
+    spelling: &str,
+    asked: &Asked,
+    judged: &Judged,
+    (action, code, enforced): (Action, ReasonCode, bool),
+    client_bytes: impl Fn(u64) -> Vec<u8>,
+) -> Vec<u8> {
+    let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
+    let decision_id = asked.decision.map(|seq| shared.decision_id(seq));
     let mut sent: Option<Vec<u8>> = None;
     let seq = shared.record_numbered(|f, out, seq| {
         let bytes = client_bytes(seq);
@@ -145,7 +169,7 @@ fn one(
                 decision_id: decision_id.as_deref(),
                 sha256: &sha256,
                 bytes: bytes.len() as u64,
-                judged: &judged,
+                judged,
                 action,
                 reason_code: code,
                 enforced,
@@ -153,10 +177,99 @@ fn one(
         );
         sent = Some(bytes);
     });
-    let bytes = sent.unwrap_or_else(|| client_bytes(seq));
-    say(shared, spelling, asked, &judged, action, code);
-    let changed = action != Action::Forwarded;
-    (bytes, changed)
+    sent.unwrap_or_else(|| client_bytes(seq))
+}
+
+/// An answer longer than `results.max_bytes` that was streamed past, never kept (`observed`:
+/// its length, terminator excluded): its result event, and the refusal the client gets
+/// instead (the message, without terminator).
+pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed: u64) -> Vec<u8> {
+    let code = ReasonCode::P_RESULT_TOO_LARGE;
+    let judged = results::too_large();
+    let bytes = record(
+        shared,
+        spelling,
+        asked,
+        &judged,
+        // Streamed past only when enforcing (`proxy::streamed_answers`).
+        (Action::Refused, code, true),
+        |seq| refusal(shared, spelling, asked, code, seq),
+    );
+    shared.diag.say(&format!(
+        "refused the answer ({}) to {} request {spelling}: its line of {observed} bytes is longer than results.max_bytes (or the line bound) and was read past, never kept",
+        code.as_str(),
+        asked.method,
+    ));
+    bytes
+}
+
+/// The answers of a line the client gets `bytes` instead of (whole lines: the errors of the
+/// tolerant path, `answers::Gate::Replace`, or what the client-features stage wrote instead,
+/// `client_features::Features::Instead`), which the stage never saw (SPEC §5.3: every answer to
+/// a judged request has its event): each judged request `answered` holds whose message is among
+/// `bytes` as the wrapper's `-32603` error gets its result event, refused as unreadable, with
+/// that message's digest. A request with no such message there gets none: the client got
+/// nothing for it, or the client-features stage's refusal of an `input_required` answer, whose
+/// evidence is the decision event of the refused input request it names.
+pub(crate) fn instead_of(shared: &Shared, bytes: &[u8], answered: &LineAnswers) {
+    if shared.answers.is_none() || shared.policy.results().is_none() {
+        return;
+    }
+    let mut left: Vec<(Option<String>, &str, &Asked)> =
+        answered.judged().map(|(s, a)| (id_key(s), s, a)).collect();
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        if left.is_empty() {
+            return;
+        }
+        let body = results::without_terminator(line);
+        let messages: Vec<&[u8]> = if body.first() == Some(&b'[') {
+            match serde_json::from_slice::<Vec<&RawValue>>(body) {
+                Ok(v) => v.into_iter().map(|m| m.get().as_bytes()).collect(),
+                Err(_) => continue,
+            }
+        } else {
+            vec![body]
+        };
+        for msg in messages {
+            // Only the wrapper's `-32603` withheld errors: a refusal the client-features stage
+            // wrote instead of an `input_required` answer names its own decision.
+            let key = serde_json::from_slice::<IdOf<'_>>(msg)
+                .ok()
+                .filter(|m| m.error.as_ref().map(|e| e.code) == Some(respond::INTERNAL_ERROR))
+                .and_then(|m| m.id)
+                .and_then(|id| id_key(id.get()));
+            let Some(k) = key.and_then(|key| {
+                left.iter()
+                    .position(|(k, ..)| k.as_deref() == Some(key.as_str()))
+            }) else {
+                continue;
+            };
+            let (_, spelling, asked) = left.remove(k);
+            let code = ReasonCode::P_RESULT_UNREADABLE;
+            let judged = results::unreadable();
+            record(
+                shared,
+                spelling,
+                asked,
+                &judged,
+                (Action::Refused, code, true),
+                |_| msg.to_vec(),
+            );
+        }
+    }
+}
+
+/// The `id` and error code of a message the wrapper wrote.
+#[derive(serde::Deserialize)]
+struct IdOf<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    error: Option<ErrorCode>,
+}
+
+#[derive(serde::Deserialize)]
+struct ErrorCode {
+    code: i32,
 }
 
 /// The refusal the client gets instead of an answer (SPEC §3, §5.2 shapes).

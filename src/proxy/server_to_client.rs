@@ -11,8 +11,9 @@ use super::client_features::{self, Features};
 use super::endpoint::Endpoint;
 use super::governed_lists;
 use super::instructions;
-use super::line::LineReader;
+use super::line::{Item, LineReader, Long};
 use super::message::tool_call_id;
+use super::oversized::Oversized;
 use super::results_stage;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
@@ -34,8 +35,19 @@ impl ServerWorker {
         loop {
             let output = &shared.output;
             let mut idle = || output.flush();
-            let line = match self.reader.next_line(&mut idle) {
-                Ok(Some(line)) => line,
+            let mut oversized = Oversized::default();
+            let item = self.reader.next_item(&mut idle, &mut |piece| {
+                oversized.feed(piece, &shared.pending)
+            });
+            let line = match item {
+                Ok(Some(Item::Line(line))) => line,
+                Ok(Some(Item::Long(long))) => {
+                    long_line(&shared, oversized, long)?;
+                    if long.last {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 Ok(None) => break,
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
@@ -51,7 +63,10 @@ impl ServerWorker {
                 Gate::Trimmed(trimmed, answered) => {
                     judge_answered(&shared, features, &trimmed, answered, last)?
                 }
-                Gate::Replace(errors) => instead(&shared, &errors, last)?,
+                Gate::Replace(errors, answered) => {
+                    results_stage::instead_of(&shared, &errors, &answered);
+                    instead(&shared, &errors, last)?
+                }
                 Gate::Drop if last => finish(&shared, b"")?,
                 Gate::Drop => {}
             }
@@ -96,10 +111,23 @@ fn judge_answered(
         }
     };
     match judged {
-        Features::Instead(errors) => instead(shared, &errors, last),
+        Features::Instead(errors) => {
+            results_stage::instead_of(shared, &errors, answered);
+            instead(shared, &errors, last)
+        }
         Features::Edited(edited) => rest(&edited),
         Features::Pass => rest(line),
     }
+}
+
+/// A line longer than `results.max_bytes`, streamed past (SPEC §5.3): the refusals and errors
+/// for the requests it answered instead; its other messages are counted as unsolicited.
+fn long_line(shared: &Shared, read: Oversized, long: Long) -> Result<(), WorkerError> {
+    let (out, unsolicited) = read.finish(shared, long.bytes);
+    shared
+        .unsolicited
+        .fetch_add(unsolicited as u64, Ordering::Relaxed);
+    instead(shared, &out, long.last)
 }
 
 /// Writes `bytes` (whole lines, or nothing) instead of a server line; `last`: the server's final

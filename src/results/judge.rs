@@ -276,6 +276,22 @@ impl Judge<'_, '_> {
     }
 }
 
+/// The judgement of an answer over `results.max_bytes`: refused, with its `size` finding.
+pub fn too_large() -> Judged {
+    let mut out = Judged::default();
+    out.find("size", "max_bytes", String::new());
+    out.refuse(ReasonCode::P_RESULT_TOO_LARGE);
+    out
+}
+
+/// The judgement of an answer the strict rules refuse: refused, with its `unreadable` finding.
+pub fn unreadable() -> Judged {
+    let mut out = Judged::default();
+    out.find("unreadable", "strict", String::new());
+    out.refuse(ReasonCode::P_RESULT_UNREADABLE);
+    out
+}
+
 /// Judges one message `msg` (a JSON-RPC response, no terminator) answering `asked`, against
 /// `results`; `schema` validates the `structuredContent` of a `tools/call` answer (the tool's
 /// `outputSchema`, when one is known).
@@ -289,19 +305,11 @@ pub fn judge(
         .max_bytes()
         .is_some_and(|max| msg.len() as u64 > max)
     {
-        let mut out = Judged::default();
-        out.find("size", "max_bytes", String::new());
-        out.refuse(ReasonCode::P_RESULT_TOO_LARGE);
-        return out;
+        return too_large();
     }
     let text = match std::str::from_utf8(msg) {
         Ok(t) if crate::strict_json::scan(msg, walk::MAX_DEPTH).is_ok() => t,
-        _ => {
-            let mut out = Judged::default();
-            out.find("unreadable", "strict", String::new());
-            out.refuse(ReasonCode::P_RESULT_UNREADABLE);
-            return out;
-        }
+        _ => return unreadable(),
     };
     let mut j = Judge {
         text,

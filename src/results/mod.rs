@@ -11,7 +11,7 @@
 mod judge;
 mod walk;
 
-pub use self::judge::{Asked, Finding, Judged, MAX_FINDINGS, judge};
+pub use self::judge::{Asked, Finding, Judged, MAX_FINDINGS, judge, too_large, unreadable};
 use self::walk::{Seg, Visit};
 
 pub(crate) use self::walk::MAX_DEPTH;

@@ -17,7 +17,7 @@ fn gate(line: &str, p: &PendingRequests) -> (String, usize) {
     let judged = judge(line.as_bytes(), p);
     let out = match judged.gate {
         Gate::Forward(_) => line.to_string(),
-        Gate::Trimmed(t, _) | Gate::Replace(t) => String::from_utf8(t).unwrap(),
+        Gate::Trimmed(t, _) | Gate::Replace(t, _) => String::from_utf8(t).unwrap(),
         Gate::Drop => String::new(),
     };
     (out, judged.unsolicited)

@@ -33,7 +33,7 @@ fn through_bytes(filter: bool, ids: &[&str], line: &[u8]) -> String {
 fn answer(watch: &ToolsListWatch, pending: &PendingRequests, p: &Policy, line: &[u8]) -> String {
     let (text, answered) = match judge(line, pending).gate {
         Gate::Drop => return String::new(),
-        Gate::Replace(errors) => return String::from_utf8(errors).unwrap(),
+        Gate::Replace(errors, _) => return String::from_utf8(errors).unwrap(),
         Gate::Forward(a) => (line.to_vec(), a),
         Gate::Trimmed(t, a) => (t, a),
     };
