@@ -14,6 +14,7 @@ use super::facts::{Facts, SessionFacts, read_facts};
 use super::judgement::{Closure, ClosureKind};
 use super::log::check_line;
 use super::reader::judge_keeping;
+use super::show::{DecisionLines, lines_of};
 use crate::capture_files::DECISIONS;
 use crate::decision_record::{DecisionRecord, parse_line};
 use crate::outcome::StopData;
@@ -63,6 +64,22 @@ impl CaptureRecords {
     /// Why the log's events cannot be handed out, if they cannot.
     pub(crate) fn unavailable(&self) -> Option<&str> {
         self.log.as_ref().err().map(String::as_str)
+    }
+
+    /// A `closed` capture's log as `capture show` reads it, line by line, from the bytes its
+    /// verdict judged (every complete line passed the reader's checks, so each is read as its row
+    /// directly); `None` when the capture is not closed.
+    pub(crate) fn closed_lines(&self) -> Option<DecisionLines> {
+        if self.closure.closure != ClosureKind::Closed {
+            return None;
+        }
+        Some(match &self.log {
+            Ok(bytes) => lines_of(bytes, true, None),
+            Err(why) => DecisionLines {
+                unavailable: Some(why.clone()),
+                ..DecisionLines::default()
+            },
+        })
     }
 
     /// Hands each event of the log that the reader's checks accept to `each`, in file order;
