@@ -312,11 +312,17 @@ struct DataKeys<'a> {
 /// tool decision or an MCP decision; `None` sends the caller to the general path. The kind is
 /// the line's `type` (only those two are read here: a listing always takes the general path).
 pub(super) fn parse(line: &str) -> Option<(LineView<'_>, LineKind)> {
-    parse_texts(line).map(|(v, kind, _)| (v, kind))
+    parse_as::<false>(line).map(|(v, kind, _)| (v, kind))
 }
 
 /// [`parse`], with the text fields of `data` the checks do not compare, as written.
 pub(super) fn parse_texts(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'_>)> {
+    parse_as::<true>(line)
+}
+
+/// The one pass; with `TEXTS` the texts are kept (without, the reader's checks do not pay for
+/// them: the stores go to a scratch value the compiler drops).
+fn parse_as<const TEXTS: bool>(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'_>)> {
     let mut p = P {
         s: line,
         b: line.as_bytes(),
@@ -354,7 +360,7 @@ pub(super) fn parse_texts(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'
             }
             b"data" => {
                 see(&mut seen, 6)?;
-                data(&mut p, &mut v, &mut keys)?;
+                data::<TEXTS>(&mut p, &mut v, &mut keys)?;
             }
             _ => return None,
         }
@@ -381,7 +387,12 @@ pub(super) fn parse_texts(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'
     Some((v, kind, keys.texts))
 }
 
-fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>, keys: &mut DataKeys<'a>) -> Option<()> {
+fn data<'a, const TEXTS: bool>(
+    p: &mut P<'a>,
+    v: &mut LineView<'a>,
+    keys: &mut DataKeys<'a>,
+) -> Option<()> {
+    let mut scratch = Texts::default();
     p.eat(b'{')?;
     loop {
         let k = p.key()?;
@@ -414,7 +425,7 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>, keys: &mut DataKeys<'a>) -> Opt
             return None;
         }
         keys.seen |= bit;
-        let t = &mut keys.texts;
+        let t = if TEXTS { &mut keys.texts } else { &mut scratch };
         match bit {
             key::SESSION_ID => v.session_id = p.plain_str()?,
             key::SEQ => v.seq = p.uint()?,
