@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use super::reader::{copy_capture, peak_rss};
 use super::summary::{DECISIONS, make_root};
-use super::{Env, Res, Row, median, row, verdict};
+use super::{Env, Res, Row, children_cpu_ms, median, row, verdict};
 
 /// Copies of each real capture under the export root.
 const COPIES: usize = 10;
@@ -37,8 +37,9 @@ fn make_export_root(env: &Env, n: usize) -> Res<PathBuf> {
     Ok(root)
 }
 
-/// Wall time (ms) of one command, stdout to /dev/null; its stderr must hold `want`.
-fn once(env: &Env, args: &[&str], root: &Path, want: &str) -> Res<f64> {
+/// Wall and CPU time (ms) of one command, stdout to /dev/null; its stderr must hold `want`.
+fn once(env: &Env, args: &[&str], root: &Path, want: &str) -> Res<(f64, f64)> {
+    let cpu0 = children_cpu_ms();
     let t0 = Instant::now();
     let out = Command::new(&env.assay)
         .args(args)
@@ -52,11 +53,12 @@ fn once(env: &Env, args: &[&str], root: &Path, want: &str) -> Res<f64> {
     if out.status.code() != Some(0) || !err.contains(want) {
         return Err(format!("{args:?}: {} {err}", out.status).into());
     }
-    Ok(ms)
+    Ok((ms, children_cpu_ms() - cpu0))
 }
 
-/// Wall time (ms) of `capture summary ROOT`, checked to end with every capture closed.
-fn summary_once(env: &Env, root: &Path, n: usize) -> Res<f64> {
+/// Wall and CPU time (ms) of `capture summary ROOT`, checked to end with every capture closed.
+fn summary_once(env: &Env, root: &Path, n: usize) -> Res<(f64, f64)> {
+    let cpu0 = children_cpu_ms();
     let t0 = Instant::now();
     let out = Command::new(&env.assay)
         .args(["capture", "summary"])
@@ -71,7 +73,7 @@ fn summary_once(env: &Env, root: &Path, n: usize) -> Res<f64> {
     if out.status.code() != Some(0) || text.lines().last() != Some(want.as_str()) {
         return Err(format!("capture summary: {}", out.status).into());
     }
-    Ok(ms)
+    Ok((ms, children_cpu_ms() - cpu0))
 }
 
 pub(crate) fn bench_export(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usize) -> Res<()> {
@@ -98,10 +100,13 @@ pub(crate) fn bench_export(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
     once(env, &ndjson, &root, &want_rows)?;
     once(env, &otlp, &root, &want_spans)?;
     let mut wall: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
     let mut ratio_nd = Vec::new();
     let mut ratio_ot = Vec::new();
+    let mut cpu_ratio_nd = Vec::new();
+    let mut cpu_ratio_ot = Vec::new();
     for round in 0..rounds {
-        let mut t = [0.0; 3];
+        let mut t = [(0.0, 0.0); 3];
         for k in 0..3 {
             let cfg = (round + k) % 3;
             t[cfg] = match cfg {
@@ -111,14 +116,17 @@ pub(crate) fn bench_export(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
             };
         }
         eprintln!(
-            "  export round {round}: summary {:.0} ms, ndjson {:.0} ms, otlp-json {:.0} ms",
-            t[0], t[1], t[2]
+            "  export round {round} (wall/CPU ms): summary {:.0}/{:.0}, ndjson {:.0}/{:.0}, otlp-json {:.0}/{:.0}",
+            t[0].0, t[0].1, t[1].0, t[1].1, t[2].0, t[2].1
         );
-        for (w, v) in wall.iter_mut().zip(t) {
-            w.push(v);
+        for (i, (w, c)) in t.into_iter().enumerate() {
+            wall[i].push(w);
+            cpu[i].push(c);
         }
-        ratio_nd.push(t[1] / t[0]);
-        ratio_ot.push(t[2] / t[0]);
+        ratio_nd.push(t[1].0 / t[0].0);
+        ratio_ot.push(t[2].0 / t[0].0);
+        cpu_ratio_nd.push(t[1].1 / t[0].1);
+        cpu_ratio_ot.push(t[2].1 / t[0].1);
     }
     let rss = |args: &[&str]| {
         let mut a: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
@@ -127,35 +135,41 @@ pub(crate) fn bench_export(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
     };
     let (rss_nd, rss_ot) = (rss(&ndjson), rss(&otlp));
     let summary_ms = median(&mut wall[0]);
+    let summary_cpu = median(&mut cpu[0]);
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     rows.push(row(
         &b,
         "`assay capture summary ROOT` (the same root)",
-        format!("{summary_ms:.0} ms ({cores} worker threads)"),
+        format!("{summary_ms:.0} ms (CPU {summary_cpu:.0} ms; {cores} worker threads)"),
         "1.00×".into(),
         "",
         "",
     ));
     let [_, nd, ot] = &mut wall;
-    for (path, ms, ratio, rss) in [
+    let [_, nd_cpu, ot_cpu] = &mut cpu;
+    for (path, ms, cpu_ms, ratio, cpu_ratio, rss) in [
         (
             "`assay capture export --format ndjson ROOT`",
             median(nd),
+            median(nd_cpu),
             median(&mut ratio_nd),
+            median(&mut cpu_ratio_nd),
             rss_nd,
         ),
         (
             "`assay capture export --format otlp-json ROOT`",
             median(ot),
+            median(ot_cpu),
             median(&mut ratio_ot),
+            median(&mut cpu_ratio_ot),
             rss_ot,
         ),
     ] {
         rows.push(row(
             &b,
             path,
-            format!("**{ms:.0} ms**, peak RSS {rss:.1} MiB"),
-            format!("{ratio:.2}× the summary"),
+            format!("**{ms:.0} ms** (CPU {cpu_ms:.0} ms), peak RSS {rss:.1} MiB"),
+            format!("{ratio:.2}× the summary (CPU {cpu_ratio:.2}×)"),
             "≤ 2× `capture summary`",
             &verdict(ratio <= GOAL_RATIO, format!("{:.2}×", ratio - GOAL_RATIO)),
         ));

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::reader::{copy_capture, peak_rss, record_capture};
-use super::{Env, Res, Row, call_line, median, row, verdict};
+use super::{Env, Res, Row, call_line, children_cpu_ms, median, row, verdict};
 
 const DECISIONS: u64 = 100;
 /// The target: replay and suggest within 2× the time of `capture summary` on the same root.
@@ -41,8 +41,9 @@ fn make_root(env: &Env, n: usize) -> Res<PathBuf> {
     Ok(root)
 }
 
-/// Wall time (ms) of `assay ARGS`, checking its exit status.
-fn timed(env: &Env, args: &[&std::ffi::OsStr], want: i32) -> Res<f64> {
+/// Wall and CPU time (ms) of `assay ARGS`, checking its exit status.
+fn timed(env: &Env, args: &[&std::ffi::OsStr], want: i32) -> Res<(f64, f64)> {
+    let cpu0 = children_cpu_ms();
     let t0 = Instant::now();
     let st = Command::new(&env.assay)
         .args(args)
@@ -54,7 +55,7 @@ fn timed(env: &Env, args: &[&std::ffi::OsStr], want: i32) -> Res<f64> {
     if st.code() != Some(want) {
         return Err(format!("assay {args:?}: {st}, expected {want}").into());
     }
-    Ok(ms)
+    Ok((ms, children_cpu_ms() - cpu0))
 }
 
 pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usize) -> Res<()> {
@@ -99,23 +100,27 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
         timed(env, args, want)?;
     }
     let mut wall: [Vec<f64>; 4] = Default::default();
+    let mut cpu: [Vec<f64>; 4] = Default::default();
     let mut ratio: [Vec<f64>; 3] = Default::default();
+    let mut cpu_ratio: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        let mut t = [0.0; 4];
+        let mut t = [(0.0, 0.0); 4];
         for k in 0..4 {
             let cfg = (round + k) % 4;
             let (args, want) = runs[cfg];
             t[cfg] = timed(env, args, want)?;
         }
         eprintln!(
-            "  replay round {round}: summary {:.0} ms, replay {:.0} ms, replay (no change) {:.0} ms, suggest {:.0} ms",
-            t[0], t[1], t[2], t[3]
+            "  replay round {round} (wall/CPU ms): summary {:.0}/{:.0}, replay {:.0}/{:.0}, replay (no change) {:.0}/{:.0}, suggest {:.0}/{:.0}",
+            t[0].0, t[0].1, t[1].0, t[1].1, t[2].0, t[2].1, t[3].0, t[3].1
         );
-        for (w, v) in wall.iter_mut().zip(t) {
-            w.push(v);
+        for (i, (w, c)) in t.into_iter().enumerate() {
+            wall[i].push(w);
+            cpu[i].push(c);
         }
-        for (i, r) in ratio.iter_mut().enumerate() {
-            r.push(t[i + 1] / t[0]);
+        for i in 0..3 {
+            ratio[i].push(t[i + 1].0 / t[0].0);
+            cpu_ratio[i].push(t[i + 1].1 / t[0].1);
         }
     }
     let rss: Vec<f64> = runs.iter().map(|(a, _)| peak_rss(&env.assay, a)).collect();
@@ -124,8 +129,9 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
         &b,
         "`assay capture summary ROOT` (the yardstick)",
         format!(
-            "{:.0} ms, peak RSS {:.1} MiB ({cores} worker threads)",
+            "{:.0} ms (CPU {:.0} ms), peak RSS {:.1} MiB ({cores} worker threads)",
             median(&mut wall[0]),
+            median(&mut cpu[0]),
             rss[0]
         ),
         "1.00×".into(),
@@ -147,13 +153,15 @@ pub(crate) fn bench_replay(env: &Env, rows: &mut Vec<Row>, rounds: usize, n: usi
     .enumerate()
     {
         let ms = median(&mut wall[i + 1]);
+        let cpu_ms = median(&mut cpu[i + 1]);
         let x = median(&mut ratio[i]);
+        let xc = median(&mut cpu_ratio[i]);
         let mib = rss[i + 1];
         rows.push(row(
             &b,
             what,
-            format!("**{ms:.0} ms**, peak RSS **{mib:.1} MiB**"),
-            format!("{name} **{x:.2}×** the summary's time"),
+            format!("**{ms:.0} ms** (CPU {cpu_ms:.0} ms), peak RSS **{mib:.1} MiB**"),
+            format!("{name} **{x:.2}×** the summary's time (CPU **{xc:.2}×**)"),
             "≤ 2× `capture summary`; peak RSS < 64 MiB",
             &verdict(
                 x <= GOAL_RATIO && mib < GOAL_RSS_MIB,

@@ -1,20 +1,22 @@
-//! Every capture a command names (`assay policy replay`, `assay policy suggest`): each path is a
-//! capture directory (it holds `protocol.json`) or a capture root whose immediate
-//! subdirectories are captures, found and judged as `capture summary` does — in parallel, in
-//! name order, with a bounded window ([`read_captures_with`](super::read_captures_with)).
+//! Every capture a command names (`assay policy replay`, `assay policy suggest`, `assay capture
+//! export`): each path is a capture directory (it holds `protocol.json`) or a capture root whose
+//! immediate subdirectories are captures, found and judged as `capture summary` does — in
+//! parallel, in name order, with a bounded window ([`walk_root`]).
 //!
-//! Only a `closed` capture's decision lines are read (from the bytes its verdict judged, as
-//! [`show_capture`](super::show_capture) reads them) and handed to the caller's `work`, on the worker
-//! thread; what `work` returns travels to the caller with the verdict. A capture that is not
-//! closed is handed over with its verdict alone: replaying evidence that is not closed would
-//! claim what was not observed.
+//! Each capture is judged once, keeping the log's bytes the verdict read, hashed and checked
+//! ([`capture_records`]): what a command does next reads those bytes, never the file again. Only
+//! a `closed` capture's decision lines are handed to the caller's `work`, on the worker thread;
+//! what `work` returns travels to the caller with the verdict. A capture that is not closed is
+//! handed over with its verdict alone: replaying evidence that is not closed would claim what
+//! was not observed.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use super::judgement::ClosureKind;
-use super::show::{DecisionLines, closed_lines, label};
-use super::summary::{CaptureStatus, CaptureVerdict, read_captures_with};
+use super::records::capture_records;
+use super::root_walk::{Visit, walk_root};
+use super::show::{DecisionLines, label};
+use super::summary::{CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER};
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, Result};
 
@@ -27,6 +29,44 @@ pub struct Visited<T> {
     pub verdict: CaptureVerdict,
     /// What `work` returned; `None` when the capture is not closed (it was not read further).
     pub work: Option<T>,
+}
+
+/// Reads every capture `path` names with `read` (given the capture's directory and its name):
+/// `path` itself when it holds `protocol.json` (its name: its last component), else every
+/// capture under it as a root ([`walk_root`], `per_worker` results held per worker). `each` gets
+/// the capture's path as the caller names it (`path`, or the root joined with the entry's name)
+/// and what was read, in name order; [`ControlFlow::Break`] stops the walk.
+///
+/// # Errors
+/// As [`walk_root`].
+pub(crate) fn walk_captures<T: Send>(
+    path: &Path,
+    per_worker: usize,
+    read: impl Fn(&Path, &str) -> T + Sync,
+    mut each: impl FnMut(PathBuf, String, Visit<T>) -> ControlFlow<()>,
+) -> Result<()> {
+    if std::fs::symlink_metadata(path.join(PROTOCOL)).is_ok() {
+        let name = name_of(path);
+        let read = read(path, &name);
+        let _ = each(path.to_path_buf(), name, Visit::Read(read));
+        return Ok(());
+    }
+    walk_root(path, per_worker, read, |name, visit| {
+        each(path.join(&name), name, visit)
+    })
+}
+
+/// A capture directory's name: its last component (of its canonical path, so `.` has one).
+fn name_of(path: &Path) -> String {
+    path.canonicalize()
+        .ok()
+        .as_deref()
+        .unwrap_or(path)
+        .file_name()
+        .map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
 }
 
 /// Judges every capture under `paths` (each a capture directory or a capture root) and hands
@@ -55,18 +95,22 @@ pub fn for_each_capture<T: Send>(
                 path.display()
             )));
         }
-        if std::fs::symlink_metadata(path.join(PROTOCOL)).is_ok() {
-            each(one(path, work));
-            continue;
-        }
-        let judge = |dir: Option<&Path>, v: &CaptureVerdict| {
-            let dir = dir.filter(|_| v.closure.closure == ClosureKind::Closed)?;
-            Some(work(&closed_lines(dir, &v.closure)))
-        };
-        read_captures_with(path, &judge, |verdict, work| {
-            let path = path.join(&verdict.name).display().to_string();
+        let read = |dir: &Path, name: &str| judged(dir, name, work);
+        walk_captures(path, WINDOW_PER_WORKER, read, |path, name, visit| {
+            let (verdict, work) = match visit {
+                Visit::Read(read) => read,
+                Visit::Refused(closure) => (
+                    CaptureVerdict {
+                        name,
+                        status: CaptureStatus::of(&closure),
+                        server_id: None,
+                        closure,
+                    },
+                    None,
+                ),
+            };
             each(Visited {
-                path,
+                path: path.display().to_string(),
                 verdict,
                 work,
             });
@@ -76,25 +120,21 @@ pub fn for_each_capture<T: Send>(
     Ok(())
 }
 
-/// A capture directory named by the caller.
-fn one<T>(dir: &Path, work: &(dyn Fn(&DecisionLines) -> T + Sync)) -> Visited<T> {
-    let closure = super::reader::judge(dir);
-    let server_id = label(dir, &closure);
-    let name = dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+/// One capture judged (its verdict with its label), and `work` run on its decision lines when
+/// it is closed.
+fn judged<T>(
+    dir: &Path,
+    name: &str,
+    work: &(dyn Fn(&DecisionLines) -> T + Sync),
+) -> (CaptureVerdict, Option<T>) {
+    let records = capture_records(dir);
+    let work = records.closed_lines().map(|lines| work(&lines));
+    let closure = records.closure;
     let verdict = CaptureVerdict {
-        name,
+        name: name.to_string(),
         status: CaptureStatus::of(&closure),
-        server_id,
+        server_id: label(dir, &closure),
         closure,
     };
-    let work = (verdict.closure.closure == ClosureKind::Closed)
-        .then(|| work(&closed_lines(dir, &verdict.closure)));
-    Visited {
-        path: dir.display().to_string(),
-        verdict,
-        work,
-    }
+    (verdict, work)
 }

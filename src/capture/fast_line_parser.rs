@@ -31,6 +31,40 @@ fn special(x: u64) -> u64 {
         | has_less(x, 0x20)
 }
 
+/// A JSON string's contents between its quotes, as written (escapes not undone).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Text<'a> {
+    /// The bytes between the quotes.
+    pub(super) raw: &'a str,
+    /// `raw` holds an escape: it is not the string's value.
+    pub(super) escaped: bool,
+}
+
+impl<'a> Text<'a> {
+    /// The string's value when it is written without escapes.
+    pub(super) fn plain(self) -> Option<&'a str> {
+        (!self.escaped).then_some(self.raw)
+    }
+}
+
+/// The text fields of a decision line's `data` that the checks do not compare, as written
+/// (`None`: absent or null), for a reading of the line's fields after its checks
+/// ([`parse_texts`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Texts<'a> {
+    pub(super) tool: Option<Text<'a>>,
+    pub(super) tool_call_id: Option<Text<'a>>,
+    pub(super) decision: &'a str,
+    pub(super) reason_code: &'a str,
+    pub(super) reason: Option<Text<'a>>,
+    pub(super) matched_rule: Option<Text<'a>>,
+    pub(super) arguments: Option<Text<'a>>,
+    pub(super) method: Option<Text<'a>>,
+    pub(super) direction: Option<&'a str>,
+    pub(super) target: Option<Text<'a>>,
+    pub(super) request_id: Option<Text<'a>>,
+}
+
 struct P<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -101,19 +135,25 @@ impl<'a> P<'a> {
         self.s.get(start..end)
     }
 
-    /// A string whose value is not needed: simple escapes (`\" \\ \/ \b \f \n \r \t`) allowed,
-    /// `\u` and anything else refused.
-    fn any_str(&mut self) -> Option<()> {
+    /// A string the checks do not compare: simple escapes (`\" \\ \/ \b \f \n \r \t`)
+    /// allowed, `\u` and anything else refused. Its contents between the quotes, as written.
+    fn any_str(&mut self) -> Option<Text<'a>> {
         self.eat(b'"')?;
+        let start = self.pos;
+        let mut escaped = false;
         loop {
             self.skip_plain();
             match *self.b.get(self.pos)? {
                 b'"' => {
+                    let raw = self.s.get(start..self.pos)?;
                     self.pos += 1;
-                    return Some(());
+                    return Some(Text { raw, escaped });
                 }
                 b'\\' => match *self.b.get(self.pos + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 2,
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                        escaped = true;
+                        self.pos += 2;
+                    }
                     _ => return None,
                 },
                 _ => return None,
@@ -121,11 +161,11 @@ impl<'a> P<'a> {
         }
     }
 
-    fn nullable_any_str(&mut self) -> Option<()> {
+    fn nullable_any_str(&mut self) -> Option<Option<Text<'a>>> {
         if self.eat_word(b"null") {
-            Some(())
+            Some(None)
         } else {
-            self.any_str()
+            self.any_str().map(Some)
         }
     }
 
@@ -265,12 +305,24 @@ struct DataKeys<'a> {
     seen: u32,
     arguments_sha256: Option<&'a str>,
     params_sha256: Option<&'a str>,
+    texts: Texts<'a>,
 }
 
 /// Parses `line` (one decision line without its newline) when it has the common shape of a
 /// tool decision or an MCP decision; `None` sends the caller to the general path. The kind is
 /// the line's `type` (only those two are read here: a listing always takes the general path).
 pub(super) fn parse(line: &str) -> Option<(LineView<'_>, LineKind)> {
+    parse_as::<false>(line).map(|(v, kind, _)| (v, kind))
+}
+
+/// [`parse`], with the text fields of `data` the checks do not compare, as written.
+pub(super) fn parse_texts(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'_>)> {
+    parse_as::<true>(line)
+}
+
+/// The one pass; with `TEXTS` the texts are kept (without, the reader's checks do not pay for
+/// them: the stores go to a scratch value the compiler drops).
+fn parse_as<const TEXTS: bool>(line: &str) -> Option<(LineView<'_>, LineKind, Texts<'_>)> {
     let mut p = P {
         s: line,
         b: line.as_bytes(),
@@ -308,7 +360,7 @@ pub(super) fn parse(line: &str) -> Option<(LineView<'_>, LineKind)> {
             }
             b"data" => {
                 see(&mut seen, 6)?;
-                data(&mut p, &mut v, &mut keys)?;
+                data::<TEXTS>(&mut p, &mut v, &mut keys)?;
             }
             _ => return None,
         }
@@ -332,10 +384,15 @@ pub(super) fn parse(line: &str) -> Option<(LineView<'_>, LineKind)> {
     } else {
         return None;
     };
-    Some((v, kind))
+    Some((v, kind, keys.texts))
 }
 
-fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>, keys: &mut DataKeys<'a>) -> Option<()> {
+fn data<'a, const TEXTS: bool>(
+    p: &mut P<'a>,
+    v: &mut LineView<'a>,
+    keys: &mut DataKeys<'a>,
+) -> Option<()> {
+    let mut scratch = Texts::default();
     p.eat(b'{')?;
     loop {
         let k = p.key()?;
@@ -368,27 +425,42 @@ fn data<'a>(p: &mut P<'a>, v: &mut LineView<'a>, keys: &mut DataKeys<'a>) -> Opt
             return None;
         }
         keys.seen |= bit;
+        let t = if TEXTS { &mut keys.texts } else { &mut scratch };
         match bit {
             key::SESSION_ID => v.session_id = p.plain_str()?,
             key::SEQ => v.seq = p.uint()?,
-            key::DECISION => v.decision = decision(p.plain_str()?)?,
-            key::REASON_CODE => v.reason_code = ReasonCode::parse(p.plain_str()?)?,
+            key::DECISION => {
+                t.decision = p.plain_str()?;
+                v.decision = decision(t.decision)?;
+            }
+            key::REASON_CODE => {
+                t.reason_code = p.plain_str()?;
+                v.reason_code = ReasonCode::parse(t.reason_code)?;
+            }
             key::ENFORCED => v.enforced = p.bool()?,
             key::POLICY_SHA256 => v.policy_sha256 = p.plain_str()?,
             key::ARGUMENTS_SHA256 => keys.arguments_sha256 = p.nullable_plain_str()?,
             key::PARAMS_SHA256 => keys.params_sha256 = p.nullable_plain_str()?,
             key::TOOL_DEFINITION_SHA256 => v.tool_definition_sha256 = p.nullable_plain_str()?,
             key::ARGUMENTS => {
-                p.any_str()?;
+                t.arguments = Some(p.any_str()?);
                 v.arguments = true;
             }
             key::ARGUMENTS_TRUNCATED => v.arguments_truncated = Some(p.bool()?),
             key::DIRECTION => {
-                Direction::parse(p.plain_str()?)?;
+                let d = p.plain_str()?;
+                Direction::parse(d)?;
+                t.direction = Some(d);
             }
-            key::REASON | key::METHOD => p.any_str()?,
-            // tool, tool_call_id, matched_rule, target, request_id: a string or null.
-            _ => p.nullable_any_str()?,
+            key::REASON => t.reason = Some(p.any_str()?),
+            key::METHOD => t.method = Some(p.any_str()?),
+            // A string or null.
+            key::TOOL => t.tool = p.nullable_any_str()?,
+            key::TOOL_CALL_ID => t.tool_call_id = p.nullable_any_str()?,
+            key::MATCHED_RULE => t.matched_rule = p.nullable_any_str()?,
+            key::TARGET => t.target = p.nullable_any_str()?,
+            key::REQUEST_ID => t.request_id = p.nullable_any_str()?,
+            _ => return None,
         }
         if !p.next()? {
             break;

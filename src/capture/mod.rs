@@ -39,13 +39,14 @@ mod verify_answer;
 
 use std::path::Path;
 
+pub(crate) use each::walk_captures;
 pub use each::{Visited, for_each_capture};
 pub use facts::SessionFacts;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
 pub(crate) use records::{CaptureRecords, capture_records};
-pub(crate) use root_walk::{Visit, walk_root};
+pub(crate) use root_walk::Visit;
 pub use rows::{DecisionRow, ListedTool, ListingRow, LogLine, McpDecisionRow, RemovedTool};
 pub use show::{CaptureReport, DecisionCounts, DecisionLines, McpDecisionCounts, show_capture};
 pub use show_result::ResultRow;

@@ -7,15 +7,18 @@
 //! (a refused line makes the verdict `unknown`), so their lines are read directly; the lines of
 //! any other capture are checked again one by one, and a refused line is counted, never read.
 
+use std::borrow::Cow;
 use std::path::Path;
 
-use super::decision_line::LineReasons;
+use super::decision_line::{LineKind, LineReasons};
 use super::facts::{Facts, SessionFacts, read_facts};
+use super::fast_line_parser::{Text, parse_texts};
 use super::judgement::{Closure, ClosureKind};
 use super::log::check_line;
 use super::reader::judge_keeping;
+use super::show::{DecisionLines, lines_of};
 use crate::capture_files::DECISIONS;
-use crate::decision_record::{DecisionRecord, parse_line};
+use crate::decision_record::{DecisionRecord, EventKind, parse_line};
 use crate::outcome::StopData;
 
 /// A judged capture, ready to hand out its events.
@@ -65,6 +68,22 @@ impl CaptureRecords {
         self.log.as_ref().err().map(String::as_str)
     }
 
+    /// A `closed` capture's log as `capture show` reads it, line by line, from the bytes its
+    /// verdict judged (every complete line passed the reader's checks, so each is read as its row
+    /// directly); `None` when the capture is not closed.
+    pub(crate) fn closed_lines(&self) -> Option<DecisionLines> {
+        if self.closure.closure != ClosureKind::Closed {
+            return None;
+        }
+        Some(match &self.log {
+            Ok(bytes) => lines_of(bytes, true, None),
+            Err(why) => DecisionLines {
+                unavailable: Some(why.clone()),
+                ..DecisionLines::default()
+            },
+        })
+    }
+
     /// Hands each event of the log that the reader's checks accept to `each`, in file order;
     /// returns how many complete lines were refused (always 0 for a `closed` capture).
     pub(crate) fn for_each(&self, mut each: impl FnMut(&DecisionRecord<'_>)) -> u64 {
@@ -93,14 +112,77 @@ impl CaptureRecords {
                     continue;
                 }
             }
-            match std::str::from_utf8(line).ok().map(parse_line) {
-                Some(Ok(record)) => each(&record),
+            let Ok(line) = std::str::from_utf8(line) else {
+                refused += 1;
+                continue;
+            };
+            if let Some(record) = fast_record(line) {
+                each(&record);
+                continue;
+            }
+            match parse_line(line) {
+                Ok(record) => each(&record),
                 // An answer's event (SPEC §5.3) is no decision: not a row of the export.
-                _ if is_result_event(line) => {}
+                _ if is_result_event(line.as_bytes()) => {}
                 _ => refused += 1,
             }
         }
         refused
+    }
+}
+
+/// The record of a tool or MCP decision read by the reader's one-pass parser; `None` when the
+/// line is not in its shape or a text it reads holds an escape (`parse_line` then reads it and
+/// undoes them). A test holds the two readings equal.
+fn fast_record(line: &str) -> Option<DecisionRecord<'_>> {
+    let (v, kind, t) = parse_texts(line)?;
+    let (kind, method, direction, name, request_id) = match kind {
+        LineKind::Tool => (
+            EventKind::ToolDecision,
+            Cow::Borrowed(crate::methods::TOOLS_CALL.name),
+            None,
+            text(t.tool)?,
+            text(t.tool_call_id)?,
+        ),
+        LineKind::Mcp => (
+            EventKind::McpDecision,
+            text(t.method)??,
+            t.direction.map(Cow::Borrowed),
+            text(t.target)?,
+            text(t.request_id)?,
+        ),
+        _ => return None,
+    };
+    let digest = v.arguments_sha256.map(Cow::Borrowed);
+    let mcp = kind == EventKind::McpDecision;
+    Some(DecisionRecord {
+        kind,
+        session_id: Cow::Borrowed(v.session_id),
+        seq: v.seq,
+        time: Cow::Borrowed(v.time),
+        method,
+        direction,
+        name,
+        request_id,
+        decision: Some(Cow::Borrowed(t.decision)),
+        reason_code: Some(Cow::Borrowed(t.reason_code)),
+        matched_rule: text(t.matched_rule)?,
+        enforced: Some(v.enforced),
+        policy_sha256: Cow::Borrowed(v.policy_sha256),
+        arguments_sha256: if mcp { None } else { digest.clone() },
+        params_sha256: if mcp { digest } else { None },
+        tool_definition_sha256: v.tool_definition_sha256.map(Cow::Borrowed),
+        shown: None,
+        removed: Vec::new(),
+        replaced_by_error: None,
+    })
+}
+
+/// A text as written when it holds no escape (`Some(None)`: absent or null; `None`: escaped).
+fn text(t: Option<Text<'_>>) -> Option<Option<Cow<'_, str>>> {
+    match t {
+        None => Some(None),
+        Some(t) => t.plain().map(|s| Some(Cow::Borrowed(s))),
     }
 }
 
@@ -162,6 +244,43 @@ mod tests {
         let mut seqs = Vec::new();
         assert_eq!(c.for_each(|r| seqs.push(r.seq)), 1);
         assert_eq!(seqs, [0, 1, 3]);
+    }
+
+    /// The one-pass reading of a record is `parse_line`'s, on every line of a varied capture
+    /// and on every single-byte edit of it; a text with an escape is left to `parse_line`.
+    #[test]
+    fn fast_records_are_parse_line_records() {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        let dir = b.build();
+        let log = std::fs::read(dir.path().join(DECISIONS)).unwrap();
+        let mut fast = 0;
+        let mut check = |bytes: &[u8]| {
+            for line in bytes.split(|&c| c == b'\n') {
+                let Ok(line) = std::str::from_utf8(line) else {
+                    continue;
+                };
+                if let Some(r) = fast_record(line) {
+                    fast += 1;
+                    assert_eq!(Some(r), parse_line(line).ok(), "{line}");
+                }
+            }
+        };
+        check(&log);
+        for i in 0..log.len() {
+            for byte in [b'\\', b'"', b'x', b'n'] {
+                let mut edited = log.clone();
+                edited[i] = byte;
+                check(&edited);
+            }
+        }
+        assert!(fast > 4, "the fast path read the decisions");
+        let text = String::from_utf8(log).unwrap();
+        let line = text.lines().find(|l| l.contains("\"tool\":\"")).unwrap();
+        let escaped = line.replacen("\"tool\":\"", "\"tool\":\"\\/", 1);
+        assert_eq!(fast_record(&escaped), None, "{escaped}");
+        let r = parse_line(&escaped).unwrap();
+        assert!(r.name.as_deref().unwrap().starts_with('/'), "{r:?}");
     }
 
     /// Any single byte changed in the log: never a panic, never more records than lines, and a

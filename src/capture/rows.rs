@@ -4,7 +4,10 @@
 
 use serde::Deserialize;
 
-use super::decision_line::{TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION};
+use super::decision_line::{
+    LineKind, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
+};
+use super::fast_line_parser::{Text, parse_texts};
 use super::judgement::ClosureReasonCode;
 use super::show_result::{self, ResultRow};
 
@@ -208,6 +211,13 @@ struct McpData {
 
 /// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
 pub(super) fn row(line: &str) -> Option<LogLine> {
+    // A decision in the wrapper's shape, without escapes in its texts: its fields as the
+    // reader's one-pass parser reads them (the same values `serde` reads, a test holds them).
+    fast_row(line).or_else(|| serde_row(line))
+}
+
+/// The row of a line read by `serde`, by its `type`.
+fn serde_row(line: &str) -> Option<LogLine> {
     // One pass over the line: the envelope with `data` left as its text, then `data` read as
     // the type says.
     let outer = serde_json::from_str::<Envelope<'_>>(line).ok()?;
@@ -297,4 +307,95 @@ struct RowData {
     /// SPEC §5.1: absent in captures written before pins.
     #[serde(default)]
     tool_definition_sha256: Option<String>,
+}
+
+/// The row of a tool or MCP decision read by the reader's one-pass parser; `None` when the line
+/// is not in its shape or a text holds an escape (`serde` then reads it and undoes them).
+fn fast_row(line: &str) -> Option<LogLine> {
+    let (v, kind, t) = parse_texts(line)?;
+    let owned = |t: Option<Text<'_>>| -> Option<Option<String>> {
+        match t {
+            None => Some(None),
+            Some(t) => t.plain().map(|s| Some(s.to_owned())),
+        }
+    };
+    let text = |t: Option<Text<'_>>| owned(t).flatten();
+    Some(match kind {
+        LineKind::Tool => LogLine::Decision(DecisionRow {
+            seq: v.seq,
+            time: v.time.to_owned(),
+            tool: owned(t.tool)?,
+            tool_call_id: owned(t.tool_call_id)?,
+            decision: t.decision.to_owned(),
+            reason_code: t.reason_code.to_owned(),
+            reason: text(t.reason)?,
+            matched_rule: owned(t.matched_rule)?,
+            enforced: v.enforced,
+            arguments: owned(t.arguments)?,
+            arguments_truncated: v.arguments_truncated == Some(true),
+            arguments_sha256: v.arguments_sha256.map(str::to_owned),
+            tool_definition_sha256: v.tool_definition_sha256.map(str::to_owned),
+        }),
+        LineKind::Mcp => LogLine::McpDecision(McpDecisionRow {
+            seq: v.seq,
+            time: v.time.to_owned(),
+            method: text(t.method)?,
+            direction: t.direction?.to_owned(),
+            target: owned(t.target)?,
+            request_id: owned(t.request_id)?,
+            decision: t.decision.to_owned(),
+            reason_code: t.reason_code.to_owned(),
+            reason: text(t.reason)?,
+            matched_rule: owned(t.matched_rule)?,
+            enforced: v.enforced,
+        }),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::Builder;
+    use super::*;
+    use crate::capture_files::DECISIONS;
+
+    /// The one-pass reading of a row is `serde`'s, on every line of a varied capture and on
+    /// every single-byte edit of it (escapes in texts included); an escaped text is left to
+    /// `serde`.
+    #[test]
+    fn fast_rows_are_serde_rows() {
+        let mut b = Builder::new(4);
+        b.other_events = true;
+        let dir = b.build();
+        let log = std::fs::read(dir.path().join(DECISIONS)).unwrap();
+        let mut fast = 0;
+        let mut check = |bytes: &[u8]| {
+            for line in bytes.split(|&c| c == b'\n') {
+                let Ok(line) = std::str::from_utf8(line) else {
+                    continue;
+                };
+                if let Some(r) = fast_row(line) {
+                    fast += 1;
+                    assert_eq!(Some(r), serde_row(line), "{line}");
+                }
+            }
+        };
+        check(&log);
+        for i in 0..log.len() {
+            for byte in [b'\\', b'"', b'x', b'n'] {
+                let mut edited = log.clone();
+                edited[i] = byte;
+                check(&edited);
+            }
+        }
+        assert!(fast > 4, "the fast path read the decisions");
+        let escaped = std::str::from_utf8(&log)
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("\"matched_rule\":\""))
+            .unwrap()
+            .replacen("\"matched_rule\":\"", "\"matched_rule\":\"\\t", 1);
+        assert_eq!(fast_row(&escaped), None, "{escaped}");
+        assert!(row(&escaped).is_some(), "{escaped}");
+    }
 }

@@ -176,31 +176,26 @@ pub(super) fn label(dir: &Path, closure: &Closure) -> Option<String> {
     check_protocol(&m, &mut scratch).map(|p| p.server_id.to_string())
 }
 
-/// The decision lines of a `closed` capture `dir`, read again from the bytes its verdict
-/// `closure` judged (same SHA-256), without the companions: a closed verdict checked every line
-/// of those bytes, so each is read as its row directly.
-pub(crate) fn closed_lines(dir: &Path, closure: &Closure) -> DecisionLines {
-    decision_lines(dir, closure, None)
-}
-
 /// The log's lines, each checked as the reader checks it against `exp` (`None`: the verdict is
 /// closed, nothing to check again), from the bytes the verdict judged.
 fn decision_lines(dir: &Path, closure: &Closure, exp: Option<&Expect<'_>>) -> DecisionLines {
-    let bytes = match judged_log(dir, closure) {
-        Ok(b) => b,
-        Err(why) => {
-            return DecisionLines {
-                unavailable: Some(why),
-                ..DecisionLines::default()
-            };
-        }
-    };
-    let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |p| p + 1);
+    match judged_log(dir, closure) {
+        Ok(bytes) => lines_of(&bytes, closure.closure == ClosureKind::Closed, exp),
+        Err(why) => DecisionLines {
+            unavailable: Some(why),
+            ..DecisionLines::default()
+        },
+    }
+}
+
+/// The rows of a log's `bytes`, which the verdict judged: with `closed` (a closed verdict checked
+/// every line of these very bytes and refused none) each line is read as its row directly;
+/// otherwise each is checked as the reader checks it against `exp` first (`None`: not checked,
+/// so a line that is not a row is refused).
+pub(super) fn lines_of(bytes: &[u8], closed: bool, exp: Option<&Expect<'_>>) -> DecisionLines {
+    let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
     let (body, tail) = bytes.split_at(complete);
     let count = memchr::memchr_iter(b'\n', body).count();
-    // A closed verdict checked every line of these very bytes (same SHA-256) and refused
-    // none: each is read as its row directly.
-    let closed = closure.closure == ClosureKind::Closed;
     let mut lines = Vec::with_capacity(count);
     let mut decisions = Decisions::default();
     for (i, line) in body.split(|&b| b == b'\n').take(count).enumerate() {

@@ -19,8 +19,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::capture::{Visit, walk_root};
-use crate::capture_files::PROTOCOL;
+use crate::capture::{Visit, walk_captures};
 use crate::error::{Error, Result};
 
 pub use ndjson::COLUMNS as NDJSON_COLUMNS;
@@ -60,35 +59,18 @@ pub fn export_captures(
             each(&r.info);
             ControlFlow::Continue(())
         };
-        if std::fs::symlink_metadata(path.join(PROTOCOL)).is_ok() {
-            let _ = hand_out(render::render(path, name_of(path), options));
-        } else {
-            walk_root(
-                path,
-                PER_WORKER,
-                |dir: &Path, name: &str| render::render(dir, name.to_string(), options),
-                |name, visit| match visit {
-                    Visit::Refused(closure) => hand_out(render::refused(name, &closure)),
-                    Visit::Read(rendered) => hand_out(rendered),
-                },
-            )?;
-        }
+        walk_captures(
+            path,
+            PER_WORKER,
+            |dir: &Path, name: &str| render::render(dir, name.to_string(), options),
+            |_, name, visit| match visit {
+                Visit::Refused(closure) => hand_out(render::refused(name, &closure)),
+                Visit::Read(rendered) => hand_out(rendered),
+            },
+        )?;
         if let Some(e) = write_error {
             return Err(Error::io(Path::new("-"), "cannot write the export", &e));
         }
     }
     Ok(counts)
-}
-
-/// A capture directory's name: its last component.
-fn name_of(path: &Path) -> String {
-    path.canonicalize()
-        .ok()
-        .as_deref()
-        .unwrap_or(path)
-        .file_name()
-        .map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
 }

@@ -57,17 +57,7 @@ pub fn replay(
                     replay,
                 }
             }
-            None => CaptureReplay::Skipped(SkippedCapture {
-                capture: v.path,
-                closure: v.verdict.status.as_str(),
-                reasons: v
-                    .verdict
-                    .closure
-                    .reasons
-                    .iter()
-                    .map(|r| r.code.as_str().to_owned())
-                    .collect(),
-            }),
+            None => CaptureReplay::Skipped(SkippedCapture::of(v.path, &v.verdict)),
         });
     })
 }

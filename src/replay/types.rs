@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::capture::CaptureVerdict;
+
 /// A decision: what it was, or what it is under the replayed policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Outcome {
@@ -155,4 +157,20 @@ pub struct SkippedCapture {
     pub closure: &'static str,
     /// The reader's reason codes.
     pub reasons: Vec<String>,
+}
+
+impl SkippedCapture {
+    /// The capture at `path` whose `verdict` is not closed, named with its status and reasons.
+    pub fn of(path: String, verdict: &CaptureVerdict) -> Self {
+        SkippedCapture {
+            capture: path,
+            closure: verdict.status.as_str(),
+            reasons: verdict
+                .closure
+                .reasons
+                .iter()
+                .map(|r| r.code.as_str().to_owned())
+                .collect(),
+        }
+    }
 }

@@ -46,17 +46,7 @@ pub fn suggest(paths: &[PathBuf], from: Option<&Policy>) -> Result<Suggestion> {
     let work = |d: &DecisionLines| Observed::of(&d.lines);
     for_each_capture(paths, &work, |v| match v.work {
         Some(o) => evidence.add(o),
-        None => skipped.push(SkippedCapture {
-            capture: v.path,
-            closure: v.verdict.status.as_str(),
-            reasons: v
-                .verdict
-                .closure
-                .reasons
-                .iter()
-                .map(|r| r.code.as_str().to_owned())
-                .collect(),
-        }),
+        None => skipped.push(SkippedCapture::of(v.path, &v.verdict)),
     })?;
     let yaml = write::policy_yaml(&evidence, from, skipped.len() as u64);
     Ok(Suggestion {

@@ -34,7 +34,16 @@ pub(crate) fn run(
         };
         for change in &replay.changes {
             let line = match format {
-                ReplayFormat::Json => serde_json::to_string(change).unwrap_or_default(),
+                ReplayFormat::Json => {
+                    // Straight into the buffered stdout: no string per line.
+                    let written = serde_json::to_writer(&mut out, change)
+                        .map_err(std::io::Error::from)
+                        .and_then(|()| out.write_all(b"\n"));
+                    if let Err(e) = written {
+                        write_error.get_or_insert(e);
+                    }
+                    continue;
+                }
                 ReplayFormat::Text => {
                     let mut row = String::new();
                     if !header {
