@@ -294,14 +294,14 @@ pub fn judge(
         out.refuse(ReasonCode::P_RESULT_TOO_LARGE);
         return out;
     }
-    let text = match std::str::from_utf8(msg) {
-        Ok(t) if crate::strict_json::scan(msg, walk::MAX_DEPTH).is_ok() => t,
-        _ => {
-            let mut out = Judged::default();
-            out.find("unreadable", "strict", String::new());
-            out.refuse(ReasonCode::P_RESULT_UNREADABLE);
-            return out;
-        }
+    let unreadable = || {
+        let mut out = Judged::default();
+        out.find("unreadable", "strict", String::new());
+        out.refuse(ReasonCode::P_RESULT_UNREADABLE);
+        out
+    };
+    let Ok(text) = std::str::from_utf8(msg) else {
+        return unreadable();
     };
     let mut j = Judge {
         text,
@@ -312,7 +312,11 @@ pub fn judge(
         structured: None,
         has_result: false,
     };
-    walk::walk(text, &mut j);
+    // One pass: the strict scan walks the answer as it reads it; what the judge saw of a
+    // refused answer is dropped.
+    if walk::scan_walk(text, walk::MAX_DEPTH, &mut j).is_err() {
+        return unreadable();
+    }
     let Judge {
         mut out,
         edits,
