@@ -1,0 +1,218 @@
+//! The one pass over a server line that every stage of the server→client path consumes: the
+//! answer gate's glance at its keys (`answers`) and, when the policy governs `client_features`,
+//! whether some reader could find a request in it (`client_features`). Both are read from the
+//! same marks — the line's quotes and backslashes, and with requests in question its
+//! `m`/`M` bytes and non-ASCII bytes — found eight bytes at a time, so no later stage scans the
+//! line again for what this pass knows.
+//!
+//! Nothing here decides what reaches the client: an answer "unsure" (or not known) sends the
+//! stage to its strict reading, as before this pass existed.
+
+/// What a glance at a line's keys tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Glance {
+    /// No key is a `result` or an `error`: no message of the line is a response.
+    NoResponse,
+    /// Exactly one id key and one answer key: a single response if its spelling is the common
+    /// one.
+    Single,
+    /// The walk decides.
+    Unsure,
+}
+
+/// What the one pass over a server line found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LineMarks {
+    /// The answer gate's glance.
+    pub glance: Glance,
+    /// Whether some reader could find a request in the line: it holds the word `method` in any
+    /// ASCII case, an escape or a non-ASCII byte (a lenient reader folds some characters into
+    /// ASCII letters). `None`: not asked.
+    pub may_hold_request: Option<bool>,
+}
+
+/// The word a request's method member is spelled with.
+const WORD: &[u8] = b"method";
+
+/// Reads `line` once: its glance, and with `requests` whether it may hold a request.
+pub(crate) fn read(line: &[u8], requests: bool) -> LineMarks {
+    let mut p = Pass {
+        line,
+        at: 0,
+        requests,
+        held: false,
+    };
+    let glance = p.glance();
+    let may_hold_request = requests.then(|| p.look());
+    LineMarks {
+        glance,
+        may_hold_request,
+    }
+}
+
+/// The pass: the position after the last mark taken, and what was seen of requests.
+struct Pass<'a> {
+    line: &'a [u8],
+    at: usize,
+    /// Whether `m`/`M` and non-ASCII bytes are marks too (until a request word is found).
+    requests: bool,
+    /// A request word, an escape or a non-ASCII byte was seen.
+    held: bool,
+}
+
+impl Pass<'_> {
+    /// The next quote; `Err` at a backslash (a line with escapes is read by the walk). Marks on
+    /// the way are noted.
+    fn quote(&mut self) -> Result<Option<usize>, ()> {
+        while let Some(at) = self.next_mark() {
+            match self.line.get(at) {
+                Some(b'"') => return Ok(Some(at)),
+                Some(b'\\') => {
+                    self.found();
+                    return Err(());
+                }
+                _ => self.note(at),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a request may be in the line: the marks the glance left (it stops early at a
+    /// backslash or a control character in a key) are read to the end, or to the first that
+    /// answers.
+    fn look(&mut self) -> bool {
+        while !self.held && self.requests {
+            let Some(at) = self.next_mark() else {
+                break;
+            };
+            self.note(at);
+        }
+        self.held
+    }
+
+    /// Notes what the mark at `at` tells of requests.
+    fn note(&mut self, at: usize) {
+        match self.line.get(at) {
+            Some(b'"') => {}
+            Some(b'm' | b'M') => {
+                if self
+                    .line
+                    .get(at..at + WORD.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(WORD))
+                {
+                    self.found();
+                }
+            }
+            _ => self.found(),
+        }
+    }
+
+    /// Something a request reader needs was seen: `m` and non-ASCII bytes stop being marks.
+    fn found(&mut self) {
+        self.held = true;
+        self.requests = false;
+    }
+
+    /// The position of the next mark from `at` on (and `at` moved past it).
+    fn next_mark(&mut self) -> Option<usize> {
+        let rest = self.line.get(self.at..)?;
+        let mut n = 0;
+        while let Some(chunk) = rest.get(n..).and_then(<[u8]>::first_chunk::<8>) {
+            let flags = marks(u64::from_le_bytes(*chunk), self.requests);
+            if flags != 0 {
+                n += (flags.trailing_zeros() / 8) as usize;
+                return Some(self.take(n));
+            }
+            n += 8;
+        }
+        let tail = rest.get(n..).unwrap_or(&[]);
+        match tail.iter().position(|&b| is_mark(b, self.requests)) {
+            Some(i) => Some(self.take(n + i)),
+            None => {
+                self.at = self.line.len();
+                None
+            }
+        }
+    }
+
+    fn take(&mut self, offset: usize) -> usize {
+        let at = self.at + offset;
+        self.at = at + 1;
+        at
+    }
+
+    /// Looks at the keys of a line without backslashes (see `answers`).
+    fn glance(&mut self) -> Glance {
+        let (mut ids, mut answers) = (0usize, 0usize);
+        loop {
+            let (open, close) = match (self.quote(), self.quote()) {
+                (Err(()), _) | (_, Err(())) => return Glance::Unsure,
+                (Ok(Some(open)), Ok(Some(close))) => (open, close),
+                (Ok(None), _) => break,
+                // An unterminated string: not a JSON text; the tolerant reading decides.
+                (Ok(Some(_)), Ok(None)) => return Glance::Unsure,
+            };
+            if self.line.get(skip_ws(self.line, close + 1)) != Some(&b':') {
+                continue;
+            }
+            // Lenient variants of `id`, `result` and `error` are at most a few bytes longer.
+            let raw = self.line.get(open + 1..close).unwrap_or(&[]);
+            if raw.len() > 16 {
+                continue;
+            }
+            // A raw control character (a NUL that lenient normalization strips included): the
+            // line is no JSON text a strict reader takes, and the tolerant reading decides.
+            let Some(key) = std::str::from_utf8(raw)
+                .ok()
+                .filter(|k| !k.bytes().any(|b| b < 0x20))
+            else {
+                return Glance::Unsure;
+            };
+            let plain = key.is_ascii();
+            if super::tools_list::walk::member(key, plain, "id").is_some() {
+                ids += 1;
+            } else if super::tools_list::walk::member(key, plain, "result").is_some()
+                || super::tools_list::walk::member(key, plain, "error").is_some()
+            {
+                answers += 1;
+            }
+        }
+        // A response has a `result` or an `error` member: without one anywhere, nothing is.
+        match (ids, answers) {
+            (_, 0) => Glance::NoResponse,
+            (1, 1) => Glance::Single,
+            _ => Glance::Unsure,
+        }
+    }
+}
+
+/// Whether byte `b` is a mark.
+fn is_mark(b: u8, requests: bool) -> bool {
+    matches!(b, b'"' | b'\\') || (requests && (b | 0x20 == b'm' || !b.is_ascii()))
+}
+
+/// Eight bytes read as one little-endian word: the high bit of each mark is set, possibly along
+/// with bits of later bytes, so the lowest set bit always marks the first mark (the "has zero
+/// byte" test: a borrow only carries upward from a byte that matched; a non-ASCII byte is its
+/// own high bit).
+#[inline]
+fn marks(word: u64, requests: bool) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    let mut flags = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\')));
+    if requests {
+        flags |= zero((word | (ONES * 0x20)) ^ (ONES * u64::from(b'm'))) | word;
+    }
+    flags & HIGH
+}
+
+fn skip_ws(line: &[u8], mut at: usize) -> usize {
+    while matches!(line.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests;
