@@ -148,8 +148,9 @@ pub(crate) fn scan_walk<'a>(
     let mut w = Walker {
         text,
         visit: v,
-        path: Vec::new(),
-        open: Vec::new(),
+        // An answer's paths are a few steps deep: room up front, not a growth per step.
+        path: Vec::with_capacity(8),
+        open: Vec::with_capacity(8),
     };
     strict_json::scan_with(text, max_depth, &mut w)
 }
