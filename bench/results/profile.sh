@@ -11,7 +11,9 @@
 # (`results: {}`: every answer recorded, nothing judged) and `every-option.yaml` (every option).
 # Per answer = (Ir of LINES lines − Ir of LINES/10) ÷ (the difference in lines); the SHA-256
 # block functions (software code under valgrind) are shown apart. ASSAY_BIN measures another
-# binary (default: the profiling build of bench/profile.sh).
+# binary (default: the profiling build of bench/profile.sh). The callgrind output of each
+# configuration's longer session is kept in bench/target/profiles/results-ANSWER-POLICY.callgrind.out
+# and its top functions (inclusive) written beside it as .txt.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$(cd "$here/.." && pwd)
@@ -31,6 +33,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$tool" --emit plain-policy > "$work/plain.yaml"
 cp "$here/every-option.yaml" "$here/record-only.yaml" "$here/rules.toml" "$work/"
+raw="$bench/target/profiles"
+mkdir -p "$raw"
 callgrind="valgrind --tool=callgrind --dump-instr=no --dump-line=no --trace-children=no"
 
 # ir POLICY LINES ANSWER_BYTES: the wrapper's instructions for one session.
@@ -64,6 +68,9 @@ for bytes in 0 4096; do
   for policy in plain record-only every-option; do
     set -- $(ir "$policy" "$big" "$bytes")
     b_ir=$1 b_sha=$2
+    cp "$work/out" "$raw/results-$bytes-$policy.callgrind.out"
+    python3 "$bench/callgrind_top.py" "$raw/results-$bytes-$policy.callgrind.out" --inclusive \
+      > "$raw/results-$bytes-$policy.txt"
     set -- $(ir "$policy" "$small" "$bytes")
     per=$(( (b_ir - $1) / count ))
     sha=$(( (b_sha - $2) / count ))

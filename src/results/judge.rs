@@ -158,6 +158,9 @@ struct Judge<'a, 'r> {
     edits: Vec<(usize, usize, String)>,
     structured: Option<(usize, usize)>,
     has_result: bool,
+    /// Whether an option reads the texts (strip, deny patterns, secrets): without one, no text
+    /// is decoded.
+    reads_text: bool,
 }
 
 impl<'a> Visit<'a> for Judge<'a, '_> {
@@ -174,7 +177,7 @@ impl<'a> Visit<'a> for Judge<'a, '_> {
         if path.first().is_some_and(|s| s.is("error")) {
             self.out.is_error = true;
         }
-        if is_text(path) {
+        if self.reads_text && is_text(path) {
             self.text_at(path, start, end, raw);
         }
     }
@@ -311,6 +314,7 @@ pub fn judge(
         edits: Vec::new(),
         structured: None,
         has_result: false,
+        reads_text: results.reads_text(),
     };
     // One pass: the strict scan walks the answer as it reads it; what the judge saw of a
     // refused answer is dropped.

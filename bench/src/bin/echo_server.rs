@@ -52,7 +52,8 @@ fn is_call(line: &[u8]) -> bool {
 
 /// The rest of a `tools/call` answer line (after the id) whose text is `n` bytes of prose.
 fn answer_of(n: usize) -> Vec<u8> {
-    const PROSE: &str = "The quick brown fox jumps over the lazy dog; a resource holds lines of plain text.\\n";
+    const PROSE: &str =
+        "The quick brown fox jumps over the lazy dog; a resource holds lines of plain text.\\n";
     let mut text = String::with_capacity(n + PROSE.len());
     while text.len() < n {
         text.push_str(PROSE);
