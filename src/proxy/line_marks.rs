@@ -113,26 +113,53 @@ impl Pass<'_> {
         self.requests = false;
     }
 
-    /// The position of the next mark from `at` on (and `at` moved past it).
+    /// The position of the next mark from `at` on (and `at` moved past it). Marks sit a few
+    /// bytes apart in a line's keys: a short stretch is searched byte by byte (a fresh
+    /// vectorized search per mark costs more than the bytes it skips), a long one (a text value)
+    /// with `memchr2` for quotes and backslashes, or eight bytes at a time with the requests'
+    /// marks.
     fn next_mark(&mut self) -> Option<usize> {
+        const SHORT: usize = 32;
+        let table = if self.requests {
+            &REQUEST_MARKS
+        } else {
+            &QUOTE_MARKS
+        };
         let rest = self.line.get(self.at..)?;
-        let mut n = 0;
-        while let Some(chunk) = rest.get(n..).and_then(<[u8]>::first_chunk::<8>) {
-            let flags = marks(u64::from_le_bytes(*chunk), self.requests);
-            if flags != 0 {
-                n += (flags.trailing_zeros() / 8) as usize;
-                return Some(self.take(n));
-            }
-            n += 8;
-        }
-        let tail = rest.get(n..).unwrap_or(&[]);
-        match tail.iter().position(|&b| is_mark(b, self.requests)) {
-            Some(i) => Some(self.take(n + i)),
+        let head = rest.get(..SHORT).unwrap_or(rest);
+        let found = match head.iter().position(|&b| table[usize::from(b)]) {
+            Some(i) => Some(i),
+            None => rest
+                .get(SHORT..)
+                .and_then(|long| self.long_search(long))
+                .map(|i| SHORT + i),
+        };
+        match found {
+            Some(offset) => Some(self.take(offset)),
             None => {
                 self.at = self.line.len();
                 None
             }
         }
+    }
+
+    /// The offset of the first mark in `long`.
+    fn long_search(&self, long: &[u8]) -> Option<usize> {
+        if !self.requests {
+            return memchr::memchr2(b'"', b'\\', long);
+        }
+        let mut n = 0;
+        while let Some(chunk) = long.get(n..).and_then(<[u8]>::first_chunk::<8>) {
+            let flags = request_marks(u64::from_le_bytes(*chunk));
+            if flags != 0 {
+                return Some(n + (flags.trailing_zeros() / 8) as usize);
+            }
+            n += 8;
+        }
+        let tail = long.get(n..)?;
+        tail.iter()
+            .position(|&b| REQUEST_MARKS[usize::from(b)])
+            .map(|i| n + i)
     }
 
     fn take(&mut self, offset: usize) -> usize {
@@ -186,25 +213,41 @@ impl Pass<'_> {
     }
 }
 
-/// Whether byte `b` is a mark.
-fn is_mark(b: u8, requests: bool) -> bool {
-    matches!(b, b'"' | b'\\') || (requests && (b | 0x20 == b'm' || !b.is_ascii()))
-}
+/// The marks of the glance: `"` and `\\`.
+static QUOTE_MARKS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
-/// Eight bytes read as one little-endian word: the high bit of each mark is set, possibly along
-/// with bits of later bytes, so the lowest set bit always marks the first mark (the "has zero
-/// byte" test: a borrow only carries upward from a byte that matched; a non-ASCII byte is its
-/// own high bit).
+/// The marks with requests in question: also `m`, `M` and every non-ASCII byte.
+static REQUEST_MARKS: [bool; 256] = {
+    let mut t = QUOTE_MARKS;
+    t[b'm' as usize] = true;
+    t[b'M' as usize] = true;
+    let mut b = 0x80;
+    while b < 0x100 {
+        t[b] = true;
+        b += 1;
+    }
+    t
+};
+
+/// [`REQUEST_MARKS`] of eight bytes read as one little-endian word: the high bit of each mark is
+/// set, possibly along with bits of later bytes, so the lowest set bit always marks the first
+/// mark (the "has zero byte" test: a borrow only carries upward from a byte that matched; a
+/// non-ASCII byte is its own high bit).
 #[inline]
-fn marks(word: u64, requests: bool) -> u64 {
+fn request_marks(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |w: u64| w.wrapping_sub(ONES) & !w;
-    let mut flags = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\')));
-    if requests {
-        flags |= zero((word | (ONES * 0x20)) ^ (ONES * u64::from(b'm'))) | word;
-    }
-    flags & HIGH
+    (zero(word ^ (ONES * u64::from(b'"')))
+        | zero(word ^ (ONES * u64::from(b'\\')))
+        | zero((word | (ONES * 0x20)) ^ (ONES * u64::from(b'm')))
+        | word)
+        & HIGH
 }
 
 fn skip_ws(line: &[u8], mut at: usize) -> usize {
