@@ -196,11 +196,9 @@ impl Pass<'_> {
                 return Glance::Unsure;
             };
             let plain = key.is_ascii();
-            if super::tools_list::walk::member(key, plain, "id").is_some() {
+            if is_member(key, plain, "id") {
                 ids += 1;
-            } else if super::tools_list::walk::member(key, plain, "result").is_some()
-                || super::tools_list::walk::member(key, plain, "error").is_some()
-            {
+            } else if is_member(key, plain, "result") || is_member(key, plain, "error") {
                 answers += 1;
             }
         }
@@ -248,6 +246,17 @@ fn request_marks(word: u64) -> u64 {
         | zero((word | (ONES * 0x20)) ^ (ONES * u64::from(b'm')))
         | word)
         & HIGH
+}
+
+/// Whether `key` is the member `name` by lenient class (`tools_list::walk::member`); an ASCII
+/// key (the glance reads no escapes) is an ASCII case variant of the same length, compared here.
+#[inline]
+fn is_member(key: &str, plain: bool, name: &str) -> bool {
+    if plain {
+        key.len() == name.len() && key.eq_ignore_ascii_case(name)
+    } else {
+        super::tools_list::walk::member(key, false, name).is_some()
+    }
 }
 
 fn skip_ws(line: &[u8], mut at: usize) -> usize {
