@@ -2,8 +2,9 @@
 //! answer gate's glance at its keys (`answers`) and, when the policy governs `client_features`,
 //! whether some reader could find a request in it (`client_features`). Both are read from the
 //! same marks — the line's quotes and backslashes, and with requests in question its
-//! `m`/`M` bytes and non-ASCII bytes — found eight bytes at a time, so no later stage scans the
-//! line again for what this pass knows.
+//! `m`/`M` bytes and non-ASCII bytes — so no later stage scans the line again for what this
+//! pass knows. Marks sit a few bytes apart in keys and far apart in text values: a short stretch
+//! is searched byte by byte, a long one with `memchr2` or eight bytes at a time.
 //!
 //! Nothing here decides what reaches the client: an answer "unsure" (or not known) sends the
 //! stage to its strict reading, as before this pass existed.
