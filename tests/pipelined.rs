@@ -300,3 +300,51 @@ fn lines_run_in_place_are_flushed_while_the_client_waits() {
     let (read, verdict) = read_verdict(&cap);
     assert_eq!(verdict["closure"], "closed", "{}", read.report());
 }
+
+/// A client that pipelines calls under `results` (SPEC §5.3) while the server answers in bursts
+/// (tests/fixtures/burst_server.py): while a burst of thousands of answers is read, the
+/// wrapper's forwarding is stalled and the decisions it numbered ahead are not yet written, so
+/// every answer's event waits for them. None is lost: the log is complete, every call has its
+/// decision and its answer's event, one `seq` over both.
+#[test]
+fn answers_in_bursts_keep_every_event_while_decisions_are_numbered_ahead() {
+    const CALLS: u64 = 6_000;
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "version: \"1\"\nallow: [\"*\"]\nresults: {}\n").unwrap();
+    let mut input =
+        format!("{INIT}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n");
+    for i in 0..CALLS {
+        input.push_str(&call(100 + i, "echo", &format!(r#"{{"n":{i}}}"#)));
+        input.push('\n');
+    }
+    let opts = [
+        "--policy",
+        &policy.display().to_string(),
+        "--event-source",
+        "assay://test/session",
+        "--capture-dir",
+        &cap.display().to_string(),
+    ]
+    .map(String::from);
+    let server = root().join("tests/fixtures/burst_server.py");
+    let server = ["python3", &server.display().to_string(), "3000"].map(String::from);
+    let r = run(&wrap_args(&strs(&opts), &strs(&server)), input.as_bytes());
+    r.expect_status(0);
+    assert_eq!(r.lines().len(), CALLS as usize + 1, "{}", r.report());
+
+    let stop = read_json(&cap.join("session-stop.json"));
+    assert_eq!(stop["data"]["decision_log"], "complete", "{stop}");
+    assert_eq!(stop["data"]["decision_events_dropped"], 0, "{stop}");
+    let events = decision_lines(&cap.join("decisions.ndjson"));
+    assert_eq!(events.len(), 2 * CALLS as usize, "{}", r.report());
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["data"]["seq"], i as u64);
+    }
+    let results = events
+        .iter()
+        .filter(|e| e["type"] == "assay.mcp.result")
+        .count();
+    assert_eq!(results, CALLS as usize);
+}

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::ClientOutput;
-use super::pending::PendingRequests;
+use super::pending::{MAX_TRACKED, PendingRequests};
 use super::server_input::ServerInput;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
@@ -82,9 +82,18 @@ impl LogWriterState {
     }
 }
 
-/// Server-side lines numbered ahead of client decision lines not yet written, at most this many
-/// (a listing event each); past it, a line is refused (counted as dropped).
-pub(crate) const MAX_WAITING_LINES: usize = 1024;
+/// Server-side lines numbered ahead of client decision lines not yet written, at most this many;
+/// past it, a line is refused (counted as dropped, the log `incomplete`).
+///
+/// A line waits only while the client worker has numbered decisions the emitter has not yet
+/// written (a few batches of client lines). The lines that can arrive in that window are the
+/// events of answers to requests already forwarded and awaiting theirs — a listing event or an
+/// `assay.mcp.result` event each, at most one per tracked request ([`MAX_TRACKED`]: an answer
+/// to an untracked request has no event) — and a margin for the server's own requests the
+/// policy refuses. A client that pipelines thousands of calls therefore never loses an event;
+/// only a server that floods refused requests of its own can reach the bound, and that loss is
+/// counted. Each waiting line is a few hundred bytes: the bound holds a few MiB at most.
+pub(crate) const MAX_WAITING_LINES: usize = MAX_TRACKED + 4096;
 
 impl Shared {
     /// The event id of decision `seq` (the one constructor,
@@ -224,5 +233,64 @@ impl OrderedLog {
     /// Lets the log settle its digest (idle time).
     pub(crate) fn settle(&mut self) {
         self.log.settle();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::decision_log::DecisionSink;
+
+    /// Keeps the lines written, in order.
+    struct Lines(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl DecisionSink for Lines {
+        fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(line.to_vec());
+            Ok(())
+        }
+    }
+
+    /// A client that pipelines: its worker numbered three decisions the emitter has not written
+    /// yet, while the answers to every tracked request arrived and took the next `seq`s. None
+    /// is lost; the client's lines come first and the answers' follow in `seq` order.
+    #[test]
+    fn the_events_of_every_tracked_answer_may_wait_for_the_client_decisions() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Lines(out.clone()))));
+        let ahead = 3u64;
+        for seq in ahead..ahead + MAX_TRACKED as u64 {
+            let failures = log.write_numbered(seq, format!("{seq}\n").into_bytes());
+            assert!(failures.is_empty(), "{seq}: {failures:?}");
+        }
+        for seq in 0..ahead {
+            assert!(log.write_client(format!("{seq}\n").as_bytes()).is_empty());
+        }
+        let lines = out.lock().unwrap();
+        assert_eq!(lines.len(), MAX_TRACKED + ahead as usize);
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(line, format!("{i}\n").as_bytes());
+        }
+        drop(lines);
+        let mut state = LogWriterState::Open(Box::new(log));
+        let accounting = state.seal();
+        assert_eq!(accounting.map(|a| a.dropped), Some(0));
+    }
+
+    /// Past the bound a waiting line is refused and counted: the log is incomplete, never
+    /// unbounded.
+    #[test]
+    fn a_line_past_the_waiting_bound_is_refused_and_counted() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Lines(out))));
+        for seq in 1..=MAX_WAITING_LINES as u64 {
+            assert!(log.write_numbered(seq, b"x\n".to_vec()).is_empty());
+        }
+        let past = MAX_WAITING_LINES as u64 + 1;
+        assert_eq!(log.write_numbered(past, b"x\n".to_vec()).len(), 1);
+        let mut state = LogWriterState::Open(Box::new(log));
+        // The refused line and every line still waiting for the `seq` 0 never written.
+        let dropped = state.seal().map(|a| a.dropped);
+        assert_eq!(dropped, Some(MAX_WAITING_LINES as u64 + 1));
     }
 }
