@@ -35,10 +35,8 @@ impl ServerWorker {
         loop {
             let output = &shared.output;
             let mut idle = || output.flush();
-            let mut oversized = Oversized::default();
-            let item = self.reader.next_item(&mut idle, &mut |piece| {
-                oversized.feed(piece, &shared.pending)
-            });
+            let mut oversized = Oversized::new(&shared);
+            let item = self.reader.next_item(&mut idle, &mut oversized);
             let line = match item {
                 Ok(Some(Item::Line(line))) => line,
                 Ok(Some(Item::Long(long))) => {
