@@ -1,6 +1,6 @@
 //! A server line longer than `results.max_bytes` (SPEC §5.3) that can answer nothing but
-//! requests `results` judges — every pending request is one ([`Past::may_stream`]) — or that is
-//! longer than the line bound: the line reader streams past it
+//! requests `results` judges — requests are pending and every one is such a request
+//! ([`Past::may_stream`]) — or that is longer than the line bound: the line reader streams past it
 //! (`line::LineReader::streaming_past`) and hands it here in pieces, which are scanned
 //! (`stream_scan`) and discarded. Each message of the line that is a response with a readable
 //! id takes its pending request as any answer does (`pending`); at the line's end each request
@@ -41,8 +41,10 @@ struct Read<'s> {
     answered: LineAnswers,
     /// Messages read that answered nothing pending.
     unsolicited: usize,
-    /// Server requests and notifications read (none reaches the client).
-    withheld: usize,
+    /// Server requests read (each answered to the server with `-32603`).
+    requests: usize,
+    /// Notifications read, and messages with a `method` whose id cannot be read.
+    notifications: usize,
 }
 
 impl<'s> Oversized<'s> {
@@ -54,7 +56,8 @@ impl<'s> Oversized<'s> {
                 shared,
                 answered: LineAnswers::default(),
                 unsolicited: 0,
-                withheld: 0,
+                requests: 0,
+                notifications: 0,
             },
         }
     }
@@ -62,9 +65,9 @@ impl<'s> Oversized<'s> {
     /// The line ended (`observed`: its length, terminator excluded): what the client gets
     /// instead (whole lines, or nothing) and how many of its messages were unsolicited (at least
     /// one when it answered nothing and held no server request or notification).
-    pub(crate) fn finish(self, shared: &Shared, observed: u64) -> (Vec<u8>, usize) {
+    pub(crate) fn finish(self, observed: u64) -> (Vec<u8>, usize) {
         let batch = self.scan.batch() == Some(true);
-        self.read.finish(shared, observed, batch)
+        self.read.finish(observed, batch)
     }
 }
 
@@ -76,12 +79,16 @@ impl Read<'_> {
     fn seen(&mut self, seen: Seen<'_>) {
         let shared = self.shared;
         if !seen.response && seen.request {
-            self.withheld += 1;
-            if let Some(raw) = seen.id.and_then(raw_id) {
-                let error = respond::error(Some(raw), respond::INTERNAL_ERROR, REQUEST_WITHHELD);
-                // Best effort, as every answer to a server request: a server that stopped
-                // reading ends the session by itself.
-                let _ = shared.server_input.answer(&error);
+            match seen.id.and_then(raw_id) {
+                Some(raw) => {
+                    self.requests += 1;
+                    let error =
+                        respond::error(Some(raw), respond::INTERNAL_ERROR, REQUEST_WITHHELD);
+                    // Best effort, as every answer to a server request: a server that stopped
+                    // reading ends the session by itself.
+                    let _ = shared.server_input.answer(&error);
+                }
+                None => self.notifications += 1,
             }
             return;
         }
@@ -97,7 +104,8 @@ impl Read<'_> {
     }
 
     /// [`Oversized::finish`] of a line whose root is an array (`batch`) or not.
-    fn finish(self, shared: &Shared, observed: u64, batch: bool) -> (Vec<u8>, usize) {
+    fn finish(self, observed: u64, batch: bool) -> (Vec<u8>, usize) {
+        let shared = self.shared;
         let mut messages: Vec<Vec<u8>> = Vec::new();
         for (spelling, asked) in self.answered.each() {
             messages.push(match asked {
@@ -105,13 +113,14 @@ impl Read<'_> {
                 None => withheld_error(Some(spelling), WITHHELD),
             });
         }
-        if self.withheld > 0 {
+        let withheld = self.requests + self.notifications;
+        if withheld > 0 {
             shared.diag.say(&format!(
-                "withheld {} server requests or notifications in a line of {observed} bytes, longer than results.max_bytes (requests with an id were answered to the server with -32603)",
-                self.withheld
+                "withheld a server line of {observed} bytes, longer than results.max_bytes and read past, never kept: {} server requests in it answered to the server with -32603, {} notifications in it dropped",
+                self.requests, self.notifications
             ));
         }
-        let unsolicited = if messages.is_empty() && self.withheld == 0 {
+        let unsolicited = if messages.is_empty() && withheld == 0 {
             self.unsolicited.max(1)
         } else {
             self.unsolicited
@@ -138,11 +147,12 @@ impl Read<'_> {
 }
 
 impl Past for Oversized<'_> {
-    /// A line longer than `results.max_bytes` is streamed only while every pending request is
-    /// one `results` judges: a line the server started writing can then answer nothing else (a
-    /// request noted later was not yet forwarded when the server began the line; only a hostile
-    /// server answers ahead, and then gets the fail-closed refusal or `-32603` error). Otherwise
-    /// it is kept up to the line bound and judged whole.
+    /// A line longer than `results.max_bytes` is streamed only while requests are pending and
+    /// every one is a request `results` judges: a line the server started writing can then answer
+    /// nothing else (a request noted later was not yet forwarded when the server began the line;
+    /// only a hostile server answers ahead, and then gets the fail-closed refusal or `-32603`
+    /// error). Otherwise — a listing or another request pending, or none — it is kept up to the
+    /// line bound and judged whole, as without `max_bytes`.
     fn may_stream(&mut self) -> bool {
         self.read.shared.pending.only_judged()
     }
