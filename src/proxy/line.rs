@@ -52,6 +52,15 @@ pub(crate) struct Long {
     pub last: bool,
 }
 
+/// What a reader that streams long lines ([`LineReader::streaming_past`]) asks of its caller.
+pub(crate) trait Past {
+    /// A line just passed the streaming limit but not the bound: stream it (`true`), or keep it
+    /// whole like any line up to the bound (`false`). Asked at most once per line.
+    fn may_stream(&mut self) -> bool;
+    /// The next piece of a line being streamed.
+    fn piece(&mut self, bytes: &[u8]);
+}
+
 pub(crate) struct LineReader<R> {
     src: R,
     buf: Vec<u8>,
@@ -66,8 +75,11 @@ pub(crate) struct LineReader<R> {
     cancel: Cancel,
     /// Counts the bytes read (the session watches the server's output for activity).
     activity: Option<Arc<AtomicU64>>,
-    /// Lines longer than this (terminator excluded) are streamed by [`Self::next_item`].
+    /// Lines longer than this (terminator excluded) may be streamed by [`Self::next_item`].
     stream_past: Option<usize>,
+    /// The line being read passed the streaming limit and is kept ([`Past::may_stream`] said
+    /// so): it is streamed only if it passes the bound too.
+    keeping: bool,
 }
 
 impl<R: Read + AsFd> LineReader<R> {
@@ -84,12 +96,14 @@ impl<R: Read + AsFd> LineReader<R> {
             cancel,
             activity: None,
             stream_past: None,
+            keeping: false,
         }
     }
 
-    /// [`Self::next_item`] streams every line longer than `limit` bytes (terminator excluded)
-    /// or than the bound instead of keeping it (never [`LineError::TooLong`]): such a line
-    /// costs no more than about twice the smaller of the two in buffer.
+    /// [`Self::next_item`] streams a line longer than `limit` bytes (terminator excluded) that
+    /// its caller lets it stream ([`Past::may_stream`]), and every line longer than the bound,
+    /// instead of keeping it (never [`LineError::TooLong`]): a streamed line costs no more than
+    /// about twice the smaller of the two in buffer; a line kept, no more than without a limit.
     pub(crate) fn streaming_past(mut self, limit: usize) -> Self {
         self.stream_past = Some(limit);
         self
@@ -167,13 +181,13 @@ impl<R: Read + AsFd> LineReader<R> {
     }
 
     /// The next line, or, when the reader streams long lines ([`Self::streaming_past`]), a
-    /// line longer than the limit handed to `long` in pieces (terminator excluded, a `\r`
-    /// before the `\n` included) as it is read, and never kept whole. Without a limit, exactly
-    /// [`Self::next_line`].
+    /// line longer than the limit that `past` lets it stream, or longer than the bound, handed
+    /// to `past` in pieces (terminator excluded, a `\r` before the `\n` included) as it is read,
+    /// and never kept whole. Without a limit, exactly [`Self::next_line`].
     pub(crate) fn next_item(
         &mut self,
         idle: &mut dyn FnMut() -> io::Result<()>,
-        long: &mut dyn FnMut(&[u8]),
+        past: &mut dyn Past,
     ) -> Result<Option<Item<'_>>, LineError> {
         let Some(limit) = self.stream_past else {
             return Ok(self.next_line(idle)?.map(Item::Line));
@@ -185,9 +199,10 @@ impl<R: Read + AsFd> LineReader<R> {
                 self.scan = line_end;
                 let line = &self.buf[line_start..line_end];
                 let body = crate::results::without_terminator(line).len();
+                let keeping = std::mem::take(&mut self.keeping);
                 // Streaming, a line longer than the bound is streamed too (never an error).
-                if body > limit || line.len() > self.max {
-                    long(&line[..line.len() - 1]);
+                if line.len() > self.max || (body > limit && !keeping && past.may_stream()) {
+                    past.piece(&line[..line.len() - 1]);
                     let bytes = body as u64;
                     return Ok(Some(Item::Long(Long { bytes, last: false })));
                 }
@@ -196,16 +211,20 @@ impl<R: Read + AsFd> LineReader<R> {
             self.scan = self.end;
             // Past the limit even if the next byte ends the line after a `\r`.
             let partial = self.end - self.start;
-            if partial > limit.saturating_add(1) || partial > self.max {
-                return self.stream_rest(idle, long).map(|l| Some(Item::Long(l)));
+            if partial > self.max
+                || (partial > limit.saturating_add(1) && !self.keeping && self.decide(past))
+            {
+                self.keeping = false;
+                return self.stream_rest(idle, past).map(|l| Some(Item::Long(l)));
             }
             if self.eof {
+                let keeping = std::mem::take(&mut self.keeping);
                 if self.start < self.end {
                     let (s, e) = (self.start, self.end);
                     self.start = self.end;
                     let body = crate::results::without_terminator(&self.buf[s..e]).len();
-                    if body > limit || e - s > self.max {
-                        long(&self.buf[s..e]);
+                    if e - s > self.max || (body > limit && !keeping && past.may_stream()) {
+                        past.piece(&self.buf[s..e]);
                         let bytes = body as u64;
                         return Ok(Some(Item::Long(Long { bytes, last: true })));
                     }
@@ -218,12 +237,19 @@ impl<R: Read + AsFd> LineReader<R> {
         }
     }
 
+    /// Asks `past` whether the line that just passed the limit is streamed; remembers a no.
+    fn decide(&mut self, past: &mut dyn Past) -> bool {
+        let stream = past.may_stream();
+        self.keeping = !stream;
+        stream
+    }
+
     /// Hands the partial line in the buffer and the rest of it, up to its `\n` or the end of
     /// input, to `long`, reusing the buffer for each read; what follows the `\n` stays.
     fn stream_rest(
         &mut self,
         idle: &mut dyn FnMut() -> io::Result<()>,
-        long: &mut dyn FnMut(&[u8]),
+        past: &mut dyn Past,
     ) -> Result<Long, LineError> {
         let mut bytes = 0u64;
         let mut cr = false;
@@ -232,7 +258,7 @@ impl<R: Read + AsFd> LineReader<R> {
                 *cr = b == b'\r';
             }
             *bytes += piece.len() as u64;
-            long(piece);
+            past.piece(piece);
         };
         hand(&self.buf[self.start..self.end], &mut bytes, &mut cr);
         (self.start, self.end, self.scan) = (0, 0, 0);
@@ -389,7 +415,36 @@ mod streaming_tests {
     /// A kept line, or the bytes of a streamed one with what the reader said of it.
     type Read = (Vec<u8>, Option<Long>);
 
+    /// A caller that lets lines stream as `stream` says, and collects the pieces.
+    struct Caller {
+        stream: bool,
+        asked: usize,
+        streamed: Vec<u8>,
+    }
+
+    impl Past for Caller {
+        fn may_stream(&mut self) -> bool {
+            self.asked += 1;
+            self.stream
+        }
+        fn piece(&mut self, bytes: &[u8]) {
+            self.streamed.extend_from_slice(bytes);
+        }
+    }
+
     fn items(input: &[u8], max: usize, limit: usize) -> (Vec<Read>, usize) {
+        let (got, len, _) = items_when(input, max, limit, true);
+        (got, len)
+    }
+
+    /// [`items`] with a caller that lets lines over the limit stream (`stream`) or not; also
+    /// how many times it was asked.
+    fn items_when(
+        input: &[u8],
+        max: usize,
+        limit: usize,
+        stream: bool,
+    ) -> (Vec<Read>, usize, usize) {
         let (r, mut w) = std::io::pipe().unwrap();
         let data = input.to_vec();
         let t = std::thread::spawn(move || {
@@ -398,19 +453,58 @@ mod streaming_tests {
         });
         let mut lr = LineReader::new(r, max, Cancel::new().unwrap()).streaming_past(limit);
         let mut out = Vec::new();
+        let mut asked = 0;
         loop {
-            let mut streamed = Vec::new();
-            match lr.next_item(&mut || Ok(()), &mut |p| streamed.extend_from_slice(p)) {
+            let mut caller = Caller {
+                stream,
+                asked: 0,
+                streamed: Vec::new(),
+            };
+            let item = lr.next_item(&mut || Ok(()), &mut caller);
+            match item {
                 Ok(Some(Item::Line(l))) => out.push((l.to_vec(), None)),
-                Ok(Some(Item::Long(long))) => out.push((streamed, Some(long))),
+                Ok(Some(Item::Long(long))) => out.push((caller.streamed.clone(), Some(long))),
                 Ok(None) => break,
                 Err(e) => panic!("{e:?}"),
             }
+            assert!(caller.asked <= 1, "asked once per line");
+            asked += caller.asked;
         }
         let len = lr.buf.len();
         drop(lr);
         t.join().unwrap();
-        (out, len)
+        (out, len, asked)
+    }
+
+    #[test]
+    fn a_line_the_caller_keeps_is_kept_up_to_the_bound_and_streamed_past_it() {
+        let input = b"abcd\nabcdefgh\nab\nabcdefghijkl\nxyzxyz";
+        let (got, _, asked) = items_when(input, 10, 4, false);
+        let long = |bytes, last| Some(Long { bytes, last });
+        assert_eq!(
+            got,
+            vec![
+                (b"abcd\n".to_vec(), None),
+                (b"abcdefgh\n".to_vec(), None),
+                (b"ab\n".to_vec(), None),
+                (b"abcdefghijkl".to_vec(), long(12, false)),
+                (b"xyzxyz".to_vec(), None),
+            ]
+        );
+        // Written at once, read at once: the line over the bound is found whole, never asked.
+        assert_eq!(asked, 2, "each line over the limit and within the bound");
+        // Far over the limit, kept in pieces that grow the buffer to the bound and no more.
+        let mut big = vec![b'x'; 3 << 20];
+        big.extend_from_slice(b"\n");
+        big.extend_from_slice(&vec![b'y'; 5 << 20]);
+        big.extend_from_slice(b"\nok\n");
+        let (got, len, asked) = items_when(&big, 4 << 20, 1000, false);
+        assert_eq!(got[0].0.len(), (3 << 20) + 1, "kept whole");
+        assert_eq!(got[0].1, None);
+        assert_eq!(got[1].1, long(5 << 20, false), "streamed past the bound");
+        assert_eq!(got[2], (b"ok\n".to_vec(), None));
+        assert_eq!(asked, 2);
+        assert!(len <= (4 << 20) + 1 + READ_CHUNK, "buffer {len}");
     }
 
     #[test]

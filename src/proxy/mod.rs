@@ -626,9 +626,9 @@ fn run_session(
     Ok(run)
 }
 
-/// The server's line reader, streaming past every line longer than `results.max_bytes` when
-/// the policy sets it and enforces (SPEC §5.3: such an answer is refused, read in bounded
-/// memory and never buffered whole). A dry run forwards what it would refuse, so it keeps the
+/// The server's line reader, streaming past a line longer than `results.max_bytes` when the
+/// policy sets it and enforces, and every pending request is judged (`oversized`; SPEC §5.3:
+/// such an answer is refused, read in bounded memory and never buffered whole). A dry run forwards what it would refuse, so it keeps the
 /// line; without `results.max_bytes` the reader is as it was.
 fn streamed_answers(shared: &Shared, reader: LineReader<Endpoint>) -> LineReader<Endpoint> {
     let limit = shared.policy.results().and_then(|r| r.max_bytes());

@@ -439,6 +439,19 @@ impl PendingRequests {
         }
     }
 
+    /// Whether client requests await their response and every one is a request whose answer
+    /// `results` judges (SPEC §5.3): a server line cannot then answer anything else, so one
+    /// longer than `results.max_bytes` may be streamed past (`oversized`). No request pending
+    /// (the line can answer nothing: it is a notification or a server request), a listing, any
+    /// other request, or more requests than are remembered, say no.
+    pub(crate) fn only_judged(&self) -> bool {
+        let inner = self.lock();
+        !inner.overflow
+            && inner.lists.is_empty()
+            && !inner.others.is_empty()
+            && inner.others.iter().all(|e| e.asked.is_some())
+    }
+
     /// Whether no client request is awaiting its response.
     pub(crate) fn none(&self) -> bool {
         let inner = self.lock();
@@ -482,6 +495,35 @@ mod tests {
         p.note("1", RequestKind::TOOLS_LIST);
         assert_eq!(p.answer("1").map(|a| a.kind), Some(RequestKind::TOOLS_LIST));
         assert_eq!(p.answer("1").map(|a| a.kind), Some(RequestKind::Other));
+    }
+
+    #[test]
+    fn only_judged_requests_are_pending_until_another_one_is() {
+        let p = PendingRequests::new();
+        assert!(!p.only_judged(), "none pending: the line answers nothing");
+        let asked = || {
+            let a = crate::results::Asked::of(methods::TOOLS_CALL.name, Some("t"), Some(1));
+            assert!(a.is_some());
+            a.map(Box::new)
+        };
+        p.note_asked("1", RequestKind::Other, asked());
+        assert!(p.only_judged());
+        p.note("2", RequestKind::Other);
+        assert!(!p.only_judged(), "a ping is pending");
+        assert!(p.answer("2").is_some());
+        assert!(p.only_judged());
+        p.note("3", RequestKind::TOOLS_LIST);
+        assert!(!p.only_judged(), "a listing is pending");
+        assert!(p.answer("3").is_some());
+        assert!(p.answer("1").is_some());
+        assert!(!p.only_judged(), "none pending again");
+        for i in 0..=MAX_TRACKED {
+            p.note_asked(&i.to_string(), RequestKind::Other, asked());
+        }
+        for i in 1..MAX_TRACKED {
+            assert!(p.answer(&i.to_string()).is_some());
+        }
+        assert!(!p.only_judged(), "an untracked request may be anything");
     }
 
     #[test]

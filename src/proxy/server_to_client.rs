@@ -36,10 +36,8 @@ impl ServerWorker {
         loop {
             let output = &shared.output;
             let mut idle = || output.flush();
-            let mut oversized = Oversized::default();
-            let item = self.reader.next_item(&mut idle, &mut |piece| {
-                oversized.feed(piece, &shared.pending)
-            });
+            let mut oversized = Oversized::new(&shared);
+            let item = self.reader.next_item(&mut idle, &mut oversized);
             let line = match item {
                 Ok(Some(Item::Line(line))) => line,
                 Ok(Some(Item::Long(long))) => {
@@ -128,10 +126,12 @@ fn judge_answered(
     }
 }
 
-/// A line longer than `results.max_bytes`, streamed past (SPEC §5.3): the refusals and errors
-/// for the requests it answered instead; its other messages are counted as unsolicited.
+/// A line streamed past (SPEC §5.3: longer than `results.max_bytes` while only judged requests
+/// were pending, or than the line bound): the refusals and errors for the requests it answered
+/// instead; its server requests answered to the server, its notifications dropped, its other
+/// messages counted as unsolicited.
 fn long_line(shared: &Shared, read: Oversized, long: Long) -> Result<(), WorkerError> {
-    let (out, unsolicited) = read.finish(shared, long.bytes);
+    let (out, unsolicited) = read.finish(long.bytes);
     shared
         .unsolicited
         .fetch_add(unsolicited as u64, Ordering::Relaxed);

@@ -7,7 +7,9 @@
 //!
 //! Keys are read as the rest of the server path reads them (`tools_list::walk::member`: escaped
 //! spellings such as `"\u0069d"` and the lenient variants are the key they stand for). It
-//! decides conservatively, so that a refusal never goes to a request the line did not answer:
+//! notes whether a message has a `method` member (a server request or notification, answered or
+//! counted by the caller). It decides conservatively, so that a refusal never goes to a request
+//! the line did not answer:
 //! a message with two `id` members (by lenient class), an `id` that is no string or number, an
 //! id or key longer than the bounds below, a key or id that is not UTF-8 or holds a raw control
 //! character, or a message whose brackets do not match, has no readable id. Such a message
@@ -31,6 +33,8 @@ const MAX_DEPTH: usize = 4096;
 pub(crate) struct Seen<'a> {
     /// It has a `result` or an `error` member.
     pub response: bool,
+    /// It has a `method` member (a request or a notification, when it is no response).
+    pub request: bool,
     /// The raw JSON text of its one `id` member, when it can be read (see the module docs).
     pub id: Option<&'a str>,
 }
@@ -72,6 +76,7 @@ struct Message {
     /// The id cannot be read (too long, not a scalar, a raw control character).
     id_bad: bool,
     response: bool,
+    request: bool,
     /// A key could not be classified.
     key_bad: bool,
 }
@@ -230,6 +235,9 @@ impl StreamScan {
         } else if member(key, plain, "result").is_some() || member(key, plain, "error").is_some() {
             m.response = true;
             Member::Answer
+        } else if member(key, plain, "method").is_some() {
+            m.request = true;
+            Member::Other
         } else {
             Member::Other
         };
@@ -326,6 +334,7 @@ impl StreamScan {
         };
         sink(Seen {
             response: m.response,
+            request: m.request,
             id,
         });
     }

@@ -220,3 +220,50 @@ proptest! {
         }
     }
 }
+
+/// Each message's `method` flag, fed in chunks of every small size.
+fn requests(line: &str) -> Vec<(bool, bool, Option<String>)> {
+    let read = |chunk: usize| {
+        let mut scan = StreamScan::new();
+        let mut out = Vec::new();
+        for part in line.as_bytes().chunks(chunk) {
+            scan.feed(part, &mut |s: Seen<'_>| {
+                out.push((s.response, s.request, s.id.map(str::to_owned)))
+            });
+        }
+        out
+    };
+    let whole = read(line.len().max(1));
+    for chunk in [1, 2, 3, 7] {
+        assert_eq!(read(chunk), whole, "chunk {chunk}: {line}");
+    }
+    whole
+}
+
+#[test]
+fn a_method_member_marks_a_request_or_notification() {
+    let some = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        requests(r#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#),
+        vec![(false, true, some(r#""s1""#))]
+    );
+    // Escaped and lenient spellings are the key; a `method` inside params or a string is not.
+    assert_eq!(
+        requests(r#"{"\u006dethod":"x","params":{"data":"\"method\":1"}}"#),
+        vec![(false, true, None)]
+    );
+    assert_eq!(requests(r#"{"Method":"x"}"#), vec![(false, true, None)]);
+    assert_eq!(
+        requests(r#"{"id":3,"result":{"method":"x"}}"#),
+        vec![(true, false, some("3"))]
+    );
+    // In a batch, element by element.
+    assert_eq!(
+        requests(r#"[{"method":"a"},{"id":1,"result":{}},{"id":2,"method":"b"}]"#),
+        vec![
+            (false, true, None),
+            (true, false, some("1")),
+            (false, true, some("2"))
+        ]
+    );
+}
