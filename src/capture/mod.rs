@@ -31,6 +31,7 @@ mod reader;
 mod records;
 mod result_line;
 mod root_walk;
+mod row_refs;
 mod rows;
 mod show;
 mod show_result;
@@ -41,12 +42,14 @@ use std::path::Path;
 
 pub(crate) use each::walk_captures;
 pub use each::{Visited, for_each_capture};
+pub(crate) use each::{ClosedRows, for_each_capture_rows};
 pub use facts::SessionFacts;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };
 pub(crate) use records::{CaptureRecords, capture_records};
 pub(crate) use root_walk::Visit;
+pub(crate) use row_refs::{DecisionRef, McpDecisionRef, RowRef};
 pub use rows::{DecisionRow, ListedTool, ListingRow, LogLine, McpDecisionRow, RemovedTool};
 pub use show::{CaptureReport, DecisionCounts, DecisionLines, McpDecisionCounts, show_capture};
 pub use show_result::ResultRow;
