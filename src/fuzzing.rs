@@ -153,9 +153,11 @@ impl ServerPath {
     /// What the client receives for one server line: `None`, the line unchanged; `Some(bytes)`,
     /// these bytes instead (empty: nothing).
     pub fn server_line(&self, line: &[u8]) -> Option<Vec<u8>> {
-        use crate::proxy::answers::{Gate, judge};
+        use crate::proxy::answers::{Gate, judge_marked};
         use crate::proxy::tools_list::{ServerLine, on_server_line};
-        let judged = judge(line, &self.pending);
+        // The one pass as a session that governs `client_features` makes it (both marks).
+        let marks = crate::proxy::line_marks::read(line, true);
+        let judged = judge_marked(line, &marks, &self.pending);
         let (mut text, answered, mut changed) = match judged.gate {
             Gate::Drop => return Some(Vec::new()),
             Gate::Replace(errors, _) => return Some(errors),

@@ -9,6 +9,8 @@
 //!
 //! `--listing-policy FILE[,FILE…]` adds a row per file (say, a policy with every SPEC §5.2
 //! section): the same session under that policy, its ratio to the plain one taken the same way.
+//! `--answer-bytes N` has the echo server answer each call with N bytes of text (SPEC §5.3: what
+//! judging and recording answers costs per MiB).
 
 use super::*;
 use crate::throughput::{pipelined, windowed};
@@ -88,6 +90,7 @@ pub(crate) fn bench_listing(
     rounds: usize,
     n: u64,
     extra: &[PathBuf],
+    answer_bytes: Option<&str>,
 ) -> Res<()> {
     let fixed = env.tmp.join("fixed");
     pin_listing_server(env)?;
@@ -141,7 +144,10 @@ pub(crate) fn bench_listing(
         via: Via::Policy(fixed.join(format!("listing-{PLAIN_AT}.yaml"))),
         calls_only: true,
     });
-    let server = [env.echo.as_path(), Path::new("--list-exec")];
+    let mut server = vec![env.echo.as_path(), Path::new("--list-exec")];
+    if let Some(n) = answer_bytes {
+        server.extend([Path::new("--answer-bytes"), Path::new(n)]);
+    }
     let command = |c: &Config| -> Res<Command> {
         let mut cmd = match &c.via {
             Via::Policy(policy) => {
@@ -150,7 +156,7 @@ pub(crate) fn bench_listing(
                 wrap.arg("--decision-log")
                     .arg(env.fresh("decisions.ndjson"));
                 wrap.args(["--decision-log-new", "--event-source", EVENT_SOURCE, "--"]);
-                wrap.args(server);
+                wrap.args(&server);
                 wrap
             }
             Via::Other(path) => env.command(*path, &server),

@@ -10,6 +10,8 @@
 //!   (`targets` is not in the default set: the proxy's performance targets in one run)
 //!   [--listing-policy FILE[,FILE…]] (more rows for the listing group: the same session under
 //!   each policy file, beside the plain one)
+//!   [--answer-bytes N] (the listing group's echo server answers each `tools/call` with a text of
+//!   N bytes instead of `ok`: what judging and recording answers costs per MiB, SPEC §5.3)
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
 
 use std::fmt::Write as _;
@@ -373,6 +375,11 @@ fn run() -> Res<()> {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').map(PathBuf::from).collect())
         .unwrap_or_default();
+    let answer_bytes: Option<String> = args
+        .iter()
+        .position(|a| a == "--answer-bytes")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
 
     let exe = std::env::current_exe()?;
     let dir = exe.parent().ok_or("no exe dir")?;
@@ -433,7 +440,14 @@ fn run() -> Res<()> {
             throughput::bench_throughput(&env, &mut rows, rounds, n_tp)?;
         }
         if want("listing") {
-            listing::bench_listing(&env, &mut rows, rounds, n_tp, &listing_policies)?;
+            listing::bench_listing(
+                &env,
+                &mut rows,
+                rounds,
+                n_tp,
+                &listing_policies,
+                answer_bytes.as_deref(),
+            )?;
         }
         if want("latency") {
             latency::bench_latency(&env, &mut rows, rounds, n_lat)?;

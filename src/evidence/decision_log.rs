@@ -242,6 +242,12 @@ pub(crate) struct DecisionLog {
     tap: Option<Box<dyn LineTap>>,
 }
 
+/// Appends the decimal text of `n` (no `fmt` machinery, no allocation).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(&mut digits, n));
+}
+
 /// The decimal text of `n`, written at the end of `buf` (no `fmt` machinery on the per-line path).
 fn decimal(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
     let mut i = buf.len();

@@ -12,7 +12,7 @@
 //! in that order, compact, the bytes `serde_json` writes for it (the tests hold the two
 //! together).
 
-use super::decision_log::DecisionFormat;
+use super::decision_log::{DecisionFormat, push_decimal};
 use super::event::{HexDigest, RESULT_ID_PREFIX, push_json_str};
 use crate::policy::ReasonCode;
 use crate::results::Judged;
@@ -80,7 +80,7 @@ pub(crate) fn push_result_line(
     out.extend_from_slice(b",\"sha256\":\"");
     out.extend_from_slice(e.sha256.as_bytes());
     out.extend_from_slice(b"\",\"bytes\":");
-    out.extend_from_slice(e.bytes.to_string().as_bytes());
+    push_decimal(out, e.bytes);
     out.extend_from_slice(b",\"is_error\":");
     out.extend_from_slice(if e.judged.is_error { b"true" } else { b"false" });
     out.extend_from_slice(b",\"parts\":{");
@@ -90,7 +90,7 @@ pub(crate) fn push_result_line(
         }
         push_json_str(out, kind);
         out.push(b':');
-        out.extend_from_slice(n.to_string().as_bytes());
+        push_decimal(out, *n);
     }
     out.extend_from_slice(b"},\"findings\":[");
     for (i, finding) in e.judged.findings.iter().enumerate() {
@@ -106,7 +106,7 @@ pub(crate) fn push_result_line(
         out.push(b'}');
     }
     out.extend_from_slice(b"],\"findings_total\":");
-    out.extend_from_slice(e.judged.findings_total.to_string().as_bytes());
+    push_decimal(out, e.judged.findings_total);
     out.extend_from_slice(b",\"action\":\"");
     out.extend_from_slice(e.action.as_str().as_bytes());
     out.extend_from_slice(b"\",\"reason_code\":\"");

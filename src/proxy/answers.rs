@@ -25,11 +25,24 @@
 //!   request, each a different one (a second answer to the same request is unsolicited);
 //!   otherwise the requests it answers get one `-32603` error each and nothing of it passes.
 
+use super::line_marks::{Glance, LineMarks};
 pub(crate) use super::pending::LineAnswers;
 use super::pending::PendingRequests;
 use super::rpc_id::number_token_len;
 use super::tools_list::unreadable;
 use super::tools_list::walk::{self, Hooks, MessageInfo};
+
+/// [`judge_marked`] after the line's one pass (tests).
+#[cfg(test)]
+pub(crate) fn judge(line: &[u8], pending: &PendingRequests) -> Judged {
+    judge_marked(line, &super::line_marks::read(line, false), pending)
+}
+
+/// The glance of `line` (tests: the one pass without the requests' marks).
+#[cfg(test)]
+fn glance(line: &[u8]) -> Glance {
+    super::line_marks::read(line, false).glance
+}
 
 /// What reaches the client of one server line.
 #[derive(Debug)]
@@ -56,9 +69,10 @@ pub(crate) struct Judged {
 }
 
 /// Judges one server line (`\n` included) against the pending requests, taking away those it
-/// answers when (part of) it is forwarded.
-pub(crate) fn judge(line: &[u8], pending: &PendingRequests) -> Judged {
-    match glance(line) {
+/// answers when (part of) it is forwarded. `marks`: the line's one pass (`line_marks::read`),
+/// which the later stages consume too.
+pub(crate) fn judge_marked(line: &[u8], marks: &LineMarks, pending: &PendingRequests) -> Judged {
+    match marks.glance {
         Glance::NoResponse => {
             return Judged {
                 gate: Gate::Forward(LineAnswers::default()),
@@ -296,102 +310,6 @@ fn each_response<'a>(line: &'a [u8], mut each: impl FnMut(Option<&'a str>)) {
             each(m.id);
         }
     });
-}
-
-/// What a glance at a line tells.
-#[derive(Debug, PartialEq, Eq)]
-enum Glance {
-    /// No key is a `result` or an `error`: no message of the line is a response.
-    NoResponse,
-    /// Exactly one id key and one answer key: a single response if its spelling is the common
-    /// one.
-    Single,
-    /// The walk decides.
-    Unsure,
-}
-
-/// Looks at the keys of a line without backslashes (see the module documentation).
-fn glance(line: &[u8]) -> Glance {
-    let byte = |at: usize| line.get(at).copied();
-    let mut marks = QuotesAndEscapes { line, at: 0 };
-    let mut quote = || match marks.next() {
-        Some(at) if byte(at) == Some(b'"') => Ok(Some(at)),
-        Some(_) => Err(()),
-        None => Ok(None),
-    };
-    let (mut ids, mut answers) = (0usize, 0usize);
-    loop {
-        let (open, close) = match (quote(), quote()) {
-            (Err(()), _) | (_, Err(())) => return Glance::Unsure,
-            (Ok(Some(open)), Ok(Some(close))) => (open, close),
-            (Ok(None), _) => break,
-            // An unterminated string: not a JSON text; the tolerant reading decides.
-            (Ok(Some(_)), Ok(None)) => return Glance::Unsure,
-        };
-        if byte(skip_ws(line, close + 1)) != Some(b':') {
-            continue;
-        }
-        // Lenient variants of `id`, `result` and `error` are at most a few bytes longer.
-        let raw = line.get(open + 1..close).unwrap_or(&[]);
-        if raw.len() > 16 {
-            continue;
-        }
-        // A raw control character (a NUL that lenient normalization strips included): the
-        // line is no JSON text a strict reader takes, and the tolerant reading decides.
-        let Some(key) = std::str::from_utf8(raw)
-            .ok()
-            .filter(|k| !k.bytes().any(|b| b < 0x20))
-        else {
-            return Glance::Unsure;
-        };
-        let plain = key.is_ascii();
-        if walk::member(key, plain, "id").is_some() {
-            ids += 1;
-        } else if walk::member(key, plain, "result").is_some()
-            || walk::member(key, plain, "error").is_some()
-        {
-            answers += 1;
-        }
-    }
-    // A response has a `result` or an `error` member: without one anywhere, nothing is.
-    match (ids, answers) {
-        (_, 0) => Glance::NoResponse,
-        (1, 1) => Glance::Single,
-        _ => Glance::Unsure,
-    }
-}
-
-/// The positions of `"` and `\` in a line, in order: a short stretch is searched byte by byte
-/// (an answer's keys sit a few bytes apart, and a fresh vectorized search per quote costs more
-/// than the bytes it skips), a long one with `memchr2`.
-struct QuotesAndEscapes<'a> {
-    line: &'a [u8],
-    at: usize,
-}
-
-impl Iterator for QuotesAndEscapes<'_> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        const SHORT: usize = 32;
-        let rest = self.line.get(self.at..)?;
-        let head = rest.get(..SHORT).unwrap_or(rest);
-        let found = match head.iter().position(|b| matches!(b, b'"' | b'\\')) {
-            Some(i) => i,
-            None if rest.len() > SHORT => SHORT + memchr::memchr2(b'"', b'\\', rest.get(SHORT..)?)?,
-            None => return None,
-        };
-        let at = self.at + found;
-        self.at = at + 1;
-        Some(at)
-    }
-}
-
-fn skip_ws(line: &[u8], mut at: usize) -> usize {
-    while matches!(line.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// The id text of a line spelled the way the SDKs (and most servers) write responses:

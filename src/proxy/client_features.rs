@@ -60,25 +60,24 @@ fn withheld(answered: &LineAnswers, why: &str) -> Vec<u8> {
     out
 }
 
-/// Whether some reader could find a request in `line`: it holds the word `method` in any ASCII
-/// case, an escape or a non-ASCII byte (a lenient reader folds some characters into ASCII
-/// letters). A line with none of them holds no request and no `input_required` input request, to
-/// any reader: it passes unread (most server lines are plain responses).
-fn may_hold_request(line: &[u8]) -> bool {
-    const WORD: &[u8] = b"method";
-    // One pass: any escape or non-ASCII byte, or the word at any `m`/`M`.
-    line.iter().enumerate().any(|(at, b)| match b {
-        b'\\' | 0x80..=0xff => true,
-        b'm' | b'M' => line
-            .get(at..at + WORD.len())
-            .is_some_and(|w| w.eq_ignore_ascii_case(WORD)),
-        _ => false,
-    })
+/// Whether some reader could find a request in `line` (see `line_marks::LineMarks`): `held`
+/// when the line's one pass knows, else that pass over this line. A line that cannot hold one
+/// passes unread (most server lines are plain responses).
+fn may_hold_request(line: &[u8], held: Option<bool>) -> bool {
+    held.or_else(|| super::line_marks::read(line, true).may_hold_request)
+        .unwrap_or(true)
 }
 
-/// Judges a line the gate let through. `answered`: the client requests its responses answer.
-pub(crate) fn judge(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Features {
-    if !may_hold_request(line) {
+/// Judges a line the gate let through. `answered`: the client requests its responses answer;
+/// `held`: what the line's one pass knows of a request in it (`None`: the pass did not read
+/// these bytes).
+pub(crate) fn judge(
+    shared: &Shared,
+    line: &[u8],
+    answered: &LineAnswers,
+    held: Option<bool>,
+) -> Features {
+    if !may_hold_request(line, held) {
         return Features::Pass;
     }
     match message::classify(line, message::Judged::default()) {
@@ -427,7 +426,7 @@ mod tests {
         fn one_pass_is_the_definition(line in prop::collection::vec(prop_oneof![
             Just(b'm'), Just(b'M'), Just(b'e'), Just(b't'), Just(b'H'), Just(b'o'), Just(b'd'),
             Just(b'\\'), any::<u8>()], 0..64)) {
-            prop_assert_eq!(may_hold_request(&line), two_passes(&line));
+            prop_assert_eq!(may_hold_request(&line, None), two_passes(&line));
         }
     }
 
@@ -439,7 +438,7 @@ mod tests {
             b"",
         ] {
             assert!(
-                !may_hold_request(plain),
+                !may_hold_request(plain, None),
                 "{}",
                 String::from_utf8_lossy(plain)
             );
@@ -452,7 +451,7 @@ mod tests {
             br#"{"id":1,"result":{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}}}}"#,
             br#"{"x":"trailing Metho"}method"#,
         ] {
-            assert!(may_hold_request(held), "{}", String::from_utf8_lossy(held));
+            assert!(may_hold_request(held, None), "{}", String::from_utf8_lossy(held));
         }
     }
 }

@@ -16,6 +16,7 @@ mod governed;
 pub(crate) mod governed_lists;
 mod instructions;
 mod line;
+pub(crate) mod line_marks;
 mod live_export;
 pub(crate) mod message;
 mod output;

@@ -6,6 +6,8 @@
 //!
 //! The `outputSchema` a `tools/call` answer is checked against is `output_schemas`'s.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -20,11 +22,28 @@ use crate::results::{self, Asked, Judged};
 use crate::sha256::HexDigest;
 
 /// The compact JSON of an id's raw text (a string or a number), the key ids are compared by.
-fn id_key(raw: &str) -> Option<String> {
+/// The common spellings — a small non-negative integer, a string without escapes or control
+/// characters — are their own compact JSON and are borrowed; others are parsed and written.
+fn id_key(raw: &str) -> Option<Cow<'_, str>> {
+    if is_compact(raw.as_bytes()) {
+        return Some(Cow::Borrowed(raw));
+    }
     serde_json::from_str::<Value>(raw)
         .ok()
         .filter(|v| v.is_string() || v.is_number())
-        .map(|v| v.to_string())
+        .map(|v| Cow::Owned(v.to_string()))
+}
+
+/// Whether `raw` is written by `serde_json` exactly as it is: `0`, or up to 18 digits without a
+/// leading zero (an integer `serde_json` reads as one); or `"…"` holding no `"`, `\` or
+/// control character (what `serde_json` escapes in a string).
+fn is_compact(raw: &[u8]) -> bool {
+    match raw {
+        [b'0'] => true,
+        [b'1'..=b'9', rest @ ..] => rest.len() < 18 && rest.iter().all(u8::is_ascii_digit),
+        [b'"', inner @ .., b'"'] => !inner.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20),
+        _ => false,
+    }
 }
 
 /// Judges the answers of `line` that `results` judges: `None` when the line goes on as it is.
@@ -34,41 +53,39 @@ pub(crate) fn on_line(shared: &Shared, line: &[u8], answered: &LineAnswers) -> O
     if results.output_schema().is_some() && !stage.pinned && answered.lists_tools() {
         stage.listed(line);
     }
-    let judged: Vec<(&str, &Asked)> = answered.judged().collect();
-    if judged.is_empty() {
-        return None;
-    }
+    let mut each = answered.judged();
+    let first = each.next()?;
     let body = results::without_terminator(line);
     let terminator = line.get(body.len()..).unwrap_or_default();
-    let batch = body.trim_ascii_start().starts_with(b"[");
-    let Some(elements) = results::batch_elements(body) else {
-        if batch {
-            // A batch the strict rules refuse: each answer it holds is refused (unreadable),
-            // and the client gets their refusals as one batch.
-            let mut out = vec![b'['];
-            for (i, (spelling, asked)) in judged.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&one(shared, stage, body, spelling, asked).0);
-            }
-            if shared.dry_run {
-                // Recorded as it would be refused; the line goes on as it is.
-                return None;
-            }
-            out.push(b']');
-            out.extend_from_slice(terminator);
-            return Some(out);
-        }
+    if !body.trim_ascii_start().starts_with(b"[") {
         // One message: the line without its terminator.
-        let (spelling, asked) = judged.first()?;
+        let (spelling, asked) = first;
         let (out, changed) = one(shared, stage, body, spelling, asked);
-        return changed.then(|| [out.as_slice(), terminator].concat());
+        return changed.then(|| [&*out, terminator].concat());
+    }
+    let judged: Vec<(&str, &Asked)> = std::iter::once(first).chain(each).collect();
+    let Some(elements) = results::batch_elements(body) else {
+        // A batch the strict rules refuse: each answer it holds is refused (unreadable),
+        // and the client gets their refusals as one batch.
+        let mut out = vec![b'['];
+        for (i, (spelling, asked)) in judged.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&one(shared, stage, body, spelling, asked).0);
+        }
+        if shared.dry_run {
+            // Recorded as it would be refused; the line goes on as it is.
+            return None;
+        }
+        out.push(b']');
+        out.extend_from_slice(terminator);
+        return Some(out);
     };
     let mut out = Vec::with_capacity(line.len());
     let mut at = 0;
     let mut changed = false;
-    let keys: Vec<(Option<String>, &str, &Asked)> =
+    let keys: Vec<(Option<Cow<'_, str>>, &str, &Asked)> =
         judged.iter().map(|(s, a)| (id_key(s), *s, *a)).collect();
     let mut used = vec![false; keys.len()];
     for e in elements {
@@ -77,7 +94,7 @@ pub(crate) fn on_line(shared: &Shared, line: &[u8], answered: &LineAnswers) -> O
                 .and_then(|id| std::str::from_utf8(id).ok())
                 .and_then(id_key);
         let Some(k) = key.and_then(|key| {
-            (0..keys.len()).find(|&k| !used[k] && keys[k].0.as_deref() == Some(key.as_str()))
+            (0..keys.len()).find(|&k| !used[k] && keys[k].0.as_deref() == Some(&*key))
         }) else {
             continue;
         };
@@ -101,19 +118,18 @@ pub(crate) fn on_line(shared: &Shared, line: &[u8], answered: &LineAnswers) -> O
 
 /// Judges one message answering the request the client spelled `spelling`; records its event.
 /// Returns the bytes the client gets and whether they differ from `msg`.
-fn one(
+fn one<'m>(
     shared: &Shared,
     stage: &AnswerStage,
-    msg: &[u8],
+    msg: &'m [u8],
     spelling: &str,
     asked: &Asked,
-) -> (Vec<u8>, bool) {
-    let results = match shared.policy.results() {
-        Some(r) => r,
-        None => return (msg.to_vec(), false),
+) -> (Cow<'m, [u8]>, bool) {
+    let Some(results) = shared.policy.results() else {
+        return (Cow::Borrowed(msg), false);
     };
     let schema = stage.schema(asked.tool.as_deref());
-    let judged = results::judge(msg, asked, results, schema.as_deref());
+    let mut judged = results::judge(msg, asked, results, schema.as_deref());
     let enforced = !shared.dry_run;
     let (action, code) = match (judged.refused, &judged.rewritten) {
         (Some(code), _) if enforced => (Action::Refused, code),
@@ -121,44 +137,61 @@ fn one(
         (None, Some(_)) if enforced => (Action::Redacted, ReasonCode::P_POLICY_ALLOW),
         (None, _) => (Action::Forwarded, ReasonCode::P_POLICY_ALLOW),
     };
-    // What the client gets; a refusal names this answer's event.
-    let client_bytes = |seq: u64| -> Vec<u8> {
-        match action {
-            Action::Refused => refusal(shared, spelling, asked, code, seq),
-            Action::Redacted => judged.rewritten.clone().unwrap_or_else(|| msg.to_vec()),
-            Action::Forwarded => msg.to_vec(),
-        }
+    // What the client gets, unless refused (a refusal names the event, so it is written once
+    // the event is numbered).
+    let kept: Option<&[u8]> = match action {
+        Action::Refused => None,
+        Action::Redacted => Some(judged.rewritten.as_deref().unwrap_or(msg)),
+        Action::Forwarded => Some(msg),
     };
-    let bytes = record(
+    let refused = record(
         shared,
         spelling,
         asked,
         &judged,
         (action, code, enforced),
-        client_bytes,
+        kept,
     );
     say(shared, spelling, asked, &judged, action, code);
-    let changed = action != Action::Forwarded;
-    (bytes, changed)
+    let bytes = match (action, refused) {
+        (Action::Forwarded, _) => Cow::Borrowed(msg),
+        (Action::Redacted, _) => {
+            Cow::Owned(judged.rewritten.take().unwrap_or_else(|| msg.to_vec()))
+        }
+        (Action::Refused, refused) => Cow::Owned(refused),
+    };
+    (bytes, action != Action::Forwarded)
 }
 
-/// Records the result event of the answer to the request the client spelled `spelling`:
-/// `client_bytes` builds what the client gets from the event's `seq` (a refusal names its
-/// event), and the event carries their digest and size. Returns those bytes.
+/// Records the result event of the answer to the request the client spelled `spelling`. The
+/// client gets `kept`, whose digest is taken before the log is locked; or, when `None`, the
+/// refusal, which names the event and so is built once the event is numbered — returned (empty
+/// when `kept` was given).
 fn record(
     shared: &Shared,
     spelling: &str,
     asked: &Asked,
     judged: &Judged,
     (action, code, enforced): (Action, ReasonCode, bool),
-    client_bytes: impl Fn(u64) -> Vec<u8>,
+    kept: Option<&[u8]>,
 ) -> Vec<u8> {
-    let request_id = id_key(spelling).unwrap_or_else(|| "null".to_owned());
+    let request_id = id_key(spelling).unwrap_or(Cow::Borrowed("null"));
     let decision_id = asked.decision.map(|seq| shared.decision_id(seq));
-    let mut sent: Option<Vec<u8>> = None;
+    let kept_digest = kept.map(HexDigest::of);
+    let mut refused: Option<Vec<u8>> = None;
     let seq = shared.record_numbered(|f, out, seq| {
-        let bytes = client_bytes(seq);
-        let sha256 = HexDigest::of(&bytes);
+        let bytes = match kept {
+            Some(bytes) => bytes,
+            None => refused.insert(refusal(shared, spelling, asked, code, seq)),
+        };
+        let own;
+        let sha256 = match &kept_digest {
+            Some(d) => d,
+            None => {
+                own = HexDigest::of(bytes);
+                &own
+            }
+        };
         result_event::push_result_line(
             f,
             out,
@@ -167,7 +200,7 @@ fn record(
                 method: asked.method,
                 request_id: &request_id,
                 decision_id: decision_id.as_deref(),
-                sha256: &sha256,
+                sha256,
                 bytes: bytes.len() as u64,
                 judged,
                 action,
@@ -175,9 +208,11 @@ fn record(
                 enforced,
             },
         );
-        sent = Some(bytes);
     });
-    sent.unwrap_or_else(|| client_bytes(seq))
+    match kept {
+        Some(_) => Vec::new(),
+        None => refused.unwrap_or_else(|| refusal(shared, spelling, asked, code, seq)),
+    }
 }
 
 /// An answer longer than `results.max_bytes` that was streamed past, never kept (`observed`:
@@ -193,7 +228,7 @@ pub(crate) fn too_large(shared: &Shared, spelling: &str, asked: &Asked, observed
         &judged,
         // Streamed past only when enforcing (`proxy::streamed_answers`).
         (Action::Refused, code, true),
-        |seq| refusal(shared, spelling, asked, code, seq),
+        None,
     );
     shared.diag.say(&format!(
         "refused the answer ({}) to {} request {spelling}: its line of {observed} bytes is longer than results.max_bytes (or the line bound) and was read past, never kept",
@@ -215,7 +250,7 @@ pub(crate) fn instead_of(shared: &Shared, bytes: &[u8], answered: &LineAnswers) 
     if shared.answers.is_none() || shared.policy.results().is_none() {
         return;
     }
-    let mut left: Vec<(Option<String>, &str, &Asked)> =
+    let mut left: Vec<(Option<Cow<'_, str>>, &str, &Asked)> =
         answered.judged().map(|(s, a)| (id_key(s), s, a)).collect();
     for line in bytes.split_inclusive(|b| *b == b'\n') {
         if left.is_empty() {
@@ -238,10 +273,9 @@ pub(crate) fn instead_of(shared: &Shared, bytes: &[u8], answered: &LineAnswers) 
                 .filter(|m| m.error.as_ref().map(|e| e.code) == Some(respond::INTERNAL_ERROR))
                 .and_then(|m| m.id)
                 .and_then(|id| id_key(id.get()));
-            let Some(k) = key.and_then(|key| {
-                left.iter()
-                    .position(|(k, ..)| k.as_deref() == Some(key.as_str()))
-            }) else {
+            let Some(k) =
+                key.and_then(|key| left.iter().position(|(k, ..)| k.as_deref() == Some(&*key)))
+            else {
                 continue;
             };
             let (_, spelling, asked) = left.remove(k);
@@ -253,7 +287,7 @@ pub(crate) fn instead_of(shared: &Shared, bytes: &[u8], answered: &LineAnswers) 
                 asked,
                 &judged,
                 (Action::Refused, code, true),
-                |_| msg.to_vec(),
+                Some(msg),
             );
         }
     }
@@ -314,4 +348,59 @@ fn say(
         j.findings_total,
         rules.join(", ")
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_key;
+    use proptest::prelude::*;
+
+    /// The key as it was computed for every id: parsed and written by `serde_json`.
+    fn parsed(raw: &str) -> Option<String> {
+        serde_json::from_str::<serde_json::Value>(raw)
+            .ok()
+            .filter(|v| v.is_string() || v.is_number())
+            .map(|v| v.to_string())
+    }
+
+    #[test]
+    fn borrowed_keys_are_what_serde_json_writes() {
+        for raw in [
+            "0",
+            "7",
+            "-0",
+            "-1",
+            "007",
+            "1.0",
+            "1e2",
+            "123456789012345678",
+            "1234567890123456789",
+            "99999999999999999999",
+            r#""a""#,
+            r#""""#,
+            r#""a\"b""#,
+            r#""\u0061""#,
+            "\"\u{1}\"",
+            "\"\u{7f}é\u{2028}\"",
+            " 1",
+            "true",
+            "null",
+            "\"",
+        ] {
+            assert_eq!(id_key(raw).map(|k| k.into_owned()), parsed(raw), "{raw:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_key_is_what_serde_json_writes(
+            raw in prop_oneof![
+                "-?[0-9]{1,22}(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,3})?",
+                "\"[a-z0-9 \"\\\\\u{1}\u{7f}é\u{2028}]{0,8}\"",
+                any::<String>(),
+            ]
+        ) {
+            prop_assert_eq!(id_key(&raw).map(|k| k.into_owned()), parsed(&raw));
+        }
+    }
 }

@@ -12,6 +12,7 @@ use super::endpoint::Endpoint;
 use super::governed_lists;
 use super::instructions;
 use super::line::{Item, LineReader, Long};
+use super::line_marks;
 use super::message::tool_call_id;
 use super::oversized::Oversized;
 use super::results_stage;
@@ -52,16 +53,22 @@ impl ServerWorker {
                 Err(e) => return Err(WorkerError::from_line(e, "server output")),
             };
             let last = !line.ends_with(b"\n");
-            let judged = answers::judge(line, &shared.pending);
+            // The line's one pass: the gate's glance and, when `client_features` is governed,
+            // whether it may hold a request (the stages below do not scan it again for that).
+            let marks = line_marks::read(line, features);
+            let judged = answers::judge_marked(line, &marks, &shared.pending);
             if judged.unsolicited > 0 {
                 shared
                     .unsolicited
                     .fetch_add(judged.unsolicited as u64, Ordering::Relaxed);
             }
             match judged.gate {
-                Gate::Forward(answered) => judge_answered(&shared, features, line, answered, last)?,
+                Gate::Forward(answered) => {
+                    let held = marks.may_hold_request;
+                    judge_answered(&shared, features, (line, held), answered, last)?
+                }
                 Gate::Trimmed(trimmed, answered) => {
-                    judge_answered(&shared, features, &trimmed, answered, last)?
+                    judge_answered(&shared, features, (&trimmed, None), answered, last)?
                 }
                 Gate::Replace(errors, answered) => {
                     results_stage::instead_of(&shared, &errors, &answered);
@@ -80,22 +87,23 @@ impl ServerWorker {
 
 /// A line (or what the gate left of it) whose responses answered `answered`, through the
 /// judgements in order: its ids respelled as the client spelled them, then the client features
-/// (when governed), then the instructions and the listing filters, then the write.
+/// (when governed), then the instructions and the listing filters, then the write. `held`:
+/// what the one pass over these bytes knows of a request in them (`None`: other bytes).
 fn judge_answered(
     shared: &Shared,
     features: bool,
-    line: &[u8],
+    (line, held): (&[u8], Option<bool>),
     answered: LineAnswers,
     last: bool,
 ) -> Result<(), WorkerError> {
     // An id spelled otherwise than the client's is written as the client's.
     let respelled = answers::respell(line, &answered);
-    let (line, answered): (&[u8], &LineAnswers) = match &respelled {
-        Some((respelled, client)) => (respelled, client),
-        None => (line, &answered),
+    let (line, answered, held): (&[u8], &LineAnswers, _) = match &respelled {
+        Some((respelled, client)) => (respelled, client, None),
+        None => (line, &answered, held),
     };
     let judged = if features {
-        client_features::judge(shared, line, answered)
+        client_features::judge(shared, line, answered, held)
     } else {
         Features::Pass
     };

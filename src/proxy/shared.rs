@@ -135,7 +135,8 @@ impl Shared {
             return None;
         };
         let seq = self.decision_seq.fetch_add(1, Ordering::Relaxed);
-        let mut line = Vec::new();
+        // An event line is a few hundred bytes: one allocation, not one per doubling.
+        let mut line = Vec::with_capacity(EVENT_LINE_CAPACITY);
         {
             let mut f = format
                 .lock()
@@ -152,6 +153,10 @@ impl Shared {
         Some(seq)
     }
 }
+
+/// The bytes an event line of the server path is given room for up front (a result event with
+/// a few findings, a listing of a few entries).
+const EVENT_LINE_CAPACITY: usize = 1024;
 
 /// The decision log with its lines kept in `seq` order (SPEC §4.1, §4.1a: one `seq` over every
 /// event type). The client worker numbers decisions in order and writes them in that order; the

@@ -158,6 +158,9 @@ struct Judge<'a, 'r> {
     edits: Vec<(usize, usize, String)>,
     structured: Option<(usize, usize)>,
     has_result: bool,
+    /// Whether an option reads the texts (strip, deny patterns, secrets): without one, no text
+    /// is decoded.
+    reads_text: bool,
 }
 
 impl<'a> Visit<'a> for Judge<'a, '_> {
@@ -174,7 +177,7 @@ impl<'a> Visit<'a> for Judge<'a, '_> {
         if path.first().is_some_and(|s| s.is("error")) {
             self.out.is_error = true;
         }
-        if is_text(path) {
+        if self.reads_text && is_text(path) {
             self.text_at(path, start, end, raw);
         }
     }
@@ -307,9 +310,8 @@ pub fn judge(
     {
         return too_large();
     }
-    let text = match std::str::from_utf8(msg) {
-        Ok(t) if crate::strict_json::scan(msg, walk::MAX_DEPTH).is_ok() => t,
-        _ => return unreadable(),
+    let Ok(text) = std::str::from_utf8(msg) else {
+        return unreadable();
     };
     let mut j = Judge {
         text,
@@ -319,8 +321,13 @@ pub fn judge(
         edits: Vec::new(),
         structured: None,
         has_result: false,
+        reads_text: results.reads_text(),
     };
-    walk::walk(text, &mut j);
+    // One pass: the strict scan walks the answer as it reads it; what the judge saw of a
+    // refused answer is dropped.
+    if walk::scan_walk(text, walk::MAX_DEPTH, &mut j).is_err() {
+        return unreadable();
+    }
     let Judge {
         mut out,
         edits,

@@ -71,7 +71,7 @@ impl Elements {
 /// its id; `None` when the line is not such a batch.
 pub fn batch_elements(line: &[u8]) -> Option<Vec<MessageSpan>> {
     let text = std::str::from_utf8(line).ok()?;
-    if !text.trim_start().starts_with('[') || crate::strict_json::scan(line, MAX_DEPTH).is_err() {
+    if !text.trim_start().starts_with('[') {
         return None;
     }
     let mut e = Elements {
@@ -79,7 +79,8 @@ pub fn batch_elements(line: &[u8]) -> Option<Vec<MessageSpan>> {
         base: text.as_ptr() as usize,
         id: None,
     };
-    walk::walk(text, &mut e);
+    // One pass: scanned and walked together.
+    walk::scan_walk(text, MAX_DEPTH, &mut e).ok()?;
     Some(e.out)
 }
 

@@ -3,13 +3,22 @@
 //! `initialize` and `tools/list` get real answers (one tool, `echo`), so that `assay mcp pin`
 //! can pin it and a pinned session can list it. With `--list-exec` its listing also names a
 //! second tool, `exec` (which the bench policies refuse by name, so `hide_refused_tools` rewrites
-//! every listing). Output is buffered and flushed whenever its input runs dry, like a real server
-//! would.
+//! every listing). With `--answer-bytes N` a `tools/call` is answered with a text of N bytes
+//! (English prose with escaped line breaks, as a `resources/read` of a document would carry)
+//! instead of `ok`: the cost of judging and recording an answer per MiB (SPEC §5.3). Output is
+//! buffered and flushed whenever its input runs dry, like a real server would.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 fn main() -> io::Result<()> {
-    let list_exec = std::env::args().skip(1).any(|a| a == "--list-exec");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let list_exec = args.iter().any(|a| a == "--list-exec");
+    let long_answer = args
+        .iter()
+        .position(|a| a == "--answer-bytes")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse::<usize>().ok())
+        .map(answer_of);
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -26,10 +35,38 @@ fn main() -> io::Result<()> {
         if let Some(id) = find_id(&line) {
             out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
             out.write_all(id)?;
-            out.write_all(result_for(&line, list_exec))?;
+            match &long_answer {
+                Some(long) if is_call(&line) => out.write_all(long)?,
+                _ => out.write_all(result_for(&line, list_exec))?,
+            }
         }
     }
     out.flush()
+}
+
+/// Whether a request line is a `tools/call`.
+fn is_call(line: &[u8]) -> bool {
+    let m = b"\"method\":\"tools/call\"";
+    line.windows(m.len()).any(|w| w == m)
+}
+
+/// The rest of a `tools/call` answer line (after the id) whose text is `n` bytes of prose.
+fn answer_of(n: usize) -> Vec<u8> {
+    const PROSE: &str =
+        "The quick brown fox jumps over the lazy dog; a resource holds lines of plain text.\\n";
+    let mut text = String::with_capacity(n + PROSE.len());
+    while text.len() < n {
+        text.push_str(PROSE);
+    }
+    text.truncate(n);
+    // Never end inside an escape.
+    while text.ends_with('\\') {
+        text.pop();
+    }
+    let mut out = b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"".to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(b"\"}],\"isError\":false}}\n");
+    out
 }
 
 /// The rest of the response line (after the id) for a request line.

@@ -99,6 +99,30 @@ fn escape_len(s: &str) -> usize {
     }
 }
 
+/// The length of the leading run of `bytes` that no class ever removes: printable ASCII, tab
+/// and line feed (every removed character is another ASCII control, or not ASCII).
+fn kept_run(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| !matches!(b, 0x20..=0x7e | b'\t' | b'\n'))
+        .unwrap_or(bytes.len())
+}
+
+/// The byte offset of the first character of `text` that `hit` (given the character after it)
+/// removes; runs no class removes are skipped a byte at a time.
+fn first_hit(text: &str, hit: impl Fn(char, Option<char>) -> bool) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        i += kept_run(text.as_bytes().get(i..)?);
+        let c = text.get(i..)?.chars().next()?;
+        let next = text.get(i + c.len_utf8()..).and_then(|r| r.chars().next());
+        if hit(c, next) {
+            return Some(i);
+        }
+        i += c.len_utf8();
+    }
+}
+
 /// `text` with the classes of `strip` removed, and the classes found (`None`: nothing found,
 /// the text is unchanged).
 pub fn strip(text: &str, strip: Strip) -> Option<(String, Strip)> {
@@ -107,13 +131,7 @@ pub fn strip(text: &str, strip: Strip) -> Option<(String, Strip)> {
             || (strip.bidi && is_bidi(c))
             || (strip.invisible && is_invisible(c))
     };
-    let mut chars = text.char_indices().peekable();
-    let first = loop {
-        let (i, c) = chars.next()?;
-        if hit(c, chars.peek().map(|(_, n)| *n)) {
-            break i;
-        }
-    };
+    let first = first_hit(text, hit)?;
     let mut out = String::with_capacity(text.len());
     out.push_str(&text[..first]);
     let mut found = Strip::default();
@@ -151,6 +169,40 @@ mod tests {
 
     fn s(text: &str, on: Strip) -> String {
         strip(text, on).map_or_else(|| text.to_owned(), |(t, _)| t)
+    }
+
+    /// The search for the first removed character as it was: every character looked at.
+    fn first_hit_one_by_one(text: &str, on: Strip) -> Option<usize> {
+        let hit = |c: char, next: Option<char>| {
+            (on.terminal && (c == '\u{1b}' || is_terminal(c, next)))
+                || (on.bidi && is_bidi(c))
+                || (on.invisible && is_invisible(c))
+        };
+        let mut chars = text.char_indices().peekable();
+        loop {
+            let (i, c) = chars.next()?;
+            if hit(c, chars.peek().map(|(_, n)| *n)) {
+                return Some(i);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn skipping_kept_runs_finds_the_same_first_character(
+            text in "[a-z \t\n\r\u{0}\u{1b}\u{7f}\u{85}\u{9b}\u{e9}\u{200b}\u{202e}\u{feff}\u{e0041}]{0,40}",
+            terminal: bool,
+            bidi: bool,
+            invisible: bool,
+        ) {
+            let on = Strip { terminal, bidi, invisible };
+            let hit = |c: char, next: Option<char>| {
+                (on.terminal && (c == '\u{1b}' || is_terminal(c, next)))
+                    || (on.bidi && is_bidi(c))
+                    || (on.invisible && is_invisible(c))
+            };
+            proptest::prop_assert_eq!(first_hit(&text, hit), first_hit_one_by_one(&text, on));
+        }
     }
 
     #[test]

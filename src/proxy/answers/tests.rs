@@ -446,14 +446,3 @@ fn an_answer_under_another_spelling_is_respelled_as_the_client_wrote_its_request
     };
     assert!(respell(line.as_bytes(), &answered).is_none());
 }
-
-proptest! {
-    /// The quote-and-escape positions are exactly `memchr2`'s, short and long lines alike.
-    #[test]
-    fn quotes_and_escapes_are_memchr2s(line in prop::collection::vec(
-        prop_oneof![Just(b'"'), Just(b'\\'), Just(b'a'), Just(b':'), any::<u8>()], 0..200)) {
-        let ours: Vec<usize> = QuotesAndEscapes { line: &line, at: 0 }.collect();
-        let theirs: Vec<usize> = memchr::memchr2_iter(b'"', b'\\', &line).collect();
-        prop_assert_eq!(ours, theirs);
-    }
-}
