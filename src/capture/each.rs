@@ -14,8 +14,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use super::records::{CaptureRecords, capture_records};
-use super::row_refs::RowRef;
 use super::root_walk::{Visit, walk_root};
+use super::row_refs::RowRef;
 use super::show::{DecisionLines, for_each_closed_row, label};
 use super::summary::{CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER};
 use crate::capture_files::PROTOCOL;

@@ -41,8 +41,8 @@ mod verify_answer;
 use std::path::Path;
 
 pub(crate) use each::walk_captures;
-pub use each::{Visited, for_each_capture};
 pub(crate) use each::{ClosedRows, for_each_capture_rows};
+pub use each::{Visited, for_each_capture};
 pub use facts::SessionFacts;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,

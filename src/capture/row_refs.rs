@@ -154,9 +154,6 @@ impl McpDecisionRow {
     }
 }
 
-/// A tool or MCP decision read by the reader's one-pass parser, borrowed from `line`; `None`
-/// when the line is not in its shape or a text holds an escape (`serde` then reads it and undoes
-/// them).
 /// An optional text's value: `Some(None)` when absent or null, `None` when written with an
 /// escape.
 fn opt(t: Option<Text<'_>>) -> Option<Option<&str>> {
@@ -171,6 +168,9 @@ fn text(t: Option<Text<'_>>) -> Option<&str> {
     t.and_then(Text::plain)
 }
 
+/// A tool or MCP decision read by the reader's one-pass parser, borrowed from `line`; `None`
+/// when the line is not in its shape or a text holds an escape (`serde` then reads it and undoes
+/// them).
 pub(super) fn fast_ref(line: &str) -> Option<RowRef<'_>> {
     let (v, kind, t) = parse_texts(line)?;
     Some(match kind {
@@ -235,49 +235,6 @@ mod tests {
                 edited[i] = byte;
                 check(&edited);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod dump_varied {
-    use super::super::testutil::Builder;
-    use serde_json::json;
-
-    #[test]
-    #[ignore]
-    fn dump_varied_captures() {
-        let Ok(out) = std::env::var("ASSAY_DUMP") else { return };
-        for i in 0..60usize {
-            let mut b = Builder::new(5 + (i * 7) % 40);
-            b.other_events = i % 2 == 0;
-            b.dry_run = i % 5 == 3;
-            b.session_id = format!("{:032x}", i + 1);
-            b.server_id = if i % 3 == 0 { "srv\u{1b}[31m".into() } else { format!("server-{}", i % 4) };
-            let k = i;
-            b.edit_line.push(Box::new(move |seq, v| {
-                let d = &mut v["data"];
-                if d.get("tool").is_some() {
-                    if (seq + k) % 6 == 0 && d["tool"].is_string() {
-                        d["tool"] = json!(format!("t\"ool\u{1}{}", seq % 3));
-                    }
-                    if (seq + k) % 4 == 1 {
-                        d["tool_definition_sha256"] = json!(crate::sha256::digest_hex(b"x"));
-                    }
-                    if (seq + k) % 9 == 2 {
-                        d["tool"] = json!("exec");
-                    }
-                    if (seq + k) % 7 == 5 {
-                        d["tool"] = json!("echo");
-                    }
-                }
-                if d.get("target").is_some() && (seq + k) % 3 == 0 {
-                    d["target"] = json!("file:///w/\u{202e}x\"y");
-                }
-            }));
-            let dir = std::path::Path::new(&out).join(format!("v{i:03}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            b.write_to(&dir);
         }
     }
 }

@@ -4,9 +4,7 @@
 
 use serde::Deserialize;
 
-use super::decision_line::{
-    TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
-};
+use super::decision_line::{TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION};
 use super::judgement::ClosureReasonCode;
 use super::row_refs::{RowRef, fast_ref};
 use super::show_result::{self, ResultRow};

@@ -221,7 +221,10 @@ pub(super) fn lines_of(bytes: &[u8], closed: bool, exp: Option<&Expect<'_>>) -> 
 /// [`lines_of`] reads of a closed log, without keeping it.
 pub(super) fn for_each_closed_row(bytes: &[u8], mut each: impl FnMut(RowRef<'_>)) {
     let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
-    for (i, line) in bytes[..complete].split_inclusive(|&b| b == b'\n').enumerate() {
+    for (i, line) in bytes[..complete]
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+    {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let mut read = |r: Option<RowRef<'_>>| match r {
             Some(r) => each(r),
