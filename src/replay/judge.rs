@@ -246,7 +246,7 @@ impl<'p> Judging<'p> {
         };
         if past_names {
             if let Some(rule) = self.policy.allow_rule(tool) {
-                self.used(&rule);
+                self.used(rule);
             }
             if self.policy.pins().is_some() {
                 self.used("pins");
@@ -272,7 +272,7 @@ impl<'p> Judging<'p> {
         };
         if past_names {
             for rule in self.policy.argument_rules(tool) {
-                self.used(&rule);
+                self.used(rule);
             }
         }
         let verdict = match (&mut self.budget, verdict.decision) {
