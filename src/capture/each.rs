@@ -13,9 +13,10 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use super::records::capture_records;
+use super::records::{CaptureRecords, capture_records};
 use super::root_walk::{Visit, walk_root};
-use super::show::{DecisionLines, label};
+use super::row_refs::RowRef;
+use super::show::{DecisionLines, for_each_closed_row, label};
 use super::summary::{CaptureStatus, CaptureVerdict, WINDOW_PER_WORKER};
 use crate::capture_files::PROTOCOL;
 use crate::error::{Error, Result};
@@ -80,6 +81,44 @@ fn name_of(path: &Path) -> String {
 pub fn for_each_capture<T: Send>(
     paths: &[PathBuf],
     work: &(dyn Fn(&DecisionLines) -> T + Sync),
+    each: impl FnMut(Visited<T>),
+) -> Result<()> {
+    let read = |r: &CaptureRecords| r.closed_lines().map(|lines| work(&lines));
+    for_each_judged(paths, &read, each)
+}
+
+/// A closed capture's rows, read one by one from the bytes its verdict judged.
+pub(crate) struct ClosedRows<'a> {
+    bytes: &'a [u8],
+}
+
+impl ClosedRows<'_> {
+    /// Hands each row to `each` in file order, borrowed ([`RowRef`]: a decision is read where it
+    /// lies in the log, nothing is kept).
+    pub(crate) fn for_each(&self, each: impl FnMut(RowRef<'_>)) {
+        for_each_closed_row(self.bytes, each);
+    }
+}
+
+/// [`for_each_capture`] with `work` given each closed capture's rows to read one by one
+/// ([`ClosedRows`]) rather than all of them owned.
+///
+/// # Errors
+/// As [`for_each_capture`].
+pub(crate) fn for_each_capture_rows<T: Send>(
+    paths: &[PathBuf],
+    work: &(dyn Fn(&ClosedRows<'_>) -> T + Sync),
+    each: impl FnMut(Visited<T>),
+) -> Result<()> {
+    let read = |r: &CaptureRecords| r.closed_log().map(|bytes| work(&ClosedRows { bytes }));
+    for_each_judged(paths, &read, each)
+}
+
+/// Judges every capture under `paths` and hands each to `each` with what `read` made of its
+/// records (on the worker thread).
+fn for_each_judged<T: Send>(
+    paths: &[PathBuf],
+    read: &(dyn Fn(&CaptureRecords) -> Option<T> + Sync),
     mut each: impl FnMut(Visited<T>),
 ) -> Result<()> {
     for path in paths {
@@ -95,8 +134,8 @@ pub fn for_each_capture<T: Send>(
                 path.display()
             )));
         }
-        let read = |dir: &Path, name: &str| judged(dir, name, work);
-        walk_captures(path, WINDOW_PER_WORKER, read, |path, name, visit| {
+        let judge = |dir: &Path, name: &str| judged(dir, name, read);
+        walk_captures(path, WINDOW_PER_WORKER, judge, |path, name, visit| {
             let (verdict, work) = match visit {
                 Visit::Read(read) => read,
                 Visit::Refused(closure) => (
@@ -120,15 +159,14 @@ pub fn for_each_capture<T: Send>(
     Ok(())
 }
 
-/// One capture judged (its verdict with its label), and `work` run on its decision lines when
-/// it is closed.
+/// One capture judged (its verdict with its label), and what `read` made of its records.
 fn judged<T>(
     dir: &Path,
     name: &str,
-    work: &(dyn Fn(&DecisionLines) -> T + Sync),
+    read: &(dyn Fn(&CaptureRecords) -> Option<T> + Sync),
 ) -> (CaptureVerdict, Option<T>) {
     let records = capture_records(dir);
-    let work = records.closed_lines().map(|lines| work(&lines));
+    let work = read(&records);
     let closure = records.closure;
     let verdict = CaptureVerdict {
         name: name.to_string(),

@@ -31,6 +31,7 @@ mod reader;
 mod records;
 mod result_line;
 mod root_walk;
+mod row_refs;
 mod rows;
 mod show;
 mod show_result;
@@ -40,6 +41,7 @@ mod verify_answer;
 use std::path::Path;
 
 pub(crate) use each::walk_captures;
+pub(crate) use each::{ClosedRows, for_each_capture_rows};
 pub use each::{Visited, for_each_capture};
 pub use facts::SessionFacts;
 pub use package::{
@@ -47,6 +49,7 @@ pub use package::{
 };
 pub(crate) use records::{CaptureRecords, capture_records};
 pub(crate) use root_walk::Visit;
+pub(crate) use row_refs::{DecisionRef, McpDecisionRef, RowRef};
 pub use rows::{DecisionRow, ListedTool, ListingRow, LogLine, McpDecisionRow, RemovedTool};
 pub use show::{CaptureReport, DecisionCounts, DecisionLines, McpDecisionCounts, show_capture};
 pub use show_result::ResultRow;

@@ -84,6 +84,15 @@ impl CaptureRecords {
         })
     }
 
+    /// A `closed` capture's log: the bytes its verdict judged (empty when they are not
+    /// available); `None` when the capture is not closed.
+    pub(crate) fn closed_log(&self) -> Option<&[u8]> {
+        if self.closure.closure != ClosureKind::Closed {
+            return None;
+        }
+        Some(self.log.as_deref().unwrap_or_default())
+    }
+
     /// Hands each event of the log that the reader's checks accept to `each`, in file order;
     /// returns how many complete lines were refused (always 0 for a `closed` capture).
     pub(crate) fn for_each(&self, mut each: impl FnMut(&DecisionRecord<'_>)) -> u64 {

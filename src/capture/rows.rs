@@ -4,11 +4,9 @@
 
 use serde::Deserialize;
 
-use super::decision_line::{
-    LineKind, TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION,
-};
-use super::fast_line_parser::{Text, parse_texts};
+use super::decision_line::{TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION};
 use super::judgement::ClosureReasonCode;
+use super::row_refs::{RowRef, fast_ref};
 use super::show_result::{self, ResultRow};
 
 /// One complete line of the decision log.
@@ -216,6 +214,19 @@ pub(super) fn row(line: &str) -> Option<LogLine> {
     fast_row(line).or_else(|| serde_row(line))
 }
 
+/// The row of a line the checks accepted, handed to `each` borrowed: a decision the one-pass
+/// parser reads where it lies in `line` (allocating nothing), any other row read by `serde` and
+/// lent.
+pub(super) fn with_row_ref<R>(line: &str, each: impl FnOnce(Option<RowRef<'_>>) -> R) -> R {
+    match fast_ref(line) {
+        Some(r) => each(Some(r)),
+        None => {
+            let owned = serde_row(line);
+            each(owned.as_ref().map(RowRef::of))
+        }
+    }
+}
+
 /// The row of a line read by `serde`, by its `type`.
 fn serde_row(line: &str) -> Option<LogLine> {
     // One pass over the line: the envelope with `data` left as its text, then `data` read as
@@ -309,48 +320,10 @@ struct RowData {
     tool_definition_sha256: Option<String>,
 }
 
-/// The row of a tool or MCP decision read by the reader's one-pass parser; `None` when the line
-/// is not in its shape or a text holds an escape (`serde` then reads it and undoes them).
+/// The owned row of a tool or MCP decision read by the reader's one-pass parser
+/// ([`fast_ref`]).
 fn fast_row(line: &str) -> Option<LogLine> {
-    let (v, kind, t) = parse_texts(line)?;
-    let owned = |t: Option<Text<'_>>| -> Option<Option<String>> {
-        match t {
-            None => Some(None),
-            Some(t) => t.plain().map(|s| Some(s.to_owned())),
-        }
-    };
-    let text = |t: Option<Text<'_>>| owned(t).flatten();
-    Some(match kind {
-        LineKind::Tool => LogLine::Decision(DecisionRow {
-            seq: v.seq,
-            time: v.time.to_owned(),
-            tool: owned(t.tool)?,
-            tool_call_id: owned(t.tool_call_id)?,
-            decision: t.decision.to_owned(),
-            reason_code: t.reason_code.to_owned(),
-            reason: text(t.reason)?,
-            matched_rule: owned(t.matched_rule)?,
-            enforced: v.enforced,
-            arguments: owned(t.arguments)?,
-            arguments_truncated: v.arguments_truncated == Some(true),
-            arguments_sha256: v.arguments_sha256.map(str::to_owned),
-            tool_definition_sha256: v.tool_definition_sha256.map(str::to_owned),
-        }),
-        LineKind::Mcp => LogLine::McpDecision(McpDecisionRow {
-            seq: v.seq,
-            time: v.time.to_owned(),
-            method: text(t.method)?,
-            direction: t.direction?.to_owned(),
-            target: owned(t.target)?,
-            request_id: owned(t.request_id)?,
-            decision: t.decision.to_owned(),
-            reason_code: t.reason_code.to_owned(),
-            reason: text(t.reason)?,
-            matched_rule: owned(t.matched_rule)?,
-            enforced: v.enforced,
-        }),
-        _ => return None,
-    })
+    fast_ref(line).map(RowRef::into_owned)
 }
 
 #[cfg(test)]

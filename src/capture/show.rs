@@ -24,7 +24,8 @@ use super::judgement::{Closure, ClosureKind, ClosureReasonCode};
 use super::log::check_line;
 use super::reader::judge;
 use super::result_line::Decisions;
-use super::rows::{LogLine, row};
+use super::row_refs::RowRef;
+use super::rows::{LogLine, row, with_row_ref};
 use crate::capture_files::{DECISIONS, PROTOCOL};
 use crate::outcome::StopData;
 use crate::strict_json;
@@ -212,6 +213,27 @@ pub(super) fn lines_of(bytes: &[u8], closed: bool, exp: Option<&Expect<'_>>) -> 
         lines,
         partial_tail_bytes: tail.len() as u64,
         unavailable: None,
+    }
+}
+
+/// Hands each complete line of a closed capture's log `bytes` (the bytes its verdict judged:
+/// every line passed the reader's checks) to `each` as its row, borrowed: what
+/// [`lines_of`] reads of a closed log, without keeping it.
+pub(super) fn for_each_closed_row(bytes: &[u8], mut each: impl FnMut(RowRef<'_>)) {
+    let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
+    for (i, line) in bytes[..complete]
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+    {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut read = |r: Option<RowRef<'_>>| match r {
+            Some(r) => each(r),
+            None => each(RowRef::Line(&not_a_decision(i))),
+        };
+        match std::str::from_utf8(line) {
+            Ok(line) => with_row_ref(line, read),
+            Err(_) => read(None),
+        }
     }
 }
 

@@ -46,19 +46,15 @@ impl Policy {
 
     /// The label (`allow:PATTERN`) of the first `allow` pattern that matches `tool`, if any: the
     /// rule the name step used for a call that got past it.
-    pub fn allow_rule(&self, tool: &str) -> Option<String> {
+    pub fn allow_rule(&self, tool: &str) -> Option<&str> {
         let (label, _) = self.rules.allow.as_ref()?.first_match(tool)?;
-        Some(label.to_owned())
+        Some(label)
     }
 
     /// The labels of the argument rules (`constraints:TOOL.PARAM`, `schemas:TOOL`) that apply
     /// to calls of `tool`, in the order they are checked.
-    pub fn argument_rules(&self, tool: &str) -> Vec<String> {
-        self.rules
-            .argument_rules(tool)
-            .into_iter()
-            .map(str::to_owned)
-            .collect()
+    pub fn argument_rules(&self, tool: &str) -> Vec<&str> {
+        self.rules.argument_rules(tool)
     }
 
     /// Every rule of the policy by the label a verdict's `matched_rule` gives it, in the order

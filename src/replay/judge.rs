@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use super::types::{Outcome, Replayed, ReplayedCapture, Unjudgeable};
-use crate::capture::{DecisionRow, ListingRow, LogLine, McpDecisionRow};
+use std::collections::BTreeSet;
+
+use crate::capture::{ClosedRows, DecisionRef, ListingRow, LogLine, McpDecisionRef, RowRef};
 use crate::methods::{self, Governor};
 use crate::policy::{
     CallBudget, ClientFeature, Decision, Policy, ReasonCode, RecordedArguments, Rejudged, Verdict,
@@ -84,39 +86,35 @@ impl New {
 
 /// Judges every decision line of a closed capture under `policy`.
 pub(crate) fn replay_lines(policy: &Policy, lines: &[LogLine]) -> ReplayedCapture {
-    let mut r = Judging {
-        policy,
-        budget: policy.limits().map(|l| l.budget()),
-        out: ReplayedCapture::default(),
-    };
+    let mut r = Judging::new(policy);
     for line in lines {
-        match line {
-            LogLine::Decision(d) => r.call(d),
-            LogLine::McpDecision(d) => r.mcp(d),
-            LogLine::Listing(l) => r.listing(l),
-            // An answer's event (SPEC §5.3) records what a request got, not a decision on it:
-            // nothing for a policy to judge again.
-            LogLine::Result(_) => {}
-            // A closed capture has none; nothing to judge in one anyway.
-            LogLine::Refused { .. } => {}
-        }
+        r.line(RowRef::of(line));
     }
+    r.out
+}
+
+/// Judges every row of a closed capture under `policy`, each where it lies in the log.
+pub(crate) fn replay_rows(policy: &Policy, rows: &ClosedRows<'_>) -> ReplayedCapture {
+    let mut r = Judging::new(policy);
+    rows.for_each(|row| r.line(row));
     r.out
 }
 
 struct Judging<'p> {
     policy: &'p Policy,
     budget: Option<CallBudget>,
+    /// The `limits.per_tool` entries already noted as used (their labels are in `out`).
+    per_tool_used: BTreeSet<&'p str>,
     out: ReplayedCapture,
 }
 
 /// What the capture holds of a call's arguments, and why it is not whole when it is not.
-fn arguments_of(d: &DecisionRow) -> (Option<Value>, Result<(), &'static str>) {
+fn arguments_of(d: &DecisionRef<'_>) -> (Option<Value>, Result<(), &'static str>) {
     if d.arguments_sha256.is_none() {
         // The call had no `params.arguments`: nothing for a rule to read but their absence.
         return (None, Ok(()));
     }
-    let Some(text) = &d.arguments else {
+    let Some(text) = d.arguments else {
         return (
             None,
             Err("its arguments were not recorded (record_arguments)"),
@@ -152,7 +150,29 @@ fn holds_redacted(v: &Value) -> bool {
     false
 }
 
-impl Judging<'_> {
+impl<'p> Judging<'p> {
+    fn new(policy: &'p Policy) -> Self {
+        Judging {
+            policy,
+            budget: policy.limits().map(|l| l.budget()),
+            per_tool_used: BTreeSet::new(),
+            out: ReplayedCapture::default(),
+        }
+    }
+
+    /// Judges one row of the log.
+    fn line(&mut self, row: RowRef<'_>) {
+        match row {
+            RowRef::Decision(d) => self.call(&d),
+            RowRef::McpDecision(d) => self.mcp(&d),
+            RowRef::Line(LogLine::Listing(l)) => self.listing(l),
+            // An answer's event (SPEC §5.3) records what a request got, not a decision on it:
+            // nothing for a policy to judge again. A closed capture has no refused line; nothing
+            // to judge in one anyway. (The decisions come borrowed, never as `Line`.)
+            RowRef::Line(_) => {}
+        }
+    }
+
     /// Notes a rule the replayed policy used.
     fn used(&mut self, rule: &str) {
         if !self.out.used_rules.contains(rule) {
@@ -184,17 +204,17 @@ impl Judging<'_> {
     }
 
     /// A `tools/call` decision (SPEC §4.1).
-    fn call(&mut self, d: &DecisionRow) {
+    fn call(&mut self, d: &DecisionRef<'_>) {
         let at = At {
             seq: d.seq,
-            time: &d.time,
+            time: d.time,
             method: methods::TOOLS_CALL.name,
-            name: d.tool.as_deref(),
+            name: d.tool,
             listing: false,
-            decision: &d.decision,
-            code: &d.reason_code,
+            decision: d.decision,
+            code: d.reason_code,
         };
-        let Some(tool) = &d.tool else {
+        let Some(tool) = d.tool else {
             // No tool name: refused by the proxy whatever the policy (P_MALFORMED).
             self.out.judged += 1;
             return;
@@ -203,11 +223,8 @@ impl Judging<'_> {
             self.out.judged += 1;
             return;
         }
-        let listed = d
-            .tool_definition_sha256
-            .as_deref()
-            .and_then(HexDigest::from_hex);
-        let args_sha = d.arguments_sha256.as_deref().and_then(HexDigest::from_hex);
+        let listed = d.tool_definition_sha256.and_then(HexDigest::from_hex);
+        let args_sha = d.arguments_sha256.and_then(HexDigest::from_hex);
         let (value, whole) = arguments_of(d);
         let arguments = match whole {
             Ok(()) => RecordedArguments::Whole(value.as_ref()),
@@ -229,7 +246,7 @@ impl Judging<'_> {
         };
         if past_names {
             if let Some(rule) = self.policy.allow_rule(tool) {
-                self.used(&rule);
+                self.used(rule);
             }
             if self.policy.pins().is_some() {
                 self.used("pins");
@@ -255,7 +272,7 @@ impl Judging<'_> {
         };
         if past_names {
             for rule in self.policy.argument_rules(tool) {
-                self.used(&rule);
+                self.used(rule);
             }
         }
         let verdict = match (&mut self.budget, verdict.decision) {
@@ -283,38 +300,38 @@ impl Judging<'_> {
             return;
         };
         if l.tool_calls().is_some() {
-            self.out.used_rules.insert("limits.tool_calls".to_owned());
+            self.used("limits.tool_calls");
         }
         if l.repeated_call().is_some() {
-            self.out
-                .used_rules
-                .insert("limits.repeated_call".to_owned());
+            self.used("limits.repeated_call");
         }
-        if l.per_tool().contains_key(tool) {
-            self.out
-                .used_rules
-                .insert(format!("limits.per_tool.{tool}"));
+        if let Some((name, _)) = l.per_tool().get_key_value(tool) {
+            if self.per_tool_used.insert(name) {
+                self.out
+                    .used_rules
+                    .insert(format!("limits.per_tool.{tool}"));
+            }
         }
     }
 
     /// An `assay.mcp.decision` (SPEC §4.1a): judged again by the section that governs its method.
-    fn mcp(&mut self, d: &McpDecisionRow) {
+    fn mcp(&mut self, d: &McpDecisionRef<'_>) {
         let at = At {
             seq: d.seq,
-            time: &d.time,
-            method: &d.method,
-            name: d.target.as_deref(),
+            time: d.time,
+            method: d.method,
+            name: d.target,
             listing: false,
-            decision: &d.decision,
-            code: &d.reason_code,
+            decision: d.decision,
+            code: d.reason_code,
         };
-        let governor = methods::method(&d.method).map(|m| m.governor);
-        let target = d.target.as_deref();
+        let governor = methods::method(d.method).map(|m| m.governor);
+        let target = d.target;
         let verdict = match governor {
             _ if d.reason_code == ReasonCode::P_BATCH_REFUSED.as_str() => {
                 return self.unjudgeable(&at, None, "it was refused with its batch, and the capture does not record which messages shared the batch".to_owned());
             }
-            Some(Governor::Resources) if methods::records_one_of_many_targets(&d.method) => {
+            Some(Governor::Resources) if methods::records_one_of_many_targets(d.method) => {
                 return self.unjudgeable(
                     &at,
                     None,

@@ -26,7 +26,7 @@ pub use types::{
     Unjudgeable,
 };
 
-use crate::capture::{DecisionLines, Visited, for_each_capture};
+use crate::capture::{ClosedRows, DecisionLines, Visited, for_each_capture_rows};
 use crate::error::Result;
 use crate::policy::Policy;
 
@@ -39,15 +39,15 @@ pub fn replay_capture(policy: &Policy, lines: &DecisionLines) -> ReplayedCapture
 /// handing each to `each` as soon as it is ready (path by path, in name order under a root).
 ///
 /// # Errors
-/// As [`for_each_capture`]: a path that does not exist or is not a directory is
+/// As [`crate::capture::for_each_capture`]: a path that does not exist or is not a directory is
 /// [`crate::ErrorKind::InvalidArgument`].
 pub fn replay(
     policy: &Policy,
     paths: &[PathBuf],
     mut each: impl FnMut(CaptureReplay),
 ) -> Result<()> {
-    let work = |lines: &DecisionLines| replay_capture(policy, lines);
-    for_each_capture(paths, &work, |v: Visited<ReplayedCapture>| {
+    let work = |rows: &ClosedRows<'_>| judge::replay_rows(policy, rows);
+    for_each_capture_rows(paths, &work, |v: Visited<ReplayedCapture>| {
         each(match v.work {
             Some(mut replay) => {
                 replay.set_capture(&v.path);
