@@ -338,3 +338,25 @@ pub(super) fn replace_in(dir: &Path, name: &str, from: &str, to: &str) {
 pub(super) fn nested(levels: usize) -> Value {
     serde_json::from_str(&format!("{}{}", "[".repeat(levels), "]".repeat(levels))).unwrap()
 }
+
+/// Calls `check` on every UTF-8 line of `log`, then of every copy of `log` with one byte
+/// changed to a backslash, a quote, `x` or `n` (the edits that turn a fast reading's texts
+/// into escapes, ends or other words).
+pub(super) fn each_line_and_edit(log: &[u8], mut check: impl FnMut(&str)) {
+    let mut lines = |bytes: &[u8]| {
+        for line in bytes.split(|&c| c == b'\n') {
+            if let Ok(line) = std::str::from_utf8(line) {
+                check(line);
+            }
+        }
+    };
+    lines(log);
+    let mut edited = log.to_vec();
+    for i in 0..log.len() {
+        for byte in [b'\\', b'"', b'x', b'n'] {
+            edited[i] = byte;
+            lines(&edited);
+        }
+        edited[i] = log[i];
+    }
+}
