@@ -107,6 +107,7 @@ def wrap_session(
     forward_signals: bool = False,
     idle_drain: Optional[float] = None,
     sign_key: Optional[StrPath] = None,
+    otlp_endpoint: Optional[str] = None,
     stdin: FileDescriptorLike = 0,
     stdout: FileDescriptorLike = 1,
     stderr: Optional[StrPath] = None,
@@ -129,6 +130,12 @@ def wrap_session(
     :class:`ConfigError` (option ``sign_key``) before anything is spawned. A signing failure
     leaves ``outcome.signed`` ``False`` with ``outcome.signature["error"]``, an entry in
     ``evidence_errors`` and ``exit_code`` 3; the capture's verdict is unchanged.
+
+    ``otlp_endpoint``: an ``http://`` URL (as ``assay mcp wrap --otlp-endpoint``): the session's
+    spans are also sent there over OTLP/HTTP (JSON, ``POST URL/v1/traces``) as they happen,
+    through a bounded queue that never slows the session; spans not delivered are counted in the
+    stop record's ``otlp_export`` (``outcome.stop["otlp_export"]``). Any other URL is a
+    :class:`ConfigError` (option ``otlp_endpoint``) before anything is spawned.
 
     The GIL is released for the whole session; Ctrl-C takes effect only when this returns.
 
@@ -185,6 +192,7 @@ def wrap_session(
         forward_signals=forward_signals,
         idle_drain=idle_drain,
         sign_key=_opt_path(sign_key),
+        otlp_endpoint=otlp_endpoint,
         stdin=_fd("stdin", stdin),
         stdout=_fd("stdout", stdout),
         stderr=_opt_path(stderr),

@@ -49,6 +49,7 @@ def wrap_session(
     forward_signals: bool = False,
     idle_drain: Optional[float] = None,
     sign_key: Optional[str] = None,
+    otlp_endpoint: Optional[str] = None,
 ) -> WrapOutcome:
     """Run one wrapped MCP session until the client closes ``stdin`` (SPEC §3).
 
@@ -73,6 +74,11 @@ def wrap_session(
     envelope over an in-toto Statement v1 naming every other file of the capture with its
     SHA-256 (SPEC §4.5). ``outcome.signed``/``outcome.signature`` say whether it was; a failure
     is an entry of ``evidence_errors`` (``exit_code`` 3) and never changes the verdict.
+
+    ``otlp_endpoint``: an ``http://`` URL; the session's spans are also sent there over
+    OTLP/HTTP JSON (``POST URL/v1/traces``) as they happen, never slowing the session; spans not
+    delivered are counted in the stop record's ``otlp_export``. Any other URL is a
+    :class:`ConfigError` (option ``otlp_endpoint``) before anything is spawned.
 
     The GIL is released for the whole session, so other Python threads keep running.
     Ctrl-C (``KeyboardInterrupt``) takes effect only when this call returns.

@@ -28,7 +28,8 @@ use errors::{ConfigError, StopWriteError, WrapError, to_pyerr};
     decision_log_new = false, session_context_out = None, session_stop_out = None,
     coverage_out = None, capture_dir = None, capture_root = None, dry_run = false,
     drain_timeout = None, max_line_bytes = None, stdin = 0, stdout = 1, stderr = None,
-    verbose = false, forward_signals = false, idle_drain = None, sign_key = None
+    verbose = false, forward_signals = false, idle_drain = None, sign_key = None,
+    otlp_endpoint = None
 ))]
 // One parameter per SPEC §9 keyword: this mirrors the Python signature.
 #[allow(clippy::too_many_arguments)]
@@ -55,6 +56,7 @@ fn wrap_session(
     forward_signals: bool,
     idle_drain: Option<f64>,
     sign_key: Option<PathBuf>,
+    otlp_endpoint: Option<String>,
 ) -> PyResult<Bound<'_, WrapOutcome>> {
     // Every argument is an owned Rust value before the GIL is released.
     let mut config = assay::WrapConfig::new(command, policy);
@@ -77,6 +79,7 @@ fn wrap_session(
     config.forward_signals = forward_signals;
     config.idle_drain = idle_drain;
     config.sign_key = sign_key;
+    config.otlp_endpoint = otlp_endpoint;
     let io = assay::ClientIo::from_borrowed(stdin, stdout).map_err(|e| to_pyerr(py, e))?;
     // The session blocks until the client closes its input: release the GIL for all of it so
     // other Python threads run. Ctrl-C is only seen once this returns (documented in the .pyi).
