@@ -6,7 +6,7 @@
 
 use super::decision_line::LineKind;
 use super::fast_line_parser::{Text, parse_texts};
-use super::rows::{DecisionRow, LogLine, McpDecisionRow};
+use super::rows::{DecisionRow, LogLine, McpDecisionRow, serde_row};
 
 /// One `tools/call` decision (SPEC §4.1) as recorded, borrowed: the fields of [`DecisionRow`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +204,32 @@ pub(super) fn fast_ref(line: &str) -> Option<RowRef<'_>> {
         }),
         _ => return None,
     })
+}
+
+/// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
+pub(super) fn row(line: &str) -> Option<LogLine> {
+    // A decision in the wrapper's shape, without escapes in its texts: its fields as the
+    // reader's one-pass parser reads them (the same values `serde` reads, a test holds them).
+    fast_row(line).or_else(|| serde_row(line))
+}
+
+/// The row of a line the checks accepted, handed to `each` borrowed: a decision the one-pass
+/// parser reads where it lies in `line` (allocating nothing), any other row read by `serde` and
+/// lent.
+pub(super) fn with_row_ref<R>(line: &str, each: impl FnOnce(Option<RowRef<'_>>) -> R) -> R {
+    match fast_ref(line) {
+        Some(r) => each(Some(r)),
+        None => {
+            let owned = serde_row(line);
+            each(owned.as_ref().map(RowRef::of))
+        }
+    }
+}
+
+/// The owned row of a tool or MCP decision read by the reader's one-pass parser
+/// ([`fast_ref`]).
+pub(super) fn fast_row(line: &str) -> Option<LogLine> {
+    fast_ref(line).map(RowRef::into_owned)
 }
 
 #[cfg(test)]

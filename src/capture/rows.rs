@@ -6,7 +6,6 @@ use serde::Deserialize;
 
 use super::decision_line::{TYPE_LISTING, TYPE_MCP_DECISION, TYPE_RESULT, TYPE_TOOL_DECISION};
 use super::judgement::ClosureReasonCode;
-use super::row_refs::{RowRef, fast_ref};
 use super::show_result::{self, ResultRow};
 
 /// One complete line of the decision log.
@@ -207,28 +206,8 @@ struct McpData {
     enforced: bool,
 }
 
-/// The row of a line the checks accepted, by its `type` (as the reader chose its shape).
-pub(super) fn row(line: &str) -> Option<LogLine> {
-    // A decision in the wrapper's shape, without escapes in its texts: its fields as the
-    // reader's one-pass parser reads them (the same values `serde` reads, a test holds them).
-    fast_row(line).or_else(|| serde_row(line))
-}
-
-/// The row of a line the checks accepted, handed to `each` borrowed: a decision the one-pass
-/// parser reads where it lies in `line` (allocating nothing), any other row read by `serde` and
-/// lent.
-pub(super) fn with_row_ref<R>(line: &str, each: impl FnOnce(Option<RowRef<'_>>) -> R) -> R {
-    match fast_ref(line) {
-        Some(r) => each(Some(r)),
-        None => {
-            let owned = serde_row(line);
-            each(owned.as_ref().map(RowRef::of))
-        }
-    }
-}
-
 /// The row of a line read by `serde`, by its `type`.
-fn serde_row(line: &str) -> Option<LogLine> {
+pub(super) fn serde_row(line: &str) -> Option<LogLine> {
     // One pass over the line: the envelope with `data` left as its text, then `data` read as
     // the type says.
     let outer = serde_json::from_str::<Envelope<'_>>(line).ok()?;
@@ -320,14 +299,9 @@ struct RowData {
     tool_definition_sha256: Option<String>,
 }
 
-/// The owned row of a tool or MCP decision read by the reader's one-pass parser
-/// ([`fast_ref`]).
-fn fast_row(line: &str) -> Option<LogLine> {
-    fast_ref(line).map(RowRef::into_owned)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::row_refs::{fast_row, row};
     use super::super::testutil::{Builder, each_line_and_edit};
     use super::*;
     use crate::capture_files::DECISIONS;
