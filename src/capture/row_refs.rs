@@ -2,7 +2,8 @@
 //! fields of a line the reader's one-pass parser read, pointing into the log's bytes. The owned
 //! rows ([`DecisionRow`], [`McpDecisionRow`]: `capture show`, suggest) are made from them, so the
 //! reading has one home; a replay judges them where they lie, allocating nothing for a decision
-//! that does not change.
+//! that does not change. The choice between the two readings of a line lives here too ([`row`],
+//! [`with_row_ref`]): the one-pass parser's when it reads the line, else `rows`' `serde` reading.
 
 use super::decision_line::LineKind;
 use super::fast_line_parser::{Text, parse_texts};
