@@ -104,11 +104,10 @@ impl CaptureRecords {
         let mut refused = 0;
         // Decision lines seen so far, for the result lines that name them (SPEC §5.3).
         let mut decisions = super::result_line::Decisions::default();
-        let lines = body.split(|&b| b == b'\n');
-        for (i, line) in lines
-            .take(memchr::memchr_iter(b'\n', body).count())
-            .enumerate()
-        {
+        let mut start = 0;
+        for (i, end) in memchr::memchr_iter(b'\n', body).enumerate() {
+            let line = body.get(start..end).unwrap_or_default();
+            start = end + 1;
             if !closed {
                 let mut lr = LineReasons {
                     list: Vec::new(),

@@ -220,12 +220,12 @@ pub(super) fn lines_of(bytes: &[u8], closed: bool, exp: Option<&Expect<'_>>) -> 
 /// every line passed the reader's checks) to `each` as its row, borrowed: what
 /// [`lines_of`] reads of a closed log, without keeping it.
 pub(super) fn for_each_closed_row(bytes: &[u8], mut each: impl FnMut(RowRef<'_>)) {
-    let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
-    for (i, line) in bytes[..complete]
-        .split_inclusive(|&b| b == b'\n')
-        .enumerate()
-    {
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
+    // The lines end where `memchr` finds each newline (a byte-by-byte split was ~7% of a
+    // replay's samples); bytes after the last newline are no line.
+    let mut start = 0;
+    for (i, end) in memchr::memchr_iter(b'\n', bytes).enumerate() {
+        let line = bytes.get(start..end).unwrap_or_default();
+        start = end + 1;
         let mut read = |r: Option<RowRef<'_>>| match r {
             Some(r) => each(r),
             None => each(RowRef::Line(&not_a_decision(i))),

@@ -61,6 +61,18 @@ impl Verdict {
     }
 }
 
+impl Verdict {
+    /// The same content as a [`VerdictRef`] that owns its texts.
+    pub(crate) fn into_ref(self) -> VerdictRef<'static> {
+        VerdictRef {
+            decision: self.decision,
+            reason_code: self.reason_code,
+            reason: std::borrow::Cow::Owned(self.reason),
+            matched_rule: self.matched_rule.map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
 /// A [`Verdict`] whose texts borrow the policy where they can: the proxy judges an allowed call
 /// without allocating (the `reason` and `matched_rule` of a name rule are the policy's own
 /// precomputed strings).
@@ -116,6 +128,31 @@ pub enum Rejudged {
         /// The rule label.
         rule: String,
     },
+}
+
+/// [`Rejudged`] with the texts borrowed from the policy where they can be (replay judges every
+/// recorded call without allocating its verdict).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RejudgedRef<'p> {
+    /// The policy's verdict.
+    Verdict(VerdictRef<'p>),
+    /// The first argument rule that needs arguments the capture does not hold.
+    NeedsArguments {
+        /// The rule label.
+        rule: &'p str,
+    },
+}
+
+impl RejudgedRef<'_> {
+    /// The owned [`Rejudged`] with the same content.
+    pub(crate) fn into_owned(self) -> Rejudged {
+        match self {
+            RejudgedRef::Verdict(v) => Rejudged::Verdict(v.into_owned()),
+            RejudgedRef::NeedsArguments { rule } => Rejudged::NeedsArguments {
+                rule: rule.to_owned(),
+            },
+        }
+    }
 }
 
 /// A failed argument check: the rule label (`constraints:…`/`schemas:…`) and the reason.

@@ -99,6 +99,9 @@ impl Seg {
 enum Kind {
     /// No wildcard at all: string equality.
     Literal,
+    /// Nothing but stars (`*`, `**`, …): every name matches, the empty one too, so nothing is
+    /// compared (`allow: ["*"]` is judged on every call).
+    Any,
     /// `?` but no `*`: one segment that must cover the whole name.
     Fixed(Box<Seg>),
     /// At least one `*`: `first*middle…*last`, with empty middle segments removed. Boxed, so
@@ -126,7 +129,9 @@ pub(crate) struct Glob {
 impl Glob {
     /// Compiles `pattern`. Every string is a valid pattern.
     pub(crate) fn new(pattern: &str) -> Glob {
-        let kind = if !pattern.contains('*') {
+        let kind = if !pattern.is_empty() && pattern.bytes().all(|b| b == b'*') {
+            Kind::Any
+        } else if !pattern.contains('*') {
             if pattern.contains('?') {
                 Kind::Fixed(Box::new(Seg::new(pattern)))
             } else {
@@ -176,6 +181,7 @@ impl Glob {
     pub(crate) fn matches(&self, name: &str) -> bool {
         match &self.kind {
             Kind::Literal => self.text == name,
+            Kind::Any => true,
             Kind::Fixed(seg) => seg.match_at(name, 0) == Some(name.len()),
             Kind::Star(star) => {
                 let Star {
@@ -296,6 +302,10 @@ mod tests {
         assert!(m("*", ""));
         assert!(m("*", "anything at all"));
         assert!(m("**", ""));
+        assert!(m("**", "a*b?\\\"\u{1}é"));
+        assert!(matches!(Glob::new("*").kind, Kind::Any));
+        assert!(matches!(Glob::new("***").kind, Kind::Any));
+        assert!(!matches!(Glob::new("*?").kind, Kind::Any));
         assert!(m("shell*", "shell"));
         assert!(m("shell*", "shell_exec"));
         assert!(!m("shell*", "myshell"));
@@ -351,7 +361,7 @@ mod tests {
     fn agrees_with_reference_matcher() {
         let alphabet = ['a', 'b', 'é'];
         let pats = [
-            "", "*", "?", "a", "a*", "*a", "a?b", "*a*b*", "?*?", "**a", "a*?*a", "é?*é",
+            "", "*", "**", "?", "a", "a*", "*a", "a?b", "*a*b*", "?*?", "**a", "a*?*a", "é?*é",
         ];
         // All strings over the alphabet up to length 4.
         let mut strings: Vec<String> = vec![String::new()];

@@ -84,8 +84,8 @@ use self::document::Format;
 use self::schema::Schemas;
 
 pub use self::client_features::ClientFeature;
-pub(crate) use self::decision::VerdictRef;
 pub use self::decision::{Decision, ReasonCode, RecordedArguments, Rejudged, Verdict};
+pub(crate) use self::decision::{RejudgedRef, VerdictRef};
 pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};

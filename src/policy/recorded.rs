@@ -9,7 +9,7 @@
 //! names the rule that would need them — never a guess.
 
 use super::Policy;
-use super::decision::{ReasonCode, RecordedArguments, Rejudged};
+use super::decision::{ReasonCode, RecordedArguments, Rejudged, RejudgedRef};
 use crate::sha256::HexDigest;
 
 impl Policy {
@@ -22,26 +22,31 @@ impl Policy {
         arguments: RecordedArguments<'_>,
         listed: Option<&HexDigest>,
     ) -> Rejudged {
+        self.judge_recorded(tool, arguments, listed).into_owned()
+    }
+
+    /// [`Policy::judge_recorded_call`] with the verdict's texts borrowed from the policy where
+    /// they can be.
+    pub(crate) fn judge_recorded(
+        &self,
+        tool: &str,
+        arguments: RecordedArguments<'_>,
+        listed: Option<&HexDigest>,
+    ) -> RejudgedRef<'_> {
         let allowed_by = match self.rules.name_steps(tool, listed) {
-            Err(refused) => return Rejudged::Verdict(refused.into_owned()),
+            Err(refused) => return RejudgedRef::Verdict(refused),
             Ok(allowed_by) => allowed_by,
         };
         let arguments = match arguments {
             RecordedArguments::Whole(a) => a,
             RecordedArguments::Unknown => {
                 if let Some(rule) = self.rules.argument_rules(tool).first() {
-                    return Rejudged::NeedsArguments {
-                        rule: (*rule).to_owned(),
-                    };
+                    return RejudgedRef::NeedsArguments { rule };
                 }
                 None
             }
         };
-        Rejudged::Verdict(
-            self.rules
-                .argument_steps(tool, arguments, allowed_by)
-                .into_owned(),
-        )
+        RejudgedRef::Verdict(self.rules.argument_steps(tool, arguments, allowed_by))
     }
 
     /// The label (`allow:PATTERN`) of the first `allow` pattern that matches `tool`, if any: the

@@ -2,6 +2,8 @@
 //! order, through the policy's own judge (the steps the proxy runs), with the session's
 //! `limits` counted again from zero.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::types::{Outcome, Replayed, ReplayedCapture, Unjudgeable};
@@ -10,7 +12,8 @@ use std::collections::BTreeSet;
 use crate::capture::{ClosedRows, DecisionRef, ListingRow, LogLine, McpDecisionRef, RowRef};
 use crate::methods::{self, Governor};
 use crate::policy::{
-    CallBudget, ClientFeature, Decision, Policy, ReasonCode, RecordedArguments, Rejudged, Verdict,
+    CallBudget, ClientFeature, Decision, Policy, ReasonCode, RecordedArguments, Rejudged,
+    RejudgedRef, Verdict, VerdictRef,
 };
 use crate::sha256::HexDigest;
 
@@ -49,15 +52,15 @@ impl At<'_> {
 }
 
 /// A new outcome: a decision, its code (`None`: not governed, or a listing entry shown), the
-/// rule that decided.
-struct New {
+/// rule that decided (borrowed from the policy where the verdict lends it).
+struct New<'p> {
     decision: Decision,
     code: Option<ReasonCode>,
-    rule: Option<String>,
+    rule: Option<Cow<'p, str>>,
 }
 
-impl New {
-    fn of(v: Verdict) -> New {
+impl<'p> New<'p> {
+    fn of(v: VerdictRef<'p>) -> New<'p> {
         New {
             decision: v.decision,
             code: Some(v.reason_code),
@@ -65,9 +68,13 @@ impl New {
         }
     }
 
+    fn owned(v: Verdict) -> New<'p> {
+        New::of(v.into_ref())
+    }
+
     /// A message whose method the policy does not govern (forwarded, no event), or a listing
     /// entry that is shown.
-    fn through() -> New {
+    fn through() -> New<'p> {
         New {
             decision: Decision::Allow,
             code: None,
@@ -79,7 +86,7 @@ impl New {
         Outcome {
             decision: self.decision.as_str().to_owned(),
             reason_code: self.code.map(|c| c.as_str().to_owned()),
-            matched_rule: self.rule,
+            matched_rule: self.rule.map(Cow::into_owned),
         }
     }
 }
@@ -181,7 +188,7 @@ impl<'p> Judging<'p> {
     }
 
     /// Records the new outcome of one recorded decision.
-    fn judged(&mut self, at: &At<'_>, new: New) {
+    fn judged(&mut self, at: &At<'_>, new: New<'_>) {
         if let Some(rule) = &new.rule {
             self.used(rule);
         }
@@ -230,12 +237,11 @@ impl<'p> Judging<'p> {
             Ok(()) => RecordedArguments::Whole(value.as_ref()),
             Err(_) => RecordedArguments::Unknown,
         };
-        let rejudged = self
-            .policy
-            .judge_recorded_call(tool, arguments, listed.as_ref());
+        let policy = self.policy;
+        let rejudged = policy.judge_recorded(tool, arguments, listed.as_ref());
         let past_names = match &rejudged {
-            Rejudged::NeedsArguments { .. } => true,
-            Rejudged::Verdict(v) => !matches!(
+            RejudgedRef::NeedsArguments { .. } => true,
+            RejudgedRef::Verdict(v) => !matches!(
                 v.reason_code,
                 ReasonCode::P_TOOL_DENIED
                     | ReasonCode::P_TOOL_NOT_ALLOWED
@@ -253,9 +259,9 @@ impl<'p> Judging<'p> {
             }
         }
         let verdict = match rejudged {
-            Rejudged::Verdict(v) => v,
-            Rejudged::NeedsArguments { rule } => {
-                self.used(&rule);
+            RejudgedRef::Verdict(v) => v,
+            RejudgedRef::NeedsArguments { rule } => {
+                self.used(rule);
                 // What the recording says went through still counts against the limits.
                 if d.decision == Decision::Allow.as_str() {
                     if let Some(b) = &mut self.budget {
@@ -265,7 +271,7 @@ impl<'p> Judging<'p> {
                 let why = whole.err().unwrap_or_default();
                 return self.unjudgeable(
                     &at,
-                    Some(rule),
+                    Some(rule.to_owned()),
                     format!("the rule reads arguments and {why}"),
                 );
             }
@@ -276,7 +282,9 @@ impl<'p> Judging<'p> {
             }
         }
         let verdict = match (&mut self.budget, verdict.decision) {
-            (Some(b), Decision::Allow) => b.admit(tool, args_sha.as_ref()).unwrap_or(verdict),
+            (Some(b), Decision::Allow) => b
+                .admit(tool, args_sha.as_ref())
+                .map_or(verdict, |v| v.into_ref()),
             _ => verdict,
         };
         if verdict.decision == Decision::Allow {
@@ -371,7 +379,7 @@ impl<'p> Judging<'p> {
                 );
             }
         };
-        let new = verdict.map_or_else(New::through, New::of);
+        let new = verdict.map_or_else(New::through, New::owned);
         self.judged(&at, new);
     }
 
@@ -417,7 +425,7 @@ impl<'p> Judging<'p> {
                 Some((code, rule)) => New {
                     decision: Decision::Deny,
                     code: Some(code),
-                    rule,
+                    rule: rule.map(Cow::Owned),
                 },
                 None => New::through(),
             };
