@@ -22,11 +22,13 @@ use super::judgement::Closure;
 use super::log::{LogPass, check_log_file, conclude, lost, open_log, read_lines};
 use super::log_digest::Hashing;
 use super::reader::{expectations_before_stop, judge_with};
+use crate::sys::fork_close::Tracked;
 
 /// A capture's decision log, read as it grows.
 pub(crate) struct LogFollower {
     dir: PathBuf,
-    file: File,
+    /// Held for the session; not kept by a fork of the host (SPEC §3.1b).
+    file: Tracked<File>,
     /// The followed file's device and inode.
     id: (u64, u64),
     exp: OwnedExpect,
@@ -74,6 +76,7 @@ impl LogFollower {
         // Held for the session: never one of the numbers 0, 1 and 2 (SPEC §3.1b).
         let file = crate::sys::fd::file_above_stdio(file).ok()?;
         let id = file_id(&file).ok()?;
+        let file = Tracked::new(file);
         Some(Self {
             dir: dir.to_path_buf(),
             file,
