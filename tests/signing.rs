@@ -294,6 +294,54 @@ fn keys_others_may_use_and_keys_without_a_capture_are_usage_errors_before_spawn(
     assert!(!d.path().join("cap").exists());
 }
 
+/// The verdict an attestation signed (its predicate's `closure` and reason codes).
+fn signed_verdict(cap: &Path) -> (String, Vec<String>) {
+    let envelope = read_json(&cap.join(ATTESTATION));
+    let payload = base64_decode(envelope["payload"].as_str().unwrap());
+    let statement: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    let verdict = &statement["predicate"]["verdict"];
+    let codes = verdict["reasons"].as_array().unwrap();
+    (
+        verdict["closure"].as_str().unwrap().to_string(),
+        codes
+            .iter()
+            .map(|r| r["code"].as_str().unwrap().to_string())
+            .collect(),
+    )
+}
+
+/// A longer session (calls allowed and refused, enforced and in dry run) whose log the signing
+/// session follows while it is written: the verdict signed is the one `capture read` gives, and
+/// the capture verifies.
+#[test]
+fn a_long_signed_session_signs_the_verdict_capture_read_gives() {
+    let d = tempdir();
+    let (key, public) = keygen(d.path(), "k");
+    let mut lines = vec![INIT.to_string()];
+    for id in 2..402 {
+        let tool = if id % 7 == 0 { "exec" } else { "echo" };
+        lines.push(call(
+            id,
+            tool,
+            &format!(r#"{{"text":"{}"}}"#, "y".repeat(id as usize)),
+        ));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    for (name, extra) in [("enforced", &[][..]), ("dry", &["--dry-run"][..])] {
+        let cap = d.path().join(name);
+        signed_session(&cap, &key, extra, &script(&refs)).expect_status(0);
+        verify(&cap, &[&public]).expect_status(0);
+        let (_, v) = read_verdict(&cap);
+        assert_eq!(v["closure"], "closed", "{name}: {v}");
+        assert_eq!(
+            signed_verdict(&cap),
+            ("closed".to_string(), Vec::new()),
+            "{name}"
+        );
+        assert_eq!(decision_lines(&cap.join("decisions.ndjson")).len(), 400);
+    }
+}
+
 #[test]
 fn a_signing_failure_is_exit_3_and_leaves_the_verdict_closed() {
     let d = tempdir();

@@ -10,6 +10,7 @@ use super::envelope::Envelope;
 use super::key::SigningKey;
 use super::statement::{Predicate, SignedProducer, SignedReason, SignedVerdict, Statement};
 use super::subjects::{SubjectError, collect};
+use crate::capture::LogFollower;
 use crate::capture_files::ATTESTATION;
 
 /// Why a capture was not signed. The capture itself is unchanged by a failure (its verdict
@@ -41,16 +42,22 @@ pub(crate) struct SessionClaims<'a> {
     pub policy_sha256: &'a str,
 }
 
-/// Signs the capture directory `dir` with `key`; returns the attestation's path.
+/// Signs the capture directory `dir` with `key`; returns the attestation's path. `follower`:
+/// the capture's decision log as followed while the session wrote it (then the reader's verdict
+/// is taken with its pass over the log, and reads only the log's tail).
 pub(crate) fn sign_capture(
     dir: &Path,
     key: &SigningKey,
     claims: &SessionClaims<'_>,
+    follower: Option<LogFollower>,
 ) -> Result<PathBuf, SignError> {
     let path = dir.join(ATTESTATION);
     // The reader reads (and hashes) the capture's own files whole: their digests are reused,
     // so signing reads each file once.
-    let closure = crate::capture::read_capture(dir);
+    let closure = match follower {
+        Some(f) if f.dir() == dir => f.finish().0,
+        _ => crate::capture::read_capture(dir),
+    };
     let (fd, subjects) = collect(dir, |name| {
         closure.files.get(name).map(|f| f.sha256.clone())
     })?;

@@ -30,7 +30,7 @@ fn signed_dir(dir: &Path, key: &SigningKey) -> std::path::PathBuf {
     std::fs::create_dir(&cap).unwrap();
     std::fs::write(cap.join("a.json"), b"{}").unwrap();
     std::fs::write(cap.join("b.log"), b"line\n").unwrap();
-    sign_capture(&cap, key, &claims()).unwrap();
+    sign_capture(&cap, key, &claims(), None).unwrap();
     cap
 }
 
@@ -53,7 +53,7 @@ fn a_signed_directory_verifies_and_the_attestation_is_new_and_0600() {
     assert_eq!(v.predicate.verdict.closure, "unknown");
     assert_eq!(v.predicate.verdict.closure, v.closure.closure.as_str());
     // Signed once: a second signature never replaces the first.
-    let e = sign_capture(&cap, &sk, &claims()).unwrap_err();
+    let e = sign_capture(&cap, &sk, &claims(), None).unwrap_err();
     assert!(matches!(e, SignError::Write { .. }), "{e}");
 }
 
@@ -157,7 +157,7 @@ fn entries_that_are_not_regular_files_are_never_followed_or_waited_on() {
             "symlink" => std::os::unix::fs::symlink(cap.join("a.json"), &odd).unwrap(),
             _ => std::fs::create_dir(&odd).unwrap(),
         }
-        let e = sign_capture(&cap, &sk, &claims()).unwrap_err();
+        let e = sign_capture(&cap, &sk, &claims(), None).unwrap_err();
         assert!(e.to_string().contains("odd: is not a regular file"), "{e}");
         assert!(!cap.join(ATTESTATION).exists());
     }
@@ -193,7 +193,7 @@ fn a_capture_with_too_many_files_is_not_signed() {
     for i in 0..=MAX_SUBJECTS {
         std::fs::write(cap.join(format!("f{i}")), b"").unwrap();
     }
-    let e = sign_capture(&cap, &sk, &claims()).unwrap_err();
+    let e = sign_capture(&cap, &sk, &claims(), None).unwrap_err();
     assert!(e.to_string().contains("more than 64 files"), "{e}");
 }
 

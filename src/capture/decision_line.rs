@@ -24,6 +24,45 @@ pub(super) struct Expect<'a> {
     pub(super) dry_run: Option<bool>,
 }
 
+/// [`Expect`] owned: what the lines of a log followed as it grows are checked against
+/// (`follow`), kept from the session's start to its stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct OwnedExpect {
+    session_id: Option<String>,
+    source: Option<String>,
+    policy_sha256: Option<String>,
+    dry_run: Option<bool>,
+}
+
+impl OwnedExpect {
+    pub(super) fn of(e: &Expect<'_>) -> Self {
+        Self {
+            session_id: e.session_id.map(str::to_string),
+            source: e.source.map(str::to_string),
+            policy_sha256: e.policy_sha256.map(str::to_string),
+            dry_run: e.dry_run,
+        }
+    }
+
+    pub(super) fn view(&self) -> Expect<'_> {
+        Expect {
+            session_id: self.session_id.as_deref(),
+            source: self.source.as_deref(),
+            policy_sha256: self.policy_sha256.as_deref(),
+            dry_run: self.dry_run,
+        }
+    }
+
+    /// Whether `e` asks exactly what this does (then lines checked against either are judged
+    /// the same).
+    pub(super) fn is(&self, e: &Expect<'_>) -> bool {
+        self.session_id.as_deref() == e.session_id
+            && self.source.as_deref() == e.source
+            && self.policy_sha256.as_deref() == e.policy_sha256
+            && self.dry_run == e.dry_run
+    }
+}
+
 /// A JSON string, borrowed from the line unless it holds escapes.
 pub(super) struct JStr<'a>(Cow<'a, str>);
 

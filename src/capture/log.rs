@@ -280,53 +280,87 @@ fn check_against_session(
 /// The log is read in chunks of this size: no file-sized buffer (whose fresh pages would cost
 /// more to fault in than the bytes cost to copy), and each chunk is still in cache when its lines
 /// are checked (and, for a small log, when it is hashed on the same thread).
-pub(super) const LOG_CHUNK: usize = 64 * 1024;
+const LOG_CHUNK: usize = 64 * 1024;
 
-/// Counts complete lines and checks the first [`MAX_DECISIONS`] of them.
-pub(super) struct Lines<'e> {
-    pub(super) exp: &'e Expect<'e>,
+/// Counts complete lines and checks the first [`MAX_DECISIONS`] of them (the state of the line
+/// checks, kept between reads when the log is followed as it grows: `follow`).
+pub(super) struct Lines {
     pub(super) count: usize,
     pub(super) lr: LineReasons,
     pub(super) decisions: Decisions,
 }
 
-impl Lines<'_> {
-    pub(super) fn line(&mut self, bytes: &[u8]) {
+impl Lines {
+    pub(super) fn new() -> Self {
+        Self {
+            count: 0,
+            lr: LineReasons {
+                list: Vec::new(),
+                suppressed: 0,
+                first_suppressed: None,
+            },
+            decisions: Decisions::default(),
+        }
+    }
+
+    pub(super) fn line(&mut self, exp: &Expect<'_>, bytes: &[u8]) {
         if self.count < MAX_DECISIONS {
-            check_line(
-                self.count,
-                bytes,
-                self.exp,
-                &mut self.lr,
-                &mut self.decisions,
-            );
+            check_line(self.count, bytes, exp, &mut self.lr, &mut self.decisions);
         }
         self.count += 1;
     }
 }
 
-/// Reads the log to its end (at most the bound plus one byte) in [`LOG_CHUNK`]s: the complete
-/// lines of each chunk go to `lines` (a line split across chunks is assembled in `carry`, which
-/// ends holding the partial tail), then the chunk to `hashing`. Returns the bytes read.
-fn read_lines(
+/// Where a pass over the log is: the lines checked, the partial line after the last newline
+/// read, and the bytes read so far.
+pub(super) struct LogPass {
+    pub(super) lines: Lines,
+    /// A line split across chunks is assembled here; at the end it holds the partial tail.
+    pub(super) carry: Vec<u8>,
+    /// Bytes of the log read so far (from its start).
+    pub(super) total: u64,
+    /// The chunk buffer ([`LOG_CHUNK`] bytes).
+    pub(super) buf: Vec<u8>,
+}
+
+impl LogPass {
+    pub(super) fn new() -> Self {
+        Self {
+            lines: Lines::new(),
+            carry: Vec::new(),
+            total: 0,
+            buf: vec![0u8; LOG_CHUNK],
+        }
+    }
+}
+
+/// Reads the log from where `pass` is to its end (at most the bound plus one byte from the
+/// log's start) in [`LOG_CHUNK`]s: the complete lines of each chunk go to `pass.lines` (a line
+/// split across chunks is assembled in `pass.carry`, which ends holding the partial tail), then
+/// the chunk to `hashing`.
+pub(super) fn read_lines(
     reader: &mut impl Read,
-    lines: &mut Lines<'_>,
-    carry: &mut Vec<u8>,
+    exp: &Expect<'_>,
+    pass: &mut LogPass,
     hashing: &mut Hashing<'_>,
     kept: &mut Option<Vec<u8>>,
-) -> Result<u64, BoundedError> {
-    let mut total: u64 = 0;
-    let mut buf = vec![0u8; LOG_CHUNK];
+) -> Result<(), BoundedError> {
+    let LogPass {
+        lines,
+        carry,
+        total,
+        buf,
+    } = pass;
     loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => return Ok(total),
+        let n = match reader.read(buf) {
+            Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(BoundedError::Io(e)),
         };
-        total += n as u64;
-        if total > MAX_LOG_BYTES {
-            return Err(BoundedError::TooLarge { seen: total });
+        *total += n as u64;
+        if *total > MAX_LOG_BYTES {
+            return Err(BoundedError::TooLarge { seen: *total });
         }
         let mut rest = buf.get(..n).unwrap_or_default();
         if !carry.is_empty() {
@@ -334,7 +368,7 @@ fn read_lines(
             match memchr::memchr(b'\n', rest) {
                 Some(p) => {
                     carry.extend_from_slice(&rest[..p]);
-                    lines.line(carry);
+                    lines.line(exp, carry);
                     carry.clear();
                     rest = &rest[p + 1..];
                 }
@@ -346,19 +380,19 @@ fn read_lines(
         }
         let mut start = 0;
         for p in memchr::memchr_iter(b'\n', rest) {
-            lines.line(&rest[start..p]);
+            lines.line(exp, &rest[start..p]);
             start = p + 1;
         }
         carry.extend_from_slice(&rest[start..]);
         if let Some(k) = kept {
             k.extend_from_slice(buf.get(..n).unwrap_or_default());
         }
-        hashing.chunk(&mut buf, n).map_err(lost)?;
+        hashing.chunk(buf, n).map_err(lost)?;
     }
 }
 
 /// The hashing thread ended without its digests: the log counts as unreadable.
-fn lost(_: HashingLost) -> BoundedError {
+pub(super) fn lost(_: HashingLost) -> BoundedError {
     BoundedError::Io(std::io::Error::other(
         "the log's hashing thread ended before its digest was taken",
     ))
@@ -380,57 +414,62 @@ pub(super) fn check_log_file(
     files: &mut BTreeMap<String, FileDigest>,
     kept: &mut Option<Vec<u8>>,
 ) {
-    let refused = |e: BoundedError, r: &mut Reasons| {
-        let code = match e {
-            BoundedError::Missing | BoundedError::Io(_) => ClosureReasonCode::MissingFile,
-            BoundedError::NotRegular(_) => ClosureReasonCode::NotRegularFile,
-            BoundedError::TooLarge { .. } => ClosureReasonCode::TooLarge,
-        };
-        r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
+    let (file, size) = match open_log(dir) {
+        Ok(opened) => opened,
+        Err(e) => return refused(e, r),
     };
-    let (file, size) =
-        match bounded::open_regular(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES) {
-            Ok(opened) => opened,
-            Err(e) => return refused(e, r),
-        };
     if let Some(k) = kept.as_mut() {
         // One allocation for the whole log (its size is bounded: the open checked it).
         k.reserve(usize::try_from(size).unwrap_or(0));
     }
     let mut reader = file.take(MAX_LOG_BYTES + 1);
-    let mut lines = Lines {
-        exp,
-        count: 0,
-        lr: LineReasons {
-            list: Vec::new(),
-            suppressed: 0,
-            first_suppressed: None,
-        },
-        decisions: Decisions::default(),
-    };
-    // A line split across chunks is assembled here; at the end it holds the partial tail.
-    let mut carry: Vec<u8> = Vec::new();
+    let mut pass = LogPass::new();
     // The lines are checked here while a large log's chunks are hashed on a scoped thread
     // (`log_digest`), which ends before the scope does.
     let read = std::thread::scope(|s| {
         let mut hashing = Hashing::start(s, size);
-        let total = read_lines(&mut reader, &mut lines, &mut carry, &mut hashing, kept)?;
-        let digests = hashing.finish().map_err(lost)?;
-        Ok((total, digests))
+        read_lines(&mut reader, exp, &mut pass, &mut hashing, kept)?;
+        hashing.finish().map_err(lost)
     });
-    let (total, (file_sha, prefix_sha)) = match read {
-        Ok(read) => read,
-        Err(e) => return refused(e, r),
+    match read {
+        Ok(digests) => conclude(pass, digests, stop, r, files),
+        Err(e) => refused(e, r),
+    }
+}
+
+/// Opens the log through the bounded opener: the file and its size.
+pub(super) fn open_log(dir: &Path) -> Result<(std::fs::File, u64), BoundedError> {
+    bounded::open_regular(&dir.join(DECISIONS), FinalLink::Refuse, MAX_LOG_BYTES)
+}
+
+/// The reason of a log that could not be read whole within its bound.
+fn refused(e: BoundedError, r: &mut Reasons) {
+    let code = match e {
+        BoundedError::Missing | BoundedError::Io(_) => ClosureReasonCode::MissingFile,
+        BoundedError::NotRegular(_) => ClosureReasonCode::NotRegularFile,
+        BoundedError::TooLarge { .. } => ClosureReasonCode::TooLarge,
     };
+    r.push(code, format!("{DECISIONS} {}", e.describe(MAX_LOG_BYTES)));
+}
+
+/// The end of a pass that read the whole log within its bound: its digest in `files`, then its
+/// line reasons (or only `too_many_decisions`), then the checks against the stop record.
+/// `(file_sha, prefix_sha)`: the SHA-256 of the bytes read and of their complete-line prefix.
+pub(super) fn conclude(
+    pass: LogPass,
+    (file_sha, prefix_sha): (String, String),
+    stop: Option<&StopData>,
+    r: &mut Reasons,
+    files: &mut BTreeMap<String, FileDigest>,
+) {
     files.insert(
         DECISIONS.to_string(),
         FileDigest {
-            bytes: total,
+            bytes: pass.total,
             sha256: file_sha.clone(),
         },
     );
-    let tail = carry;
-    let count = lines.count;
+    let count = pass.lines.count;
     if count > MAX_DECISIONS {
         r.push(
             ClosureReasonCode::TooManyDecisions,
@@ -439,11 +478,11 @@ pub(super) fn check_log_file(
             ),
         );
     } else {
-        lines.lr.finish(r);
+        pass.lines.lr.finish(r);
     }
 
     if let Some(stop) = stop {
-        check_against_stop(stop, count, &tail, &file_sha, &prefix_sha, r);
+        check_against_stop(stop, count, &pass.carry, &file_sha, &prefix_sha, r);
     }
 }
 

@@ -110,6 +110,12 @@ impl<'scope> Hashing<'scope> {
         }
     }
 
+    /// Hashing on the calling thread, whatever the log's size (a log followed as it grows is
+    /// hashed a few lines at a time, on the thread that reads them).
+    pub(super) fn here() -> Self {
+        Hashing::Here(Box::new(LogHash::new()))
+    }
+
     /// The first `n` bytes of `buf` were read and their lines checked: hash them. On a thread,
     /// `buf` is handed over and replaced by a spare buffer of the same length.
     pub(super) fn chunk(&mut self, buf: &mut Vec<u8>, n: usize) -> Result<(), HashingLost> {

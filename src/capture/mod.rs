@@ -22,6 +22,7 @@ mod each;
 mod facts;
 mod fast_line_parser;
 mod fields;
+mod follow;
 mod judgement;
 mod log;
 mod log_digest;
@@ -44,6 +45,9 @@ pub(crate) use each::walk_captures;
 pub(crate) use each::{ClosedRows, for_each_capture_rows};
 pub use each::{Visited, for_each_capture};
 pub use facts::SessionFacts;
+pub(crate) use follow::LogFollower;
+#[cfg(test)]
+use follow::LogPassUsed;
 pub use package::{
     ExtraFile, PACKAGE_SCHEMA, PackageManifest, PackagedFile, Producer, package_capture,
 };

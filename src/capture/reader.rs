@@ -21,15 +21,16 @@ use super::bounds::MAX_COMPANION_BYTES;
 use super::companions::{
     check_accounting, check_context, check_protocol, check_stop, expectations,
 };
+use super::decision_line::{Expect, OwnedExpect};
 use super::facts::{Companions, Facts, facts_of};
 use super::fields::{Reasons, digest_of, is_session_id, parse_object, read_file};
 use super::judgement::{
-    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode,
+    CLOSURE_NON_CLAIMS, CLOSURE_SCHEMA, Closure, ClosureKind, ClosureReasonCode, FileDigest,
 };
 use super::log::check_log_file;
 use super::no_session;
 use crate::capture_files::{CONTEXT, PROTOCOL, STOP};
-use crate::outcome::DecisionLogState;
+use crate::outcome::{DecisionLogState, StopData};
 
 /// The whole reader: files, checks, verdict.
 pub(super) fn judge(dir: &Path) -> Closure {
@@ -83,6 +84,41 @@ fn closure_of(stop: Option<&crate::outcome::StopData>, r: &mut Reasons) -> Closu
 }
 
 pub(super) fn judge_keeping(dir: &Path, keep: bool) -> (Closure, Option<Kept>) {
+    judge_with(dir, keep, |exp, stop, r, files, log| {
+        check_log_file(dir, exp, stop, r, files, log);
+    })
+}
+
+/// What the log's lines are checked against, as the capture's protocol record and context say
+/// before the session stops (`follow`): [`judge_with`] takes them from the same files, through
+/// the same checks, and from the stop record when there is one.
+pub(super) fn expectations_before_stop(dir: &Path) -> OwnedExpect {
+    let mut r = Reasons::default();
+    let companion = |name: &str, r: &mut Reasons| {
+        let bytes = read_file(dir, name, MAX_COMPANION_BYTES, r)?;
+        parse_object(name, &bytes, r)
+    };
+    let protocol = companion(PROTOCOL, &mut r);
+    let context = companion(CONTEXT, &mut r);
+    let p = protocol.as_ref().and_then(|m| check_protocol(m, &mut r));
+    let c = context.as_ref().and_then(|m| check_context(m, &mut r));
+    OwnedExpect::of(&expectations(p.as_ref(), c.as_ref(), None))
+}
+
+/// [`judge_keeping`] with the log's pass done by `log_check`: given the expectations and the
+/// stop record's data, it adds the log's reasons, its digest to the `files` map and, when kept,
+/// its bytes.
+pub(super) fn judge_with(
+    dir: &Path,
+    keep: bool,
+    log_check: impl FnOnce(
+        &Expect<'_>,
+        Option<&StopData>,
+        &mut Reasons,
+        &mut BTreeMap<String, FileDigest>,
+        &mut Option<Vec<u8>>,
+    ),
+) -> (Closure, Option<Kept>) {
     let mut r = Reasons::default();
     let mut files = BTreeMap::new();
     // SPEC §10: a discovery-only run leaves no-session.json instead of a stop record.
@@ -119,7 +155,7 @@ pub(super) fn judge_keeping(dir: &Path, keep: bool) -> (Closure, Option<Kept>) {
     });
     let mut log = keep.then(Vec::new);
     let stop_data = s.as_ref().map(|s| &s.data);
-    check_log_file(dir, &exp, stop_data, &mut r, &mut files, &mut log);
+    log_check(&exp, stop_data, &mut r, &mut files, &mut log);
     if let Some(m) = &marker {
         no_session::check(m, dir, p.as_ref().map(|p| p.session_id), &files, &mut r);
     }

@@ -238,8 +238,8 @@ pub(crate) struct DecisionLog {
     /// write and the forwarding of its call (SPEC §4.1 orders only those two): when the writer
     /// idles, or on a hashing thread while calls are pipelined.
     prefix: PrefixDigest,
-    /// Sees every line written (the live exporter), if any.
-    tap: Option<Box<dyn LineTap>>,
+    /// See every line written (the live exporter; the signing session's log follower).
+    taps: Vec<Box<dyn LineTap>>,
 }
 
 /// Appends the decimal text of `n` (no `fmt` machinery, no allocation).
@@ -528,13 +528,13 @@ impl DecisionLog {
             dropped: 0,
             poisoned: false,
             prefix: PrefixDigest::new(),
-            tap: None,
+            taps: Vec::new(),
         }
     }
 
-    /// Every line written from now on is also offered to `tap`.
-    pub(crate) fn set_tap(&mut self, tap: Box<dyn LineTap>) {
-        self.tap = Some(tap);
+    /// Every line written from now on is also offered to `tap` (after the taps added before).
+    pub(crate) fn add_tap(&mut self, tap: Box<dyn LineTap>) {
+        self.taps.push(tap);
     }
 
     /// Counts `n` emissions that were numbered but could not be written in `seq` order (their
@@ -560,7 +560,7 @@ impl DecisionLog {
             Ok(()) => {
                 self.written += 1;
                 self.prefix.push(line);
-                if let Some(tap) = &self.tap {
+                for tap in &self.taps {
                     tap.offer(line);
                 }
                 (Emitted::Written, None)

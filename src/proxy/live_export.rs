@@ -42,7 +42,7 @@ impl Live {
     /// Every line `log` writes from now on is offered to the exporter.
     pub(super) fn attach(&mut self, log: Option<&mut DecisionLog>) {
         if let (Some(log), Some(tap)) = (log, self.tap.take()) {
-            log.set_tap(Box::new(tap));
+            log.add_tap(Box::new(tap));
         }
     }
 

@@ -162,6 +162,11 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         &diag,
     );
 
+    // With a signing key, the capture's log is followed as it is written (SPEC §4.5).
+    let follow = signer
+        .as_ref()
+        .and_then(|_| signing::follow(&plan, log_writer.as_mut()));
+
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
     let output = Endpoint::borrowed(io.output, Direction::Write, cancel.clone());
@@ -199,7 +204,7 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
             shared: &shared,
             log: &log,
             run: &run,
-            signer: signer.map(|key| Signer::new(key, shared.policy.sha256())),
+            signer: signer.map(|key| Signer::new(key, shared.policy.sha256(), follow)),
             live,
             started_at: &started_at,
         },
@@ -424,7 +429,7 @@ fn finish(
             diag.say(msg);
         }
     }
-    write_stop(plan, source, diag, signer.as_ref(), outcome)
+    write_stop(plan, source, diag, signer, outcome)
 }
 
 /// SPEC §3 items 1–2, before anything is created: the checked configuration, the policy, the

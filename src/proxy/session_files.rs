@@ -414,7 +414,7 @@ pub(super) fn write_stop(
     plan: &SessionPlan,
     source: &str,
     diag: &Diag,
-    signer: Option<&Signer>,
+    signer: Option<Signer>,
     mut outcome: WrapOutcome,
 ) -> Result<WrapOutcome> {
     let mut stop_error = None;

@@ -6,6 +6,7 @@ mod cases_closed;
 mod cases_disagreement;
 mod cases_malformed;
 mod events;
+mod follow;
 mod package;
 mod reader_bounds;
 mod verdict_shape;
