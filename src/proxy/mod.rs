@@ -146,9 +146,6 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         log,
         ..
     } = evidence;
-    if let Some(live) = &mut live {
-        live.attach(log_writer.as_mut());
-    }
     let pid = spawned.pid;
     let mut guard = ChildGuard(Some(spawned.child));
     let started_at = now_rfc3339();
@@ -161,11 +158,8 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         &policy,
         &diag,
     );
-
-    // With a signing key, the capture's log is followed as it is written (SPEC §4.5).
-    let follow = signer
-        .as_ref()
-        .and_then(|_| signing::follow(&plan, log_writer.as_mut()));
+    // The follower reads the context just written for what the log's lines must say.
+    let follow = attach_taps(&plan, live.as_mut(), signer.is_some(), log_writer.as_mut());
 
     // Run the workers to the end of the session and the server's cleanup.
     let client_bytes = Arc::new(AtomicU64::new(0));
@@ -210,6 +204,20 @@ pub fn wrap_session(config: &WrapConfig, io: ClientIo) -> Result<WrapOutcome> {
         },
         evidence_errors,
     )
+}
+
+/// The decision log's taps: the live exporter's, and with a signing key the follower that reads
+/// the capture's log as it is written (SPEC §4.5), returned for the signer.
+fn attach_taps(
+    plan: &SessionPlan,
+    live: Option<&mut live_export::Live>,
+    signing: bool,
+    mut log: Option<&mut crate::evidence::decision_log::DecisionLog>,
+) -> Option<signing::Follow> {
+    if let Some(live) = live {
+        live.attach(log.as_deref_mut());
+    }
+    signing.then(|| signing::follow(plan, log)).flatten()
 }
 
 /// [`start_server`] with the files it creates recorded, and removed again when it fails.
