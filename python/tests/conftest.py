@@ -200,3 +200,20 @@ class SessionThread(threading.Thread):
             self.result = self.fn()
         except BaseException as e:  # noqa: BLE001 - handed to the test
             self.error = e
+
+
+def session_of(lines: List[str], wrap: Callable[[int, int], Any]) -> Any:
+    """Writes `lines` as a client that then closes its input, and runs `wrap(stdin, stdout)` (a
+    `wrap_session` call given the session's ends of the two pipes); returns its result. The
+    client's ends are closed and its responses read whatever the call does."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    reader = Reader(out_r)
+    reader.start()
+    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
+    c.send(*lines)
+    c.close_input()
+    try:
+        return wrap(c.stdin, c.stdout)
+    finally:
+        c.finish()

@@ -5,8 +5,6 @@ them; a receiver that is down loses the spans with a counted loss and leaves the
 capture as they are; a URL that is not `http://` is a ConfigError before anything runs."""
 from __future__ import annotations
 
-import json
-import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +14,7 @@ from typing import Any, List, Tuple
 import pytest
 
 import assay_stop
-from conftest import INIT, Client, Reader, call
+from conftest import INIT, call, session_of
 from test_export import need
 
 SOURCE = "assay://test/python-live-export"
@@ -54,19 +52,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def session(tmp_path: Path, demo_server: Path, demo_policy: Path, url: str) -> assay_stop.WrapOutcome:
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    reader = Reader(out_r)
-    reader.start()
-    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
-    c.send(*SESSION)
-    c.close_input()
-    try:
-        return assay_stop.wrap_session(
-            [sys.executable, str(demo_server)], policy=str(demo_policy), event_source=SOURCE,
-            capture_dir=str(tmp_path / "cap"), otlp_endpoint=url, stdin=c.stdin, stdout=c.stdout)
-    finally:
-        assert len(c.finish()) == len(SESSION)
+    return session_of(SESSION, lambda stdin, stdout: assay_stop.wrap_session(
+        [sys.executable, str(demo_server)], policy=str(demo_policy), event_source=SOURCE,
+        capture_dir=str(tmp_path / "cap"), otlp_endpoint=url, stdin=stdin, stdout=stdout))
 
 
 def test_spans_reach_the_receiver_and_are_counted(tmp_path: Path, demo_server: Path,

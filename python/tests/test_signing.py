@@ -26,7 +26,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
 import assay_stop
-from conftest import INIT, SOURCE, Client, Reader, call
+from conftest import INIT, SOURCE, call, session_of
 
 ATTESTATION = "attestation.dsse.json"
 PREDICATE_TYPE = "https://assay-stop.dev/capture/v1"
@@ -91,18 +91,9 @@ def cli_session(assay_bin: Path, cap: Path, server: Path, policy: Path, key: Pat
 
 
 def py_session(root: Path, server: Path, policy: Path, **kwargs: Any) -> assay_stop.WrapOutcome:
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    reader = Reader(out_r)
-    reader.start()
-    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
-    c.send(*SESSION)
-    c.close_input()
-    try:
-        return assay_stop.wrap_session([sys.executable, str(server)], policy=policy, event_source=SOURCE,
-                                       stdin=c.stdin, stdout=c.stdout, **kwargs)
-    finally:
-        c.finish()
+    return session_of(SESSION, lambda stdin, stdout: assay_stop.wrap_session(
+        [sys.executable, str(server)], policy=policy, event_source=SOURCE, stdin=stdin,
+        stdout=stdout, **kwargs))
 
 
 @pytest.fixture
@@ -294,18 +285,9 @@ def test_a_signing_failure_is_recorded_and_leaves_the_verdict_closed(
         tmp_path: Path, demo_server: Path, demo_policy: Path, keys: Tuple[Path, Path, Path]) -> None:
     cap = tmp_path / "cap"
     squat = f"echo squatter > '{cap / ATTESTATION}' && exec '{sys.executable}' '{demo_server}'"
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    reader = Reader(out_r)
-    reader.start()
-    c = Client(stdin=in_r, stdout=out_w, writer=in_w, reader=reader)
-    c.send(*SESSION)
-    c.close_input()
-    try:
-        outcome = assay_stop.wrap_session(["sh", "-c", squat], policy=demo_policy, event_source=SOURCE,
-                                          capture_dir=cap, sign_key=keys[0], stdin=c.stdin, stdout=c.stdout)
-    finally:
-        c.finish()
+    outcome = session_of(SESSION, lambda stdin, stdout: assay_stop.wrap_session(
+        ["sh", "-c", squat], policy=demo_policy, event_source=SOURCE, capture_dir=cap,
+        sign_key=keys[0], stdin=stdin, stdout=stdout))
     assert outcome.signed is False and outcome.exit_code == 3, outcome.to_dict()
     assert outcome.signature is not None and outcome.signature["keyid"] == third_party_key(keys[1]).keyid
     error = outcome.signature["error"]

@@ -24,8 +24,9 @@ pub(super) struct Expect<'a> {
     pub(super) dry_run: Option<bool>,
 }
 
-/// [`Expect`] owned: what the lines of a log followed as it grows are checked against
-/// (`follow`), kept from the session's start to its stop.
+/// [`Expect`] owned: what the lines are checked against when the companions it comes from are
+/// gone (a capture's facts, `facts`) or the lines come before the stop record (a log followed as
+/// it grows, `follow`, from the session's start to its stop).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct OwnedExpect {
     session_id: Option<String>,

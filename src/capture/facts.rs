@@ -11,7 +11,7 @@ use super::bounds::{MAX_COMPANION_BYTES, MAX_DECISIONS, MAX_LOG_BYTES};
 use super::companions::{
     ContextView, ProtocolView, StopView, check_context, check_protocol, check_stop, expectations,
 };
-use super::decision_line::Expect;
+use super::decision_line::OwnedExpect;
 use super::fields::{Reasons, digest_of, parse_object, read_file};
 use super::judgement::Closure;
 use crate::capture_files::{CONTEXT, DECISIONS, PROTOCOL, STOP};
@@ -54,35 +54,6 @@ pub(super) struct Facts {
     pub(super) stop: Option<StopData>,
     /// What every decision line must agree with.
     pub(super) expect: OwnedExpect,
-}
-
-/// [`Expect`], owned (the companions it comes from are gone once read).
-pub(super) struct OwnedExpect {
-    session_id: Option<String>,
-    source: Option<String>,
-    policy_sha256: Option<String>,
-    dry_run: Option<bool>,
-}
-
-impl OwnedExpect {
-    fn of(e: &Expect<'_>) -> Self {
-        Self {
-            session_id: e.session_id.map(str::to_string),
-            source: e.source.map(str::to_string),
-            policy_sha256: e.policy_sha256.map(str::to_string),
-            dry_run: e.dry_run,
-        }
-    }
-
-    /// The borrowed form the line checks take.
-    pub(super) fn borrow(&self) -> Expect<'_> {
-        Expect {
-            session_id: self.session_id.as_deref(),
-            source: self.source.as_deref(),
-            policy_sha256: self.policy_sha256.as_deref(),
-            dry_run: self.dry_run,
-        }
-    }
 }
 
 /// The facts of the capture `dir` the verdict `closure` judged (see the module docs).

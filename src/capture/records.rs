@@ -100,7 +100,7 @@ impl CaptureRecords {
         let complete = memchr::memrchr(b'\n', bytes).map_or(0, |p| p + 1);
         let body = &bytes[..complete];
         let closed = self.closure.closure == ClosureKind::Closed;
-        let exp = self.facts.expect.borrow();
+        let exp = self.facts.expect.view();
         let mut refused = 0;
         // Decision lines seen so far, for the result lines that name them (SPEC §5.3).
         let mut decisions = super::result_line::Decisions::default();

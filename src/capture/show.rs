@@ -145,7 +145,7 @@ impl DecisionLines {
 pub fn show_capture(dir: &Path) -> CaptureReport {
     let closure = judge(dir);
     let facts = read_facts(dir, &closure);
-    let decisions = decision_lines(dir, &closure, Some(&facts.expect.borrow()));
+    let decisions = decision_lines(dir, &closure, Some(&facts.expect.view()));
     CaptureReport {
         closure,
         session: facts.session,
