@@ -67,6 +67,18 @@ fn file_id(file: &File) -> std::io::Result<(u64, u64)> {
     Ok((m.dev(), m.ino()))
 }
 
+/// Checks and hashes what `reader` gives after the bytes `pass` read so far, up to one byte past
+/// the log's bound (the pass then says the log is too large). `false`: a read failed.
+fn read_more(
+    reader: impl Read,
+    exp: &OwnedExpect,
+    pass: &mut LogPass,
+    hashing: &mut Hashing<'static>,
+) -> bool {
+    let mut reader = reader.take(MAX_LOG_BYTES + 1 - pass.total.min(MAX_LOG_BYTES));
+    read_lines(&mut reader, &exp.view(), pass, hashing, &mut None).is_ok()
+}
+
 impl LogFollower {
     /// Starts following the log of capture `dir`, once its protocol record and context are
     /// written; `None` when the log cannot be opened (the full read judges it at stop).
@@ -99,21 +111,11 @@ impl LogFollower {
         if self.broken {
             return;
         }
-        let mut reader = Until {
+        let reader = Until {
             file: &self.file,
             halt,
-        }
-        .take(MAX_LOG_BYTES + 1 - self.pass.total.min(MAX_LOG_BYTES));
-        let exp = self.exp.view();
-        if read_lines(
-            &mut reader,
-            &exp,
-            &mut self.pass,
-            &mut self.hashing,
-            &mut None,
-        )
-        .is_err()
-        {
+        };
+        if !read_more(reader, &self.exp, &mut self.pass, &mut self.hashing) {
             self.broken = true;
         }
     }
@@ -133,16 +135,7 @@ impl LogFollower {
         if file.seek(SeekFrom::Start(self.pass.total)).is_err() {
             return false;
         }
-        let mut reader = file.take(MAX_LOG_BYTES + 1 - self.pass.total.min(MAX_LOG_BYTES));
-        let exp = self.exp.view();
-        read_lines(
-            &mut reader,
-            &exp,
-            &mut self.pass,
-            &mut self.hashing,
-            &mut None,
-        )
-        .is_ok()
+        read_more(file, &self.exp, &mut self.pass, &mut self.hashing)
     }
 
     /// The reader's verdict on the capture now (after the stop record is written): the rest of
