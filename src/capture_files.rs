@@ -18,6 +18,11 @@ pub const COVERAGE: &str = "coverage.json";
 /// Written instead of a stop record by a discovery-only run (SPEC §3 item 8, §10).
 pub const NO_SESSION: &str = "no-session.json";
 
+/// The tool definitions the session's listings showed, kept when the policy says
+/// `record_definitions: true` (not part of the log's accounting: content-addressed by the digests
+/// the log records).
+pub const DEFINITIONS: &str = "tool-definitions.ndjson";
+
 /// The DSSE envelope of a signed capture, written after the stop record (SPEC §4.5).
 pub const ATTESTATION: &str = "attestation.dsse.json";
 /// A package's manifest (`capture package`, SPEC §7): in the package directory, not a capture
@@ -25,7 +30,7 @@ pub const ATTESTATION: &str = "attestation.dsse.json";
 pub const MANIFEST: &str = "manifest.json";
 
 /// Every file a capture directory may hold, in the order a package manifest lists them.
-pub const ALL: [&str; 8] = [
+pub const ALL: [&str; 9] = [
     PROTOCOL,
     CONTEXT,
     STOP,
@@ -33,5 +38,6 @@ pub const ALL: [&str; 8] = [
     STDERR,
     COVERAGE,
     NO_SESSION,
+    DEFINITIONS,
     ATTESTATION,
 ];

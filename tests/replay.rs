@@ -133,6 +133,13 @@ fn fixture() -> &'static Fixture {
             session(&with_args, &f.root("args"), &demo, DEMO);
         }
         session(&plain, &f.root("plain"), &demo, DEMO);
+        let keeping = f.policy(
+            "recording-definitions",
+            &format!("{RECORDING}record_definitions: true\n"),
+        );
+        for _ in 0..2 {
+            session(&keeping, &f.root("kept"), &demo, DEMO);
+        }
         let answers = f.policy(
             "recording-answers",
             &format!("{RECORDING}record_arguments: true\nresults: {{}}\n"),
@@ -681,4 +688,144 @@ fn suggest_from_a_policy_only_narrows() {
     )
     .expect_status(3);
     assert!(!none.exists());
+}
+
+/// Captures made with `record_definitions: true` keep the definitions their listings showed;
+/// `suggest --out` pins every allowed tool to the one every capture agrees on, in a pins file
+/// beside the policy that holds what `assay mcp pin` writes for the same server, and the pinned
+/// policy replays the captures with nothing newly denied and runs a live session.
+#[test]
+fn suggest_writes_the_pins_the_kept_definitions_agree_on() {
+    let f = fixture();
+    let kept = f.root("kept");
+    for capture in std::fs::read_dir(&kept).unwrap() {
+        let capture = capture.unwrap().path();
+        let file = capture.join("tool-definitions.ndjson");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let read = run(
+            &[
+                "capture".into(),
+                "read".into(),
+                capture.display().to_string(),
+            ],
+            b"",
+        );
+        read.expect_status(0);
+    }
+    let out = f.dir.join("suggested-pinned.yaml");
+    let pins = f.dir.join("suggested-pinned.pins.json");
+    let args = [
+        "policy".to_string(),
+        "suggest".into(),
+        kept.display().to_string(),
+        f.root("plain").display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    run(&args, b"").expect_status(0);
+    let yaml = std::fs::read_to_string(&out).unwrap();
+    assert!(yaml.contains("pins: \"suggested-pinned.pins.json\""), "{yaml}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&pins).unwrap()).unwrap();
+    let tools = written["tools"].as_object().unwrap();
+    let names: Vec<&str> = tools.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["echo", "read_file", "write_file"],
+        "the allowed tools"
+    );
+    assert!(
+        written.get("instructions").is_none(),
+        "instructions are not judged"
+    );
+
+    // The same digests as the pins `assay mcp pin` writes for the server.
+    let reference = f.dir.join("reference.pins.json");
+    let pin = run(
+        &[
+            "mcp".into(),
+            "pin".into(),
+            "--out".into(),
+            reference.display().to_string(),
+            "--".into(),
+            "python3".into(),
+            demo_server(),
+        ],
+        b"",
+    );
+    pin.expect_status(0);
+    let reference: Value = serde_json::from_slice(&std::fs::read(&reference).unwrap()).unwrap();
+    for name in names {
+        assert_eq!(
+            tools[name]["sha256"], reference["tools"][name]["sha256"],
+            "{name}"
+        );
+    }
+
+    let check = run(
+        &[
+            "policy".into(),
+            "check".into(),
+            out.display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        b"",
+    );
+    check.expect_status(0);
+    let (r, _, s) = replay(&out, std::slice::from_ref(&kept));
+    assert_eq!(s["newly_denied"], 0, "{}", r.report());
+    assert_eq!(s["not_judgeable"], 0, "{}", r.report());
+    assert_eq!(s["newly_allowed"], 0, "{}", r.report());
+
+    // A live session under the pinned policy: the pinned tools are called.
+    let live = f.dir.join("suggested-pinned-live");
+    let demo = ["python3".to_string(), demo_server()];
+    let demo: Vec<&str> = demo.iter().map(String::as_str).collect();
+    session(&out, &live, &demo, DEMO);
+    let log = std::fs::read_to_string(only_capture(&live).join("decisions.ndjson")).unwrap();
+    let echo_allowed = log.lines().filter(|l| {
+        l.contains("\"tool\":\"echo\"") && l.contains("\"reason_code\":\"P_POLICY_ALLOW\"")
+    });
+    assert_eq!(echo_allowed.count(), 2, "{log}");
+
+    // Again without --update: both files exist, exit 2, nothing changes; with it, both are
+    // replaced.
+    let before = std::fs::read(&pins).unwrap();
+    run(&args, b"").expect_status(2);
+    std::fs::remove_file(&out).unwrap();
+    run(&args, b"").expect_status(2);
+    assert!(
+        !out.exists(),
+        "a pins file in the way: the policy is not written either"
+    );
+    let mut update = args.to_vec();
+    update.push("--update".into());
+    run(&update, b"").expect_status(0);
+    assert!(out.exists());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&std::fs::read(&pins).unwrap()).unwrap()["tools"],
+        serde_json::from_slice::<Value>(&before).unwrap()["tools"]
+    );
+
+    // Captures that kept nothing: no pins file, and the policy says why.
+    let unpinned = f.dir.join("unpinned.yaml");
+    run(
+        &[
+            "policy".into(),
+            "suggest".into(),
+            f.root("plain").display().to_string(),
+            "--out".into(),
+            unpinned.display().to_string(),
+        ],
+        b"",
+    )
+    .expect_status(0);
+    assert!(!f.dir.join("unpinned.pins.json").exists());
+    let yaml = std::fs::read_to_string(&unpinned).unwrap();
+    assert!(
+        yaml.contains("# not pinned: echo: its definition was not kept"),
+        "{yaml}"
+    );
 }

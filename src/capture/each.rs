@@ -72,7 +72,7 @@ fn name_of(path: &Path) -> String {
 
 /// Judges every capture under `paths` (each a capture directory or a capture root) and hands
 /// each one to `each`, path by path and, under a root, in name order. `work` runs on the
-/// worker thread for each closed capture, with its decision lines. At most a few results per
+/// worker thread for each closed capture, with its directory and its decision lines. At most a few results per
 /// core are held at once.
 ///
 /// # Errors
@@ -80,10 +80,10 @@ fn name_of(path: &Path) -> String {
 /// usage error); [`crate::ErrorKind::Io`] when a root cannot be listed.
 pub fn for_each_capture<T: Send>(
     paths: &[PathBuf],
-    work: &(dyn Fn(&DecisionLines) -> T + Sync),
+    work: &(dyn Fn(&Path, &DecisionLines) -> T + Sync),
     each: impl FnMut(Visited<T>),
 ) -> Result<()> {
-    let read = |r: &CaptureRecords| r.closed_lines().map(|lines| work(&lines));
+    let read = |dir: &Path, r: &CaptureRecords| r.closed_lines().map(|lines| work(dir, &lines));
     for_each_judged(paths, &read, each)
 }
 
@@ -110,7 +110,8 @@ pub(crate) fn for_each_capture_rows<T: Send>(
     work: &(dyn Fn(&ClosedRows<'_>) -> T + Sync),
     each: impl FnMut(Visited<T>),
 ) -> Result<()> {
-    let read = |r: &CaptureRecords| r.closed_log().map(|bytes| work(&ClosedRows { bytes }));
+    let read =
+        |_: &Path, r: &CaptureRecords| r.closed_log().map(|bytes| work(&ClosedRows { bytes }));
     for_each_judged(paths, &read, each)
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn for_each_capture_rows<T: Send>(
 /// records (on the worker thread).
 fn for_each_judged<T: Send>(
     paths: &[PathBuf],
-    read: &(dyn Fn(&CaptureRecords) -> Option<T> + Sync),
+    read: &(dyn Fn(&Path, &CaptureRecords) -> Option<T> + Sync),
     mut each: impl FnMut(Visited<T>),
 ) -> Result<()> {
     for path in paths {
@@ -163,10 +164,10 @@ fn for_each_judged<T: Send>(
 fn judged<T>(
     dir: &Path,
     name: &str,
-    read: &(dyn Fn(&CaptureRecords) -> Option<T> + Sync),
+    read: &(dyn Fn(&Path, &CaptureRecords) -> Option<T> + Sync),
 ) -> (CaptureVerdict, Option<T>) {
     let records = capture_records(dir);
-    let work = read(&records);
+    let work = read(dir, &records);
     let closure = records.closure;
     let verdict = CaptureVerdict {
         name: name.to_string(),

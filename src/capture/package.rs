@@ -25,7 +25,8 @@ use super::bounds::{MAX_COMPANION_BYTES, MAX_LOG_BYTES};
 use super::judgement::Closure;
 use super::reader::judge;
 use crate::capture_files::{
-    ATTESTATION, CONTEXT, COVERAGE, DECISIONS, MANIFEST, NO_SESSION, PROTOCOL, STDERR, STOP,
+    ATTESTATION, CONTEXT, COVERAGE, DECISIONS, DEFINITIONS, MANIFEST, NO_SESSION, PROTOCOL, STDERR,
+    STOP,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::input_file::{self as bounded, BoundedError, FinalLink};
@@ -42,7 +43,7 @@ const MAX_STDERR_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_EXTRA_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// The files a package may hold, in manifest order, with their bounds.
-const PACKAGED: [(&str, u64); 8] = [
+const PACKAGED: [(&str, u64); 9] = [
     (PROTOCOL, MAX_COMPANION_BYTES),
     (CONTEXT, MAX_COMPANION_BYTES),
     (STOP, MAX_COMPANION_BYTES),
@@ -50,6 +51,10 @@ const PACKAGED: [(&str, u64); 8] = [
     (STDERR, MAX_STDERR_BYTES),
     (COVERAGE, MAX_COVERAGE_BYTES),
     (NO_SESSION, MAX_COMPANION_BYTES),
+    (
+        DEFINITIONS,
+        crate::evidence::tool_definitions::MAX_KEPT_BYTES,
+    ),
     // A signed capture's attestation (SPEC §4.5), copied byte for byte so the package verifies.
     (ATTESTATION, MAX_COMPANION_BYTES),
 ];

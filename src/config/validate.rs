@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::plan::StderrSink;
 use super::resolve::EvidencePaths;
 use super::wrap_config::{DEFAULT_MAX_LINE_BYTES, WrapConfig};
-use crate::capture_files::{ATTESTATION, COVERAGE};
+use crate::capture_files::{ATTESTATION, COVERAGE, DEFINITIONS};
 use crate::error::{ConfigError, ConfigOption, ConfigProblem, Error, Result};
 use crate::event_source::is_event_source;
 use crate::policy::Policy;
@@ -150,17 +150,20 @@ pub(super) fn check_capture_dir(config: &WrapConfig, dir: &Path) -> Result<()> {
             ));
         }
     }
-    // An attestation is a capture's last file: one there means the directory was used.
-    let attestation = dir.join(ATTESTATION);
-    if let Ok(m) = std::fs::symlink_metadata(&attestation) {
-        return Err(ConfigError::new(
-            ConfigOption::CaptureDir,
-            ConfigProblem::CaptureDirUsed {
-                path: attestation,
-                symlink: m.file_type().is_symlink(),
-            },
-        )
-        .into());
+    // An attestation is a capture's last file, and kept definitions are written only by a
+    // session: either there means the directory was used.
+    for name in [ATTESTATION, DEFINITIONS] {
+        let used = dir.join(name);
+        if let Ok(m) = std::fs::symlink_metadata(&used) {
+            return Err(ConfigError::new(
+                ConfigOption::CaptureDir,
+                ConfigProblem::CaptureDirUsed {
+                    path: used,
+                    symlink: m.file_type().is_symlink(),
+                },
+            )
+            .into());
+        }
     }
     if let Some(c) = &config.coverage_out {
         let expected = dir.join(COVERAGE);

@@ -13,3 +13,4 @@ pub(crate) mod prefix_digest;
 pub(crate) mod protocol;
 pub(crate) mod result_event;
 pub(crate) mod stop;
+pub mod tool_definitions;

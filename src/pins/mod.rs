@@ -50,7 +50,7 @@ pub fn write_pins(listing: &ToolListing, path: &Path, mode: WriteMode) -> std::i
     let bytes = crate::pins_file::file::render(
         &tools,
         server.as_ref(),
-        listing.instructions.as_deref(),
+        Some(listing.instructions.as_deref()),
         &now,
     )
     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;

@@ -322,8 +322,9 @@ struct FileOut<'a> {
     created_at: &'a str,
     producer: Producer,
     tools: BTreeMap<&'a str, EntryOut>,
-    /// Always written: `null` when the server gave none (SPEC §5.1).
-    instructions: Option<InstructionsOut<'a>>,
+    /// `null` when the server gave none (SPEC §5.1); left out when instructions are not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<Option<InstructionsOut<'a>>>,
 }
 
 #[derive(Serialize)]
@@ -345,11 +346,13 @@ struct EntryOut {
 }
 
 /// The bytes of a pins file for `tools` (name, digest, definition text), pretty-printed so a
-/// review reads it line by line; `server` is the server's `serverInfo`, when it gave one.
+/// review reads it line by line; `server` is the server's `serverInfo`, when it gave one;
+/// `instructions` the server's text (`Some(None)`: it gave none), or `None` to leave them
+/// unjudged (the member is left out).
 pub(crate) fn render(
     tools: &[(String, HexDigest, String)],
     server: Option<&serde_json::Value>,
-    instructions: Option<&str>,
+    instructions: Option<Option<&str>>,
     created_at: &str,
 ) -> Result<Vec<u8>, String> {
     let mut out = BTreeMap::new();
@@ -373,9 +376,11 @@ pub(crate) fn render(
             version: env!("CARGO_PKG_VERSION"),
         },
         tools: out,
-        instructions: instructions.map(|text| InstructionsOut {
-            sha256: HexDigest::of(text.as_bytes()).as_str().to_string(),
-            text,
+        instructions: instructions.map(|i| {
+            i.map(|text| InstructionsOut {
+                sha256: HexDigest::of(text.as_bytes()).as_str().to_string(),
+                text,
+            })
         }),
     };
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;

@@ -41,6 +41,13 @@ impl Policy {
         self.sections.arguments.record()
     }
 
+    /// `record_definitions` (`false` when absent): whether a capture keeps the canonical tool
+    /// definitions its session's listings showed (`tool-definitions.ndjson`), so `policy
+    /// suggest` can write the pins the captures agree on.
+    pub fn record_definitions(&self) -> bool {
+        self.sections.record_definitions
+    }
+
     /// The `redact` key globs as written (empty when absent).
     pub fn redact_patterns(&self) -> &[String] {
         self.sections.arguments.patterns()

@@ -20,6 +20,7 @@
 //! limits: { tool_calls: 500, per_tool: { write_file: 20 }, repeated_call: 5 }
 //! record_arguments: false      # optional boolean; true: decisions carry redacted arguments
 //! redact: ["*token*", "authorization"]
+//! record_definitions: false    # optional boolean; true: a capture keeps the listed definitions
 //! ```
 //!
 //! The last six keys are the SPEC §5.2 sections (`sections`): each optional, each `None`
@@ -114,6 +115,7 @@ const TOP_KEYS: &[&str] = &[
     "record_arguments",
     "redact",
     "results",
+    "record_definitions",
 ];
 const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 

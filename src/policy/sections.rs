@@ -20,6 +20,9 @@ pub(crate) struct Sections {
     pub(crate) limits: Option<Limits>,
     pub(crate) arguments: ArgumentRecord,
     pub(crate) results: Option<Results>,
+    /// `record_definitions` (`false` when absent): a capture keeps the tool definitions its
+    /// listings showed (`docs/policy.md`, "Definitions kept for `policy suggest`").
+    pub(crate) record_definitions: bool,
 }
 
 impl Sections {
@@ -47,6 +50,16 @@ impl Sections {
                 .get("results")
                 .map(|v| Results::parse(ctx, v))
                 .transpose()?,
+            record_definitions: match top.get("record_definitions") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(ctx.invalid(
+                        "record_definitions",
+                        "must be a boolean: `record_definitions: true` or `false`",
+                    ));
+                }
+            },
         })
     }
 }

@@ -293,6 +293,7 @@ fn shared_state(
     let hide_refused_tools = policy.hide_refused_tools() && !plan.dry_run;
     let pins_in_effect = policy.pins().is_some() && !plan.dry_run;
     let answers = output_schemas::AnswerStage::new(&policy);
+    let kept = definitions_kept(plan, &policy, diag);
     let event_format = log_writer.is_some().then(|| {
         Mutex::new(DecisionFormat::new(
             session_id,
@@ -311,7 +312,8 @@ fn shared_state(
         diag: diag.clone(),
         dry_run: plan.dry_run,
         session_message: AtomicBool::new(false),
-        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect),
+        tools_list: tools_list::ToolsListWatch::new(hide_refused_tools, pins_in_effect)
+            .keeping(kept),
         pending: PendingRequests::new(),
         unsolicited: AtomicU64::new(0),
         decision_seq: recorder.counter(),
@@ -320,6 +322,23 @@ fn shared_state(
         answers,
         session_id: session_id.to_string(),
     })
+}
+
+/// The keeper of the tool definitions a capture keeps (`record_definitions: true` with a
+/// capture directory), if any.
+fn definitions_kept(
+    plan: &SessionPlan,
+    policy: &Policy,
+    diag: &Arc<Diag>,
+) -> Option<crate::evidence::tool_definitions::Keeper> {
+    let dir = plan
+        .capture_dir
+        .as_ref()
+        .filter(|_| policy.record_definitions())?;
+    Some(crate::evidence::tool_definitions::Keeper::new(
+        dir.join(crate::capture_files::DEFINITIONS),
+        diag.clone(),
+    ))
 }
 
 /// After the workers and the cleanup: the server's stderr copy finished, how the session ran

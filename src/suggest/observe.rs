@@ -4,7 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use std::path::Path;
+
 use crate::capture::{DecisionRow, ListingRow, LogLine, McpDecisionRow};
+use crate::evidence::tool_definitions::{self, KeptDefinition};
 use crate::methods::{self, Governor};
 
 /// Allowed and refused decisions on one name.
@@ -32,6 +35,11 @@ pub struct Observed {
     allowed_calls: u64,
     /// Tool → arguments digest (`""` for none) → allowed calls.
     repeats: HashMap<String, HashMap<String, u64>>,
+    /// Tool → allowed calls that recorded no definition digest (no listing of the session held
+    /// the tool): pins would refuse them.
+    unlisted: BTreeMap<String, u64>,
+    /// The definitions the capture kept (`record_definitions`) for digests its log recorded.
+    kept: BTreeMap<(String, String), KeptDefinition>,
 }
 
 /// The entry of `name`, allocating its key only the first time.
@@ -52,8 +60,9 @@ fn tally(map: &mut BTreeMap<String, Uses>, name: &str, allowed: bool) {
 }
 
 impl Observed {
-    /// Reads the decision lines of a closed capture.
-    pub(crate) fn of(lines: &[LogLine]) -> Observed {
+    /// Reads the decision lines of a closed capture, and the definitions kept in its directory
+    /// `dir` for the digests those lines recorded.
+    pub(crate) fn of(dir: &Path, lines: &[LogLine]) -> Observed {
         let mut o = Observed::default();
         for line in lines {
             match line {
@@ -64,6 +73,13 @@ impl Observed {
                 LogLine::Result(_) | LogLine::Refused { .. } => {}
             }
         }
+        let mut kept = tool_definitions::read_kept(dir);
+        kept.retain(|(name, digest), _| {
+            o.definitions
+                .get(name)
+                .is_some_and(|set| set.contains(digest))
+        });
+        o.kept = kept;
         o
     }
 
@@ -77,6 +93,9 @@ impl Observed {
                     set.insert(def.clone());
                 }
             }
+        }
+        if allowed && d.tool_definition_sha256.is_none() {
+            *self.unlisted.entry(tool.clone()).or_default() += 1;
         }
         if allowed {
             self.allowed_calls += 1;
@@ -176,6 +195,14 @@ pub struct Evidence {
     pub tool_calls_max: u64,
     /// The most times one session made the same allowed call.
     pub repeated_max: u64,
+    /// Tool → allowed calls, over every capture, that recorded no definition digest.
+    pub unlisted: BTreeMap<String, u64>,
+    /// The definitions kept by the captures (`record_definitions`), by tool name and digest,
+    /// each for a digest the capture's closed log recorded for that name.
+    pub kept: BTreeMap<(String, String), KeptDefinition>,
+    /// Captures that kept definitions (a `tool-definitions.ndjson` with at least one vouched
+    /// line).
+    pub captures_keeping: u64,
 }
 
 impl Evidence {
@@ -198,6 +225,15 @@ impl Evidence {
             }
         }
         self.resources_listed.extend(o.resources_listed);
+        for (tool, n) in o.unlisted {
+            *self.unlisted.entry(tool).or_default() += n;
+        }
+        if !o.kept.is_empty() {
+            self.captures_keeping += 1;
+        }
+        for (key, definition) in o.kept {
+            self.kept.entry(key).or_insert(definition);
+        }
         self.tool_calls_max = self.tool_calls_max.max(o.allowed_calls);
         let repeats = o.repeats.values().flat_map(|m| m.values()).copied().max();
         let repeats = repeats.unwrap_or(0);

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::observe::{Evidence, Seen};
 use crate::policy::{ClientFeature, Decision, Policy};
+use crate::sha256::HexDigest;
 use crate::text::render;
 
 /// How much room the suggested limits leave over the largest count one session showed.
@@ -55,8 +56,14 @@ fn evidence(what: &str, s: &Seen, of: u64) -> String {
 /// What the suggestion left out, and why (each line becomes a comment).
 struct Notes(Vec<String>);
 
-/// Writes the policy; `from` narrows every rule.
-pub(super) fn policy_yaml(e: &Evidence, from: Option<&Policy>, skipped: u64) -> String {
+/// Writes the policy; `from` narrows every rule; `pins_file` names the pins file a policy that
+/// pins its tools refers to. The pins to write there come back with the policy.
+pub(super) fn policy_yaml(
+    e: &Evidence,
+    from: Option<&Policy>,
+    skipped: u64,
+    pins_file: Option<&str>,
+) -> (String, Option<PinSet>) {
     let mut y = String::new();
     let _ = writeln!(
         y,
@@ -79,7 +86,10 @@ pub(super) fn policy_yaml(e: &Evidence, from: Option<&Policy>, skipped: u64) -> 
     if let Some(f) = from {
         from_rules(&mut y, f);
     }
-    pins(&mut y, e, from, &allowed);
+    let pin_set = pins(&mut y, e, from, &allowed, pins_file);
+    if e.captures_keeping > 0 || from.is_some_and(Policy::record_definitions) {
+        y.push_str("# Captures keep the tool definitions their listings showed (for suggested pins).\nrecord_definitions: true\n");
+    }
     resources(&mut y, e, from, &mut notes);
     prompts(&mut y, e, from, &mut notes);
     features(&mut y, e, from);
@@ -90,7 +100,7 @@ pub(super) fn policy_yaml(e: &Evidence, from: Option<&Policy>, skipped: u64) -> 
             let _ = writeln!(y, "#   {n}");
         }
     }
-    y
+    (y, pin_set)
 }
 
 /// `allow`: every tool some call was allowed to use (and `from` lets through by name).
@@ -179,39 +189,99 @@ fn from_rules(y: &mut String, f: &Policy) {
     }
 }
 
-/// `pins`: kept from `from` (dropping it would widen); otherwise the definitions the captures
-/// agree on, as comments (a capture holds a definition's digest, not the definition a pins
-/// file needs).
-fn pins(y: &mut String, e: &Evidence, from: Option<&Policy>, allowed: &[String]) {
-    let mut agreed = Vec::new();
-    let mut changed = Vec::new();
+/// The pins a suggestion writes: (tool, digest, canonical definition) for every allowed tool.
+pub(super) type PinSet = Vec<(String, HexDigest, String)>;
+
+/// Whether every capture shows one definition of `tool`, every allowed call was made against
+/// it, and a capture kept it: the pin, or why there is none.
+fn pin_of(e: &Evidence, tool: &str) -> Result<(HexDigest, String), String> {
+    let digests = e.definitions.get(tool).filter(|d| !d.is_empty());
+    let Some(digests) = digests else {
+        return Err("no listing of any capture held it".to_owned());
+    };
+    if digests.len() > 1 {
+        return Err(format!(
+            "its definition changed across captures ({} definitions)",
+            digests.len()
+        ));
+    }
+    if let Some(n) = e.unlisted.get(tool) {
+        return Err(format!(
+            "{n} allowed call(s) were made before any listing of the session held it"
+        ));
+    }
+    let Some((digest, _)) = digests.iter().next() else {
+        return Err("no listing of any capture held it".to_owned());
+    };
+    let kept = e.kept.get(&(tool.to_owned(), digest.clone()));
+    let hex = HexDigest::from_hex(digest);
+    match (kept, hex) {
+        (Some(definition), Some(hex)) => Ok((hex, definition.clone())),
+        _ => Err(
+            "its definition was not kept (the captures were made without `record_definitions: true`)"
+                .to_owned(),
+        ),
+    }
+}
+
+/// `pins`: kept from `from` (dropping it would widen). Otherwise the definitions every capture
+/// agrees on, as comments with their digests, and — when every allowed tool can be pinned
+/// ([`pin_of`]; one that cannot would be refused under pins) and `pins_file` names the file
+/// they go to — `pins: pins_file` and the pins to write there.
+fn pins(
+    y: &mut String,
+    e: &Evidence,
+    from: Option<&Policy>,
+    allowed: &[String],
+    pins_file: Option<&str>,
+) -> Option<PinSet> {
+    let mut set = Vec::new();
+    let mut not = Vec::new();
     for tool in allowed {
-        match e.definitions.get(tool) {
-            Some(d) if d.len() == 1 => {
-                if let Some((digest, n)) = d.iter().next() {
-                    agreed.push(format!("{} {} ({n} capture(s))", render(tool), digest));
-                }
+        match pin_of(e, tool) {
+            Ok((digest, definition)) => {
+                let n = e.definitions.get(tool).and_then(|d| d.values().next());
+                let _ = writeln!(
+                    y,
+                    "# definition agreed by every capture: {} {} ({} capture(s))",
+                    render(tool),
+                    digest.as_str(),
+                    n.copied().unwrap_or_default()
+                );
+                set.push((tool.clone(), digest, definition));
             }
-            Some(d) if d.len() > 1 => {
-                changed.push(format!("{} ({} definitions)", render(tool), d.len()));
-            }
-            _ => {}
+            Err(why) => not.push(format!("{}: {why}", render(tool))),
         }
     }
-    for a in &agreed {
-        let _ = writeln!(y, "# definition agreed by every capture: {a}");
+    for n in &not {
+        let _ = writeln!(y, "# not pinned: {n}");
     }
-    for c in &changed {
-        let _ = writeln!(y, "# definition changed across captures, not pinned: {c}");
+    if let Some(p) = from.and_then(Policy::pins) {
+        let _ = writeln!(y, "pins: {}", quoted(&p.path().display().to_string()));
+        return None;
     }
-    match from.and_then(Policy::pins) {
-        Some(p) => {
-            let _ = writeln!(y, "pins: {}", quoted(&p.path().display().to_string()));
+    if set.is_empty() || !not.is_empty() {
+        if !not.is_empty() && !set.is_empty() {
+            y.push_str("# No pins: under pins a tool without one is refused, so every allowed tool needs its pin.
+");
         }
-        None if !agreed.is_empty() => {
-            y.push_str("# To pin them: `assay mcp pin --out assay.pins.json -- SERVER`, check the digests above, add `pins: assay.pins.json`.\n");
+        return None;
+    }
+    match pins_file {
+        Some(file) => {
+            let _ = writeln!(
+                y,
+                "# Every allowed tool pinned to the definition every capture listed ({} tool(s)).",
+                set.len()
+            );
+            let _ = writeln!(y, "pins: {}", quoted(file));
+            Some(set)
         }
-        None => {}
+        None => {
+            y.push_str("# Every allowed tool can be pinned: with --out the pins file is written beside the policy.
+");
+            None
+        }
     }
 }
 

@@ -527,10 +527,12 @@ pub(crate) enum PolicyCommand {
         /// Capture directories (holding protocol.json) or capture roots.
         #[arg(required = true, value_name = "CAPTURE_OR_ROOT")]
         captures: Vec<PathBuf>,
-        /// Write the policy to FILE (created exclusively, mode 0600) instead of stdout.
+        /// Write the policy to FILE (created exclusively, mode 0600) instead of stdout; when the
+        /// captures kept the definitions every capture agrees on (`record_definitions: true`),
+        /// their pins go beside it (FILE's stem + `.pins.json`) and the policy names them.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// With --out: replace an existing FILE (atomically) instead of refusing it.
+        /// With --out: replace an existing FILE and pins file (atomically) instead of refusing them.
         #[arg(long, requires = "out")]
         update: bool,
         /// Start from POLICY and only narrow it: nothing it refuses is allowed.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use assay::config::load_policy;
-use assay::suggest::{suggest, write_policy};
+use assay::suggest::{pins_path, suggest, write_suggestion};
 
 use super::exit;
 use super::messages::{Failure, eprint_assay};
@@ -25,7 +25,13 @@ pub(crate) fn run(
         Some(f) => Some(load_policy(f).map_err(Failure::library)?),
         None => None,
     };
-    let s = suggest(captures, from.as_ref()).map_err(Failure::library)?;
+    // A policy names its pins file relative to itself; a name that is not UTF-8 cannot be
+    // written into the policy, so it gets no pins.
+    let pins_file = out.and_then(|o| {
+        let p = pins_path(o);
+        p.file_name().and_then(|n| n.to_str()).map(str::to_owned)
+    });
+    let s = suggest(captures, from.as_ref(), pins_file.as_deref()).map_err(Failure::library)?;
     for k in &s.skipped {
         eprint_assay(&format!(
             "skipped {} ({}{}{}): not closed",
@@ -48,7 +54,7 @@ pub(crate) fn run(
                 .and_then(|()| o.flush())
                 .map_err(Failure::output(exit::FAILURE))?;
         }
-        Some(path) => write_policy(path, &s.yaml, update).map_err(|error| {
+        Some(path) => write_suggestion(path, &s, update).map_err(|error| {
             let status = if error.kind() == std::io::ErrorKind::AlreadyExists {
                 exit::USAGE
             } else {

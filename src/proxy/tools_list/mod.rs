@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use super::pending::{LineAnswers, RequestKind};
+use crate::evidence::tool_definitions::Keeper;
 use crate::policy::{Policy, ReasonCode};
 use crate::sha256::HexDigest;
 use crate::strict_json::ScanError;
@@ -63,6 +64,8 @@ pub(crate) struct ToolsListWatch {
     /// Every tool name well-formed candidates offered, with the definition digest of its most
     /// recent listing (`None`: that listing's definition could not be canonicalized).
     definitions: Mutex<BTreeMap<String, Option<HexDigest>>>,
+    /// Where the definitions themselves are kept (`record_definitions` in a capture).
+    kept: Option<Keeper>,
 }
 
 /// What to do with one server line.
@@ -81,7 +84,14 @@ impl ToolsListWatch {
             pins,
             definitions: Mutex::new(BTreeMap::new()),
             asked: std::sync::atomic::AtomicBool::new(false),
+            kept: None,
         }
+    }
+
+    /// This watch, keeping every distinct definition a well-formed listing offered with `kept`.
+    pub(crate) fn keeping(mut self, kept: Option<Keeper>) -> Self {
+        self.kept = kept;
+        self
     }
 
     /// The client sent a `tools/list` request (noted before it is forwarded).
@@ -360,6 +370,9 @@ fn judge_tool(
     };
     let digest = Some(d);
     watch.remember(name, digest);
+    if let Some(kept) = &watch.kept {
+        kept.keep(name, &d, tool);
+    }
     let refusal = policy.tool_listing_refusal(name, &d, watch.hide, watch.pins);
     if let Some(listing) = listing {
         match refusal {
