@@ -726,7 +726,10 @@ fn suggest_writes_the_pins_the_kept_definitions_agree_on() {
     ];
     run(&args, b"").expect_status(0);
     let yaml = std::fs::read_to_string(&out).unwrap();
-    assert!(yaml.contains("pins: \"suggested-pinned.pins.json\""), "{yaml}");
+    assert!(
+        yaml.contains("pins: \"suggested-pinned.pins.json\""),
+        "{yaml}"
+    );
     let written: Value = serde_json::from_slice(&std::fs::read(&pins).unwrap()).unwrap();
     let tools = written["tools"].as_object().unwrap();
     let names: Vec<&str> = tools.keys().map(String::as_str).collect();

@@ -244,6 +244,37 @@ mod tests {
         assert_eq!(kept.len(), 1, "{kept:?}");
     }
 
+    proptest::proptest! {
+        /// Any bytes: never a panic, and a line is taken only with its digest vouching for it.
+        #[test]
+        fn any_line_is_taken_only_when_its_digest_is_its_definitions(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            name in "[a-z\u{e9}\\\"]{0,8}",
+            extra in "[ -~]{0,40}",
+        ) {
+            if let Some((n, d, def)) = parse_line(&raw) {
+                proptest::prop_assert_eq!(HexDigest::of(def.as_bytes()).as_str().to_owned(), d);
+                let _ = n;
+            }
+            let tool = format!("{{\"name\":{},\"description\":{}}}",
+                serde_json::Value::from(name.as_str()), serde_json::Value::from(extra.as_str()));
+            let digest = crate::canonical::digest_of(&tool).unwrap();
+            let canonical = crate::canonical::canonical_text(&tool).unwrap();
+            let good = line(&name, &digest, &canonical);
+            let got = parse_line(good.trim_end().as_bytes());
+            proptest::prop_assert_eq!(got.map(|(n, d, _)| (n, d)), Some((name.clone(), digest.as_str().to_owned())));
+            // Any one byte changed inside the definition: refused or still vouched for.
+            let at = good.find("\"definition\":").unwrap() + 14;
+            for i in at..good.len() - 2 {
+                let mut b = good.clone().into_bytes();
+                b[i] ^= 0x01;
+                if let Some((_, d, def)) = parse_line(&b[..b.len() - 1]) {
+                    proptest::prop_assert_eq!(HexDigest::of(def.as_bytes()).as_str().to_owned(), d);
+                }
+            }
+        }
+    }
+
     #[test]
     fn stops_at_the_count_bound() {
         let d = tempfile::tempdir().unwrap();
