@@ -237,7 +237,8 @@ impl Judge<'_, '_> {
                 changed = true;
             }
         }
-        if let Some(i) = r.denies(&text) {
+        let (denied, found) = r.scan(&text);
+        if let Some(i) = denied {
             self.out.find(
                 "pattern",
                 format!("deny_patterns[{i}]"),
@@ -246,7 +247,6 @@ impl Judge<'_, '_> {
             self.out.refuse(ReasonCode::P_RESULT_PATTERN);
         }
         if let Some(rules) = r.secret_rules() {
-            let found = rules.find(&text);
             if !found.is_empty() {
                 for m in &found {
                     self.out

@@ -4,8 +4,8 @@
 //! can pin it and a pinned session can list it. With `--list-exec` its listing also names a
 //! second tool, `exec` (which the bench policies refuse by name, so `hide_refused_tools` rewrites
 //! every listing). With `--answer-bytes N` a `tools/call` is answered with a text of N bytes
-//! (English prose with escaped line breaks, as a `resources/read` of a document would carry)
-//! instead of `ok`: the cost of judging and recording an answer per MiB (SPEC §5.3). Output is
+//! (English prose with escaped line breaks, as a `resources/read` of a document would carry;
+//! with `--answer-accented`, French prose naming a token prefix) instead of `ok`: the cost of judging and recording an answer per MiB (SPEC §5.3). Output is
 //! buffered and flushed whenever its input runs dry, like a real server would.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
@@ -18,7 +18,7 @@ fn main() -> io::Result<()> {
         .position(|a| a == "--answer-bytes")
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse::<usize>().ok())
-        .map(answer_of);
+        .map(|n| answer_of(n, args.iter().any(|a| a == "--answer-accented")));
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -51,14 +51,23 @@ fn is_call(line: &[u8]) -> bool {
 }
 
 /// The rest of a `tools/call` answer line (after the id) whose text is `n` bytes of prose.
-fn answer_of(n: usize) -> Vec<u8> {
+fn answer_of(n: usize, accented: bool) -> Vec<u8> {
     const PROSE: &str =
         "The quick brown fox jumps over the lazy dog; a resource holds lines of plain text.\\n";
-    let mut text = String::with_capacity(n + PROSE.len());
+    // Accented prose naming a token prefix (no token): what makes a Unicode word boundary in a
+    // secret rule leave the regex crate's DFA for its NFA simulation.
+    const ACCENTED: &str =
+        "Le renard brun rapide saute par-dessus le chien paresseux ; la clé ghp_é n'est pas là.\\n";
+    let prose = if accented { ACCENTED } else { PROSE };
+    let mut text = String::with_capacity(n + prose.len());
     while text.len() < n {
-        text.push_str(PROSE);
+        text.push_str(prose);
     }
-    text.truncate(n);
+    let mut end = n;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
     // Never end inside an escape.
     while text.ends_with('\\') {
         text.pop();

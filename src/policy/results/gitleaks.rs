@@ -2,7 +2,7 @@
 //! users already maintain for their repositories. Read strictly: a key gitleaks does not define is
 //! a load error, and so is a rule without a `regex` (a `path`-only rule judges file names, and an
 //! answer has none). Each rule's regex is compiled once with the `regex` crate (RE2 syntax, as
-//! gitleaks' Go `regexp`).
+//! gitleaks' Go `regexp`), with Go's ASCII meaning of `\d \w \s \b` (`go_syntax`).
 //!
 //! What is used of a rule: `id`, `regex`, `secretGroup`, `entropy`, `keywords`, and its allowlists
 //! (`[rules.allowlist]` and `[[rules.allowlists]]`: `regexes` and `stopwords`). The file's global
@@ -115,12 +115,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
                 "{at} has no regex; a path-only rule cannot judge an answer, remove it"
             ));
         };
-        let regex = Regex::new(src).map_err(|e| {
-            format!(
-                "{at}: the regex does not compile: {}",
-                e.to_string().replace('\n', " ")
-            )
-        })?;
+        let regex = go_regex(src).map_err(|e| format!("{at}: the regex does not compile: {e}"))?;
         let secret_group = r.secret_group.unwrap_or(0);
         if secret_group >= regex.captures_len() {
             return Err(format!(
@@ -134,12 +129,10 @@ pub(crate) fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
         let mut stopwords = Vec::new();
         for a in r.allowlist.iter().chain(&r.allowlists).chain([&global]) {
             for re in &a.regexes {
-                allow_regexes.push(Regex::new(re).map_err(|e| {
-                    format!(
-                        "{at}: an allowlist regex does not compile: {}",
-                        e.to_string().replace('\n', " ")
-                    )
-                })?);
+                allow_regexes.push(
+                    go_regex(re)
+                        .map_err(|e| format!("{at}: an allowlist regex does not compile: {e}"))?,
+                );
             }
             stopwords.extend(a.stopwords.iter().map(|w| w.to_lowercase()));
         }
@@ -154,6 +147,14 @@ pub(crate) fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
         });
     }
     Ok(rules)
+}
+
+/// A regex of the file (Go RE2 syntax), compiled with Go's meaning (`go_syntax`); the error on
+/// one line.
+fn go_regex(src: &str) -> Result<Regex, String> {
+    let one_line = |e: String| e.replace('\n', " ");
+    let rust = super::go_syntax::to_rust(src).map_err(one_line)?;
+    Regex::new(&rust).map_err(|e| one_line(e.to_string()))
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //! Every key is optional; an empty section still records every answer (`assay.mcp.result`).
 
 mod gitleaks;
+mod go_syntax;
+mod one_pass;
 mod secrets;
 mod strip;
 
@@ -68,6 +70,9 @@ pub struct Results {
     rules: Option<SecretRules>,
     strip: Strip,
     deny: Option<RegexSet>,
+    /// The secret rules and the deny patterns in one set, when a policy has both
+    /// (`one_pass`).
+    one_pass: Option<one_pass::OnePass>,
     output_schema: Option<SchemaMode>,
 }
 
@@ -127,6 +132,10 @@ impl Results {
                 return Err(ctx.invalid("results.output_schema", "must be enforce or flag"));
             }
         };
+        let one_pass = match (&rules, &deny) {
+            (Some(r), Some(d)) => one_pass::OnePass::new(r, d),
+            _ => None,
+        };
         Ok(Results {
             max_bytes,
             max_content_parts,
@@ -134,6 +143,7 @@ impl Results {
             rules,
             strip,
             deny,
+            one_pass,
             output_schema,
         })
     }
@@ -166,6 +176,22 @@ impl Results {
     /// Whether a `deny_patterns` regex matches `text` (case-folded).
     pub fn denies(&self, text: &str) -> Option<usize> {
         self.deny.as_ref()?.matches(text).iter().next()
+    }
+
+    /// The first `deny_patterns` regex matching `text` ([`Results::denies`]) and the secrets in
+    /// it ([`SecretRules::find`]; none while `secrets` is off): one regex pass over the text
+    /// when the policy has both and they could be merged, else one pass each.
+    pub fn scan(&self, text: &str) -> (Option<usize>, Vec<SecretMatch>) {
+        match (&self.one_pass, &self.rules) {
+            (Some(one), Some(rules)) => one.scan(rules, text),
+            _ => (
+                self.denies(text),
+                self.rules
+                    .as_ref()
+                    .map(|r| r.find(text))
+                    .unwrap_or_default(),
+            ),
+        }
     }
 
     /// Whether there are `deny_patterns`.

@@ -28,8 +28,10 @@ pub struct SecretRule {
 /// A built-in rule: id, regex, keywords (lowercase).
 type Builtin = (&'static str, &'static str, &'static [&'static str]);
 
-/// The built-in rule set (docs/policy.md lists it with examples). Each regex is bounded by word
-/// boundaries or fixed lengths so a near miss (one character short, a wrong prefix) is no finding.
+/// The built-in rule set (docs/policy.md lists it with examples), in Go's RE2 syntax and meaning
+/// as gitleaks' rules are (`go_syntax`: `\b` is an ASCII word boundary). Each regex is bounded by
+/// word boundaries or fixed lengths so a near miss (one character short, a wrong prefix) is no
+/// finding.
 pub(crate) const BUILTIN: &[Builtin] = &[
     (
         "aws-access-key-id",
@@ -150,9 +152,11 @@ impl SecretRules {
     pub(crate) fn new(extra: Vec<SecretRule>) -> Result<SecretRules, regex::Error> {
         let mut rules = Vec::with_capacity(BUILTIN.len() + extra.len());
         for (id, re, keywords) in BUILTIN {
+            // Go's meaning, as gitleaks' rules (`go_syntax`); the built-in patterns parse.
+            let re = super::go_syntax::to_rust(re).unwrap_or_else(|_| (*re).to_owned());
             rules.push(SecretRule {
                 id: (*id).to_owned(),
-                regex: Regex::new(re)?,
+                regex: Regex::new(&re)?,
                 secret_group: 0,
                 keywords: keywords.iter().map(|k| (*k).to_owned()).collect(),
                 entropy: None,
@@ -187,9 +191,24 @@ impl SecretRules {
         if !hits.matched_any() {
             return Vec::new();
         }
+        self.find_among(text, hits.iter())
+    }
+
+    /// The patterns of the set, in rule order (as compiled: Go's meaning, `go_syntax`).
+    pub(crate) fn patterns(&self) -> &[String] {
+        self.set.patterns()
+    }
+
+    /// [`SecretRules::find`] given the rules a set pass found somewhere in `text` (`hits`):
+    /// only those rules run again, to find where.
+    pub(crate) fn find_among(
+        &self,
+        text: &str,
+        hits: impl Iterator<Item = usize>,
+    ) -> Vec<SecretMatch> {
         let mut lower: Option<String> = None;
         let mut found = Vec::new();
-        for i in hits.iter() {
+        for i in hits {
             let Some(rule) = self.rules.get(i) else {
                 continue;
             };

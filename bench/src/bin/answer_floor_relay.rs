@@ -1,0 +1,130 @@
+//! The hash floor of a proxy that records every answer (issue "results", SPEC §5.3): the hash
+//! floor relay (`relay`: client lines forwarded with buffered writes flushed when the input runs
+//! dry, one ~400-byte log line per client line with one write(2), the log's prefix SHA-256 with
+//! OpenSSL's) that also writes one ~680-byte log line per *server* line — the size of an
+//! `assay.mcp.result` event — to the same log, with one write(2) under the log's lock, hashed
+//! into the same prefix digest. It is the least any logging stdio proxy can do when every
+//! answer leaves an event in its one log, so its time over the hash floor's is the least a
+//! second log line per call can cost.
+//!
+//! Usage: answer-floor-relay LOGFILE -- COMMAND [ARGS...]
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// The log and the SHA-256 of its prefix, behind one lock (one log, one order).
+struct Log {
+    file: File,
+    digest: openssl::sha::Sha256,
+    seq: u64,
+}
+
+impl Log {
+    /// Writes one line of `size` bytes (newline included) with one write(2), then hashes it.
+    fn line(
+        &mut self,
+        record: &mut Vec<u8>,
+        kind: &str,
+        bytes: usize,
+        size: usize,
+    ) -> io::Result<()> {
+        record.clear();
+        write!(
+            record,
+            "{{\"seq\":{},\"type\":\"{kind}\",\"bytes\":{bytes},\"pad\":\"",
+            self.seq
+        )?;
+        while record.len() < size - 3 {
+            record.push(b'x');
+        }
+        record.extend_from_slice(b"\"}\n");
+        self.file.write_all(record)?;
+        self.digest.update(record);
+        self.seq += 1;
+        Ok(())
+    }
+}
+
+fn main() -> io::Result<ExitCode> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (log_path, cmd) = match args.iter().position(|a| a == "--") {
+        Some(1) if args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
+        _ => {
+            eprintln!("usage: answer-floor-relay LOGFILE -- COMMAND [ARGS...]");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let file = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&log_path)?;
+    let log = Arc::new(Mutex::new(Log {
+        file,
+        digest: openssl::sha::Sha256::new(),
+        seq: 0,
+    }));
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("stdin"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| io::Error::other("stdout"))?;
+    let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
+    let back_log = log.clone();
+    let back = std::thread::spawn(move || -> io::Result<()> {
+        let mut from_child = BufReader::with_capacity(64 * 1024, stdout);
+        let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+        let (mut line, mut record) = (Vec::with_capacity(4096), Vec::with_capacity(1024));
+        loop {
+            if from_child.buffer().is_empty() {
+                out.flush()?; // the input ran dry: flush before blocking again
+            }
+            line.clear();
+            if from_child.read_until(b'\n', &mut line)? == 0 {
+                return out.flush();
+            }
+            out.write_all(&line)?;
+            let mut l = back_log.lock().map_err(|_| io::Error::other("log lock"))?;
+            l.line(&mut record, "answer", line.len(), 680)?;
+        }
+    });
+    let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
+    let (mut line, mut record) = (Vec::with_capacity(4096), Vec::with_capacity(512));
+    loop {
+        if input.buffer().is_empty() {
+            to_child.flush()?;
+        }
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        to_child.write_all(&line)?;
+        let mut l = log.lock().map_err(|_| io::Error::other("log lock"))?;
+        l.line(&mut record, "call", line.len(), 400)?;
+    }
+    to_child.flush()?;
+    drop(to_child);
+    let relayed = back
+        .join()
+        .map_err(|_| io::Error::other("relay thread panicked"))?;
+    let status = child.wait()?;
+    relayed?;
+    let digest = Arc::try_unwrap(log)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .map(|l| l.digest.finish());
+    if let Some(d) = digest {
+        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(format!("{log_path}.sha256"), hex + "\n")?;
+    }
+    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+}
