@@ -7,6 +7,9 @@
 #     ~680-byte line per server line — the size of an `assay.mcp.result` event — into the same
 #     log under its lock, hashed into the same digest): the least a logging proxy that records
 #     every answer can do;
+#   - the spec floor (`spec-floor-relay`: the hash floor that also reads each call line as JSON,
+#     hashes its arguments and writes a log line as long as the wrapper's decision line: the
+#     least SPEC §4.1 asks of every call, issue 50 item 4);
 #   - the wrapper with the plain policy, `record-only.yaml` (`results: {}`) and
 #     `every-option.yaml`.
 # Each process's user + system CPU (and wall) from /usr/bin/time around the relay (which waits
@@ -56,6 +59,8 @@ for _ in $(seq "$rounds"); do
   one hash-floor "$b/hash-floor-relay" log -- "$b/echo-server" --list-exec $answer
   # shellcheck disable=SC2086
   one answer-floor "$b/answer-floor-relay" log -- "$b/echo-server" --list-exec $answer
+  # shellcheck disable=SC2086
+  one spec-floor "$b/spec-floor-relay" log -- "$b/echo-server" --list-exec $answer
   wrap plain
   wrap record-only
   wrap every-option
@@ -71,7 +76,7 @@ server = med["direct"][1]
 cpu = {n: c - server for n, (_, c) in med.items()}
 print("| session | wall (s) | CPU without the server's (s) |")
 print("|---|---|---|")
-for n in ("hash-floor", "answer-floor", "plain", "record-only", "every-option"):
+for n in ("hash-floor", "spec-floor", "answer-floor", "plain", "record-only", "every-option"):
     print(f"| {n} | {med[n][0]:.3f} | {cpu[n]:.3f} |")
 def ratio(a, b):
     return f"{med[a][0] / med[b][0]:.2f}x wall, {cpu[a] / cpu[b]:.2f}x CPU"
@@ -80,4 +85,6 @@ print("answer floor / hash floor:", ratio("answer-floor", "hash-floor"))
 print("record-only / plain:      ", ratio("record-only", "plain"))
 print("every-option / plain:     ", ratio("every-option", "plain"))
 print("plain / hash floor:       ", ratio("plain", "hash-floor"))
+print("spec floor / hash floor:  ", ratio("spec-floor", "hash-floor"))
+print("plain / spec floor:       ", ratio("plain", "spec-floor"))
 PY

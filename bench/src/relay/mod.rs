@@ -16,7 +16,32 @@ pub trait LogDigest {
     fn finish(self) -> Option<[u8; 32]>;
 }
 
-pub fn run<D: LogDigest>(name: &str, mut digest: D) -> io::Result<ExitCode> {
+/// What the relay does with each client line besides forwarding and logging it (nothing for the
+/// floors), and how long its log line is.
+pub trait LineWork {
+    /// The log line's length, newline included.
+    const RECORD: usize = 400;
+    /// Work on the client line before its log line is written; its result is folded into the
+    /// log line so it cannot be optimized away.
+    fn work(&mut self, _line: &[u8]) -> u64 {
+        0
+    }
+}
+
+/// The floors: no work.
+pub struct NoWork;
+
+impl LineWork for NoWork {}
+
+pub fn run<D: LogDigest>(name: &str, digest: D) -> io::Result<ExitCode> {
+    run_with(name, digest, NoWork)
+}
+
+pub fn run_with<D: LogDigest, W: LineWork>(
+    name: &str,
+    mut digest: D,
+    mut work: W,
+) -> io::Result<ExitCode> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (log_path, cmd) = match args.iter().position(|a| a == "--") {
         Some(1) if args.len() > 2 => (&args[0], &args[2..]),
@@ -72,13 +97,14 @@ pub fn run<D: LogDigest>(name: &str, mut digest: D) -> io::Result<ExitCode> {
             break;
         }
         to_child.write_all(&line)?;
+        let worked = work.work(&line);
         record.clear();
         write!(
             record,
-            "{{\"seq\":{seq},\"bytes\":{},\"decision\":\"allow\",\"pad\":\"",
+            "{{\"seq\":{seq},\"bytes\":{},\"work\":{worked},\"decision\":\"allow\",\"pad\":\"",
             line.len()
         )?;
-        while record.len() < 397 {
+        while record.len() < W::RECORD - 3 {
             record.push(b'x');
         }
         record.extend_from_slice(b"\"}\n");
