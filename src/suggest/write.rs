@@ -195,6 +195,11 @@ pub(super) type PinSet = Vec<(String, HexDigest, String)>;
 /// Whether every capture shows one definition of `tool`, every allowed call was made against
 /// it, and a capture kept it: the pin, or why there is none.
 fn pin_of(e: &Evidence, tool: &str) -> Result<(HexDigest, String), String> {
+    if let Some(n) = e.unlisted.get(tool) {
+        return Err(format!(
+            "{n} allowed call(s) were made before any listing of the session held it"
+        ));
+    }
     let digests = e.definitions.get(tool).filter(|d| !d.is_empty());
     let Some(digests) = digests else {
         return Err("no listing of any capture held it".to_owned());
@@ -203,11 +208,6 @@ fn pin_of(e: &Evidence, tool: &str) -> Result<(HexDigest, String), String> {
         return Err(format!(
             "its definition changed across captures ({} definitions)",
             digests.len()
-        ));
-    }
-    if let Some(n) = e.unlisted.get(tool) {
-        return Err(format!(
-            "{n} allowed call(s) were made before any listing of the session held it"
         ));
     }
     let Some((digest, _)) = digests.iter().next() else {
