@@ -73,6 +73,7 @@ pub use config::WrapConfig;
 /// This library's version (the producer version recorded in evidence, and the `assay` command
 /// line's `--version`), e.g. `0.1.0`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use deep_stack::declare_main_thread_stack;
 pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};
 pub use reason_code::Carrier;

@@ -155,6 +155,53 @@ fn alias_bombs_are_refused_at_the_first_anchor() {
     }
 }
 
+/// The most stack-hungry admissible policies: nesting to level 64 (SPEC §5), and a constraint
+/// regex of 125 nested repetitions (the most the regex nesting bound admits; a debug build needs
+/// 1.5–2 MiB of stack to compile it).
+fn stack_hungry_policies(dir: &Path) -> [PathBuf; 2] {
+    let mut schema = r#"{"type":"string","enum":["x"]}"#.to_string();
+    for _ in (3..63).step_by(2) {
+        schema = format!(r#"{{"type":"object","properties":{{"a":{schema}}}}}"#);
+    }
+    let nesting = format!(r#"{{"version":"1","schemas":{{"t":{schema}}}}}"#);
+    let pattern = format!("{}a{}", "(?:".repeat(125), ")*".repeat(125));
+    let regex = format!(
+        "version: \"1\"\nconstraints:\n  - tool: x\n    params:\n      \
+         p: {{ matches: \"{pattern}\" }}\n"
+    );
+    [
+        write(dir, "deepest.json", nesting.as_bytes()),
+        write(dir, "regex.yaml", regex.as_bytes()),
+    ]
+}
+
+/// SPEC §3.1b "Small stacks": the command line compiles a policy on its main thread only when
+/// `RLIMIT_STACK` lets that stack grow to 8 MiB; under a smaller limit (256 KiB: the regex alone
+/// would overflow it) the policy is compiled on a thread of 8 MiB, so both compile under every
+/// limit.
+#[test]
+fn the_most_stack_hungry_policies_compile_under_any_stack_limit() {
+    let d = tempdir();
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let hard = run_program("/bin/sh", &owned(&["-c", "ulimit -Hs"]), b"");
+    let mut limits = vec!["256", "8192"];
+    if hard.stdout.trim_ascii() == b"unlimited" {
+        limits.push("unlimited");
+    }
+    for policy in stack_hungry_policies(d.path()) {
+        for limit in &limits {
+            let script = r#"ulimit -s "$1" || exit 97; shift; exec "$@""#;
+            let mut args = owned(&["-c", script, "sh", limit]);
+            args.push(bin().display().to_string());
+            args.extend(owned(&["policy", "check", &policy.display().to_string()]));
+            let r = run_program("/bin/sh", &args, b"");
+            r.expect_status(0);
+            let out = String::from_utf8_lossy(&r.stdout);
+            assert!(out.contains(": valid"), "{limit}: {}", r.report());
+        }
+    }
+}
+
 #[test]
 fn deep_nesting_is_refused_by_the_pre_scan() {
     let d = tempdir();

@@ -1,7 +1,8 @@
 //! The operating-system layer, and the only module of this crate allowed `unsafe` code (each
 //! block with a `// SAFETY:` comment): the server process (spawn, the code between clone and
-//! exec, its handle and cleanup: [`child`]), the signals the session deals with ([`signals`]), and
-//! the descriptor calls of the client and server byte streams ([`fd`]). Everything above this
+//! exec, its handle and cleanup: [`child`]), the signals the session deals with ([`signals`]),
+//! the descriptor calls of the client and server byte streams ([`fd`]), and the calling thread's
+//! stack limit ([`stack`]). Everything above this
 //! module is safe Rust (`#![forbid(unsafe_code)]` in each of them).
 #![allow(unsafe_code)]
 
@@ -9,6 +10,7 @@ pub(crate) mod child;
 pub(crate) mod fd;
 pub(crate) mod fork_close;
 pub(crate) mod signals;
+pub(crate) mod stack;
 
 /// Gives `SIGCHLD` its default disposition in this process (a disposition, not a handler).
 ///
