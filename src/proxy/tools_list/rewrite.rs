@@ -108,6 +108,9 @@ impl<F> Judge<F> {
     /// Keeps the place of tool `text` of candidate `c` in the plan.
     fn plan_tool(&mut self, c: usize, text: &str) {
         let plan = &mut self.judged.plan;
+        if plan.incomplete {
+            return;
+        }
         let start = (text.as_ptr() as usize).checked_sub(self.base);
         match start {
             Some(start) if plan.tools.len() < PLANNED_TOOLS => {
@@ -120,6 +123,9 @@ impl<F> Judge<F> {
 
 impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
     fn tools_open(&mut self, message: usize, at: usize) {
+        if self.judged.plan.incomplete {
+            return;
+        }
         if let Some(c) = self.well_formed(message) {
             self.judged.plan.arrays.push((c, at, None));
         }
@@ -163,6 +169,9 @@ impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
         self.plan_tool(c, text);
     }
     fn tools_close(&mut self, message: usize, at: usize) {
+        if self.judged.plan.incomplete {
+            return;
+        }
         if let Some(c) = self.well_formed(message) {
             match self.judged.plan.arrays.last_mut() {
                 Some((open_c, _, close @ None)) if *open_c == c => *close = Some(at),
@@ -174,17 +183,22 @@ impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
 
 /// Pass two: every tool of every well-formed candidate, through `keep(name, tool)` (the decoded
 /// name and the tool object's text), which says whether it stays, goes, or takes the whole
-/// answer with it.
+/// answer with it. `plan`: keep the plan of pass three (a line that is not filtered is
+/// rewritten only to be withheld, so it needs none).
 pub(crate) fn judge(
     text: &str,
     candidates: Candidates,
+    plan: bool,
     keep: impl FnMut(usize, &str, &str) -> Verdict,
 ) -> Judged {
     let mut j = Judge {
         judged: Judged {
             candidates,
             keep: Vec::new(),
-            plan: Plan::default(),
+            plan: Plan {
+                incomplete: !plan,
+                ..Plan::default()
+            },
         },
         keep,
         base: text.as_ptr() as usize,
