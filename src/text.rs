@@ -86,8 +86,46 @@ pub fn render(text: &str) -> String {
     out
 }
 
-/// [`render`], appended to `out`.
+/// [`render`], appended to `out`. Printable ASCII other than the backslash (U+0020–U+007E:
+/// letters, digits, punctuation, symbols and the space, all shown as they are) is copied a run
+/// at a time; every other character goes through [`shown_raw`] and the backslash rule.
 pub fn render_into(out: &mut String, text: &str) {
+    let mut rest = text;
+    loop {
+        let run = rest.bytes().take_while(|&b| plain_ascii(b)).count();
+        // An ASCII byte ends a character: the split is on a boundary.
+        let (plain, tail) = rest.split_at_checked(run).unwrap_or((rest, ""));
+        out.push_str(plain);
+        let mut chars = tail.chars();
+        let Some(c) = chars.next() else {
+            return;
+        };
+        rest = chars.as_str();
+        if c == '\\' {
+            let more = rest.bytes().take_while(|&b| b == b'\\').count();
+            rest = rest.get(more..).unwrap_or("");
+            // What follows the run: an escape, or a literal `u{`, would read as one.
+            let before_escape =
+                rest.starts_with("u{") || rest.chars().next().is_some_and(|next| !shown_raw(next));
+            let run = 1 + more;
+            let width = if before_escape { 2 * run } else { run };
+            out.extend(std::iter::repeat_n('\\', width));
+        } else if shown_raw(c) {
+            out.push(c);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+    }
+}
+
+/// Printable ASCII other than the backslash: shown as it is whatever follows.
+fn plain_ascii(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b) && b != b'\\'
+}
+
+/// The renderer [`render_into`] replaced (a character at a time), kept as its test oracle.
+#[cfg(test)]
+fn render_into_charwise(out: &mut String, text: &str) {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\\' {
@@ -95,7 +133,6 @@ pub fn render_into(out: &mut String, text: &str) {
             while chars.next_if_eq(&'\\').is_some() {
                 run += 1;
             }
-            // What follows the run: an escape, or a literal `u{`, would read as one.
             let mut ahead = chars.clone();
             let before_escape = match ahead.next() {
                 Some('u') => ahead.next() == Some('{'),
@@ -227,6 +264,48 @@ mod tests {
             }
         }
         assert_eq!(n, 37_449);
+    }
+
+    #[test]
+    fn printable_ascii_but_the_backslash_is_shown_raw() {
+        for b in 0u8..=0x7f {
+            if plain_ascii(b) {
+                assert!(shown_raw(char::from(b)), "{b:#x}");
+            }
+        }
+    }
+
+    /// Text weighted toward what the renderer treats apart: backslashes, `u{`, controls,
+    /// format characters, non-ASCII letters, and runs of printable ASCII between them.
+    fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            3 => prop::sample::select(vec![
+                "\\", "\\\\", "u{", "u", "{", "}", "\\u{1b}", "\\u{", "\u{1b}", "a", " ", "~",
+            ])
+            .prop_map(str::to_owned),
+            2 => (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap_or('x').to_string()),
+            2 => prop::sample::select(vec![
+                '\u{7f}', '\u{9b}', '\u{ad}', '\u{202e}', '\u{2028}', '\u{a0}', 'é', '名', '\u{1F600}',
+            ])
+            .prop_map(String::from),
+            1 => any::<char>().prop_map(String::from),
+            2 => "[ -~]{0,12}",
+        ];
+        prop::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        /// The run-at-a-time renderer writes what the character-at-a-time one it replaced wrote,
+        /// after whatever the buffer already held.
+        #[test]
+        fn renders_as_the_charwise_renderer(text in hostile_text(), prefix in "[ -~]{0,4}") {
+            let mut got = prefix.clone();
+            render_into(&mut got, &text);
+            let mut want = prefix;
+            render_into_charwise(&mut want, &text);
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     /// Every code point, against an independent statement of the rule in `regex`'s Unicode

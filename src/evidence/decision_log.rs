@@ -90,6 +90,9 @@ pub(crate) struct DecisionEntry<'a> {
     /// longer JSON, so it can never be an object) and `"arguments_truncated"`. `None`: neither
     /// member is written, and the line is byte for byte what it was before the option existed.
     pub arguments: Option<(&'a str, bool)>,
+    /// `arguments`' text is already escaped as the JSON string holds it (without its quotes:
+    /// `crate::policy::Policy::recorded_canonical_arguments_escaped`), so it is copied as it is.
+    pub arguments_escaped: bool,
 }
 
 /// One listing event (SPEC §4.1a `assay.tool.listing`): what a client was shown of one answer.
@@ -456,7 +459,13 @@ impl DecisionFormat {
         push_digest(out, e.tool_definition_sha256);
         if let Some((text, truncated)) = e.arguments {
             out.extend_from_slice(b",\"arguments\":");
-            push_json_str(out, text);
+            if e.arguments_escaped {
+                out.push(b'"');
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            } else {
+                push_json_str(out, text);
+            }
             out.extend_from_slice(if truncated {
                 b",\"arguments_truncated\":true"
             } else {

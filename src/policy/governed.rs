@@ -143,6 +143,15 @@ impl Policy {
     pub(crate) fn recorded_canonical_arguments(&self, canonical: &[u8]) -> Option<(String, bool)> {
         self.sections.arguments.recorded_canonical(canonical)
     }
+
+    /// [`Policy::recorded_canonical_arguments`] escaped as the decision line's JSON string
+    /// holds it (without its quotes), when it needs no escape but its quotes' and is not cut;
+    /// `None` otherwise (the caller then escapes the text itself).
+    pub(crate) fn recorded_canonical_arguments_escaped(&self, canonical: &[u8]) -> Option<String> {
+        self.sections
+            .arguments
+            .recorded_canonical_escaped(canonical)
+    }
 }
 
 #[cfg(test)]

@@ -118,10 +118,17 @@ impl Limits {
             tool_calls: 0,
             per_tool: self
                 .per_tool
-                .iter()
-                .map(|(tool, &max)| (tool.clone(), ToolBudget { max, calls: 0 }))
+                .values()
+                .map(|&max| ToolBudget { max, calls: 0 })
+                .collect(),
+            per_tool_at: self
+                .per_tool
+                .keys()
+                .enumerate()
+                .map(|(at, tool)| (tool.clone(), at))
                 .collect(),
             repeats: RepeatCounts::default(),
+            last: None,
         }
     }
 }
@@ -152,9 +159,28 @@ pub struct CallBudget {
     repeated_call: Option<u64>,
     tool_calls: u64,
     /// Every tool `per_tool` limits, with its count.
-    per_tool: HashMap<String, ToolBudget>,
+    per_tool: Vec<ToolBudget>,
+    /// Where each tool `per_tool` limits is in `per_tool`.
+    per_tool_at: HashMap<String, usize>,
     repeats: RepeatCounts,
+    /// The tool of the last call judged and where its counts are.
+    last: Option<LastTool>,
 }
+
+/// The tool of the last call [`CallBudget::admit`] judged (a name of at most
+/// [`LAST_TOOL_BYTES`]) and where its counts are: a call of the same tool, the common case,
+/// finds them by comparing the name, without hashing it once per map.
+#[derive(Debug, Clone, Default)]
+struct LastTool {
+    name: String,
+    /// Its `per_tool` place.
+    per_tool: Option<usize>,
+    /// Its repeat counts' place, once it is counted by name (`repeat_counts`).
+    named: Option<usize>,
+}
+
+/// The longest tool name [`LastTool`] keeps.
+const LAST_TOOL_BYTES: usize = 64;
 
 fn over(code: ReasonCode, reason: String, rule: String) -> Option<Verdict> {
     Some(Verdict {
@@ -194,7 +220,11 @@ impl CallBudget {
                 );
             }
         }
-        let per_tool = self.per_tool.get_mut(tool);
+        let (per_tool_at, named_at) = match &self.last {
+            Some(last) if last.name == tool => (last.per_tool, last.named),
+            _ => (self.per_tool_at.get(tool).copied(), None),
+        };
+        let per_tool = per_tool_at.and_then(|at| self.per_tool.get_mut(at));
         if let Some(ToolBudget { max, calls }) = per_tool.as_deref() {
             if calls >= max {
                 return over(
@@ -206,29 +236,52 @@ impl CallBudget {
                 );
             }
         }
+        let mut named_at = named_at;
         if let Some(max) = self.repeated_call {
             // Counted here when admitted: the last of the three checks.
-            if let Err(refused) = self.repeats.admit(tool, arguments_sha256, max, max_keys) {
-                let reason = match refused {
-                    Refused::Full => format!(
-                        "the session has made {max_keys} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
-                    ),
-                    Refused::Repeated => format!(
-                        "the session has made this call (same tool, same arguments) {max} times (limits.repeated_call)"
-                    ),
-                };
-                return over(
-                    ReasonCode::P_REPEATED_CALL,
-                    reason,
-                    "limits.repeated_call".to_owned(),
-                );
+            let counted = self
+                .repeats
+                .admit(tool, named_at, arguments_sha256, max, max_keys);
+            match counted {
+                Ok(at) => named_at = at,
+                Err(refused) => {
+                    let reason = match refused {
+                        Refused::Full => format!(
+                            "the session has made {max_keys} distinct calls; the repeats of another could not be counted (limits.repeated_call)"
+                        ),
+                        Refused::Repeated => format!(
+                            "the session has made this call (same tool, same arguments) {max} times (limits.repeated_call)"
+                        ),
+                    };
+                    return over(
+                        ReasonCode::P_REPEATED_CALL,
+                        reason,
+                        "limits.repeated_call".to_owned(),
+                    );
+                }
             }
         }
         self.tool_calls = self.tool_calls.saturating_add(1);
         if let Some(t) = per_tool {
             t.calls = t.calls.saturating_add(1);
         }
+        self.remember(tool, per_tool_at, named_at);
         None
+    }
+
+    /// Remembers where the counts of `tool` (just admitted) are, for its next call.
+    fn remember(&mut self, tool: &str, per_tool: Option<usize>, named: Option<usize>) {
+        if tool.len() > LAST_TOOL_BYTES {
+            self.last = None;
+            return;
+        }
+        let last = self.last.get_or_insert_with(LastTool::default);
+        if last.name != tool {
+            last.name.clear();
+            last.name.push_str(tool);
+        }
+        last.per_tool = per_tool;
+        last.named = named;
     }
 }
 

@@ -114,10 +114,43 @@ impl ArgumentRecord {
     /// that: redaction replaces values, never keys, so the canonical form of the redacted
     /// value is this form with the value after each redacted key replaced.
     pub(crate) fn recorded_canonical(&self, canonical: &[u8]) -> Option<(String, bool)> {
+        let (text, _) = self.transcribe::<false>(canonical)?;
+        Some(cut(text))
+    }
+
+    /// [`ArgumentRecord::recorded_canonical`] as the decision line writes it: the contents of
+    /// the JSON string that carries the recorded text (every `"` written `\"`, without the
+    /// enclosing quotes), made in the same walk, which finds every quote anyway. `None` when
+    /// that text holds a byte that needs another escape (a backslash or a control character:
+    /// a simple transcription holds neither) or is longer than [`MAX_RECORDED_BYTES`] (it
+    /// would be cut); the caller then escapes what [`ArgumentRecord::recorded_canonical`]
+    /// gives.
+    pub(crate) fn recorded_canonical_escaped(&self, canonical: &[u8]) -> Option<String> {
+        // A fold without early exit, so the check is vectorized.
+        if canonical
+            .iter()
+            .fold(false, |acc, &b| acc | (b < 0x20) | (b == b'\\'))
+        {
+            return None;
+        }
+        let (escaped, quotes) = self.transcribe::<true>(canonical)?;
+        (escaped.len() - quotes <= MAX_RECORDED_BYTES).then_some(escaped)
+    }
+
+    /// The walk of [`ArgumentRecord::recorded_canonical`]: the redacted text, uncut, with every
+    /// quote escaped when `ESCAPED` (and how many were).
+    fn transcribe<const ESCAPED: bool>(&self, canonical: &[u8]) -> Option<(String, usize)> {
         let text = std::str::from_utf8(canonical).ok()?;
         let bytes = text.as_bytes();
-        let mut out = String::new();
+        // Escaped, every piece goes to `out` (a few quotes more than the text); else only
+        // around a redacted value.
+        let mut out = if ESCAPED {
+            String::with_capacity(text.len() + 32)
+        } else {
+            String::new()
+        };
         let mut copied = 0;
+        let mut quotes = 0;
         let mut at = 0;
         let mut depth = 0usize;
         while let Some(&b) = bytes.get(at) {
@@ -139,6 +172,11 @@ impl ArgumentRecord {
                     if string.contains('\\') {
                         return None;
                     }
+                    if ESCAPED {
+                        escape_quote(text, &mut out, &mut copied, at)?;
+                        escape_quote(text, &mut out, &mut copied, close)?;
+                        quotes += 2;
+                    }
                     at = close + 1;
                     if bytes.get(at) != Some(&b':') {
                         continue; // a string value
@@ -149,9 +187,16 @@ impl ArgumentRecord {
                     }
                     if self.redacts_ascii(string) {
                         out.push_str(text.get(copied..at)?);
-                        out.push('"');
-                        out.push_str(REDACTED);
-                        out.push('"');
+                        if ESCAPED {
+                            out.push_str("\\\"");
+                            out.push_str(REDACTED);
+                            out.push_str("\\\"");
+                            quotes += 2;
+                        } else {
+                            out.push('"');
+                            out.push_str(REDACTED);
+                            out.push('"');
+                        }
                         at = skip_value(bytes, at, PARSED_DEPTH - depth)?;
                         copied = at;
                     }
@@ -165,7 +210,7 @@ impl ArgumentRecord {
             out.push_str(text.get(copied..)?);
             out
         };
-        Some(cut(text))
+        Some((text, quotes))
     }
 
     /// `arguments` with every value under a redacted key replaced.
@@ -198,6 +243,14 @@ impl ArgumentRecord {
         let text = crate::canonical::canonical_text(&compact).unwrap_or(compact);
         cut(text)
     }
+}
+
+/// Appends `text` from `*copied` up to the quote at `q`, then the quote escaped (`\"`).
+fn escape_quote(text: &str, out: &mut String, copied: &mut usize, q: usize) -> Option<()> {
+    out.push_str(text.get(*copied..q)?);
+    out.push_str("\\\"");
+    *copied = q + 1;
+    Some(())
 }
 
 /// `text` cut to at most [`MAX_RECORDED_BYTES`] on a character boundary, and whether it was.
@@ -524,6 +577,41 @@ mod tests {
         .and_then(|(_, recorded)| recorded)
     }
 
+    /// The escaped fast path against the text it escapes: when it is taken, it is what the
+    /// decision line's escaper (serde_json's escaping) writes of the recorded text (an uncut
+    /// one) between the quotes;
+    /// and it is taken whenever the recorded text is uncut and holds no backslash or control
+    /// character.
+    fn check_escaped(p: &Policy, text: &str) -> Result<(), String> {
+        let Some((_, forms)) = crate::canonical::digest_of_and(text, |form| {
+            form.map(|f| {
+                (
+                    p.recorded_canonical_arguments(f),
+                    p.recorded_canonical_arguments_escaped(f),
+                )
+            })
+        }) else {
+            return Ok(());
+        };
+        let Some((recorded, escaped)) = forms else {
+            return Ok(());
+        };
+        let plain = |t: &str| !t.bytes().any(|b| b < 0x20 || b == b'\\');
+        match (recorded, escaped) {
+            (Some((t, false)), Some(e)) => {
+                // serde_json's escaping is the decision line's (`evidence::event`'s tests).
+                let want = serde_json::to_string(&t).unwrap_or_default();
+                if want != format!("\"{e}\"") {
+                    return Err(format!("{text}: {e} is not the escape of {t}"));
+                }
+            }
+            (Some((t, false)), None) if plain(&t) => return Err(format!("{text}: not taken")),
+            (Some((_, true)) | None, Some(e)) => return Err(format!("{text}: {e} taken")),
+            _ => {}
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
         /// The recorded text made from the canonical transcription is the one made from the
@@ -551,6 +639,7 @@ mod tests {
             if let Some(got) = through_the_transcription(&p, &text) {
                 proptest::prop_assert_eq!(got, want, "{}", text);
             }
+            proptest::prop_assert_eq!(check_escaped(&p, &text), Ok(()));
         }
     }
 
@@ -587,6 +676,7 @@ mod tests {
             assert!(crate::strict_json::scan_str(text, 128).is_ok(), "{text}");
             let got = through_the_transcription(&p, text);
             assert_eq!(got, Some(through_the_value(&p, text)), "{text}");
+            assert_eq!(check_escaped(&p, text), Ok(()));
         }
         // Non-ASCII keys and escapes fall back.
         for text in [r#"{"ſecret":1}"#, r#"{"s\u0065cret":1}"#, r#"{"a":"\n"}"#] {

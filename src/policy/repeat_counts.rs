@@ -34,7 +34,9 @@ struct ToolCounts {
 /// A session's repeat counts. Every count held is at least 1.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RepeatCounts {
-    named: HashMap<String, ToolCounts>,
+    /// Where each named tool's counts are in `counts` (a place never changes).
+    named: HashMap<String, usize>,
+    counts: Vec<ToolCounts>,
     /// Tools not named: by the SHA-256 of the tool name and its hex digest.
     hashed: HashMap<[u8; 32], u64>,
     /// Distinct calls counted, in both maps.
@@ -83,28 +85,32 @@ fn bump(n: &mut u64, keys: &mut usize, max: u64, max_keys: usize) -> Result<(), 
 impl RepeatCounts {
     /// Judges one more call of `tool` with `arguments_sha256` against `max` repeats and
     /// `max_keys` distinct calls, and counts it when admitted. A refused call is not counted
-    /// (nor is a key made for it).
+    /// (nor is a key made for it). `slot`: where `tool`'s counts are, when the caller knows
+    /// (what an earlier call of the same tool returned), so its name is not looked up again.
+    /// Returns where `tool`'s counts are when it is counted by name.
     pub(super) fn admit(
         &mut self,
         tool: &str,
+        slot: Option<usize>,
         arguments_sha256: Option<&HexDigest>,
         max: u64,
         max_keys: usize,
-    ) -> Result<(), Refused> {
+    ) -> Result<Option<usize>, Refused> {
         let keys = &mut self.keys;
-        if let Some(counts) = self.named.get_mut(tool) {
-            return match arguments_sha256 {
+        let slot = slot.or_else(|| self.named.get(tool).copied());
+        if let Some(counts) = slot.and_then(|i| self.counts.get_mut(i)) {
+            match arguments_sha256 {
                 Some(d) => match counts.by_arguments.entry(d.raw()) {
-                    Entry::Occupied(mut o) => bump(o.get_mut(), keys, max, max_keys),
+                    Entry::Occupied(mut o) => bump(o.get_mut(), keys, max, max_keys)?,
                     Entry::Vacant(v) => {
                         let mut n = 0;
                         bump(&mut n, keys, max, max_keys)?;
                         v.insert(n);
-                        Ok(())
                     }
                 },
-                None => bump(&mut counts.unread, keys, max, max_keys),
-            };
+                None => bump(&mut counts.unread, keys, max, max_keys)?,
+            }
+            return Ok(slot);
         }
         if tool.len() <= NAMED_TOOL_BYTES && self.named.len() < NAMED_TOOLS {
             let mut counts = ToolCounts::default();
@@ -116,18 +122,20 @@ impl RepeatCounts {
                 }
                 None => bump(&mut counts.unread, keys, max, max_keys)?,
             }
-            self.named.insert(tool.to_owned(), counts);
-            return Ok(());
+            self.counts.push(counts);
+            let at = self.counts.len() - 1;
+            self.named.insert(tool.to_owned(), at);
+            return Ok(Some(at));
         }
         match self.hashed.entry(hashed_key(tool, arguments_sha256)) {
-            Entry::Occupied(mut o) => bump(o.get_mut(), keys, max, max_keys),
+            Entry::Occupied(mut o) => bump(o.get_mut(), keys, max, max_keys)?,
             Entry::Vacant(v) => {
                 let mut n = 0;
                 bump(&mut n, keys, max, max_keys)?;
                 v.insert(n);
-                Ok(())
             }
         }
+        Ok(None)
     }
 }
 

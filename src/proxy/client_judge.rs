@@ -28,6 +28,8 @@ pub(super) struct Evaluated<'a, 'p> {
     /// With `record_arguments` (SPEC §5.2): the redacted, bounded arguments, and whether they
     /// were cut.
     recorded: Option<(String, bool)>,
+    /// `recorded` is already escaped as the decision line's JSON string holds it.
+    recorded_escaped: bool,
     verdict: VerdictRef<'p>,
 }
 
@@ -74,6 +76,7 @@ fn evaluate<'a, 'p>(
         arguments_sha256: None,
         tool_definition_sha256: None,
         recorded: None,
+        recorded_escaped: false,
         // Every path below sets the verdict; this placeholder allocates nothing.
         verdict: malformed(PARAMS_MALFORMED),
     };
@@ -84,21 +87,31 @@ fn evaluate<'a, 'p>(
     // whitespace; written straight from the text, no value built. A value is parsed only when
     // the policy inspects the arguments.
     // With `record_arguments`, the recorded text is made from the same transcription when it
-    // is a simple one (no value built); otherwise from the parsed value below.
+    // is a simple one (no value built), escaped for the decision line in the same walk when it
+    // needs no escape but its quotes' and is not cut; otherwise from the parsed value below.
     let record_arguments = shared.policy.record_arguments();
     let mut recorded = None;
+    let mut recorded_escaped = false;
     if let Some(raw) = head.arguments {
         let Some((digest, fast)) = crate::canonical::digest_of_and(raw, |simple| {
-            simple
-                .filter(|_| record_arguments)
-                .and_then(|form| shared.policy.recorded_canonical_arguments(form))
+            let form = simple.filter(|_| record_arguments)?;
+            match shared.policy.recorded_canonical_arguments_escaped(form) {
+                Some(escaped) => Some(((escaped, false), true)),
+                None => shared
+                    .policy
+                    .recorded_canonical_arguments(form)
+                    .map(|r| (r, false)),
+            }
         }) else {
             // Not canonicalizable within its bound (a text of exponent numbers far longer once
             // written out): malformed params, never a call without its digest.
             return ev;
         };
         ev.arguments_sha256 = Some(digest);
-        recorded = fast;
+        if let Some((text, escaped)) = fast {
+            recorded = Some(text);
+            recorded_escaped = escaped;
+        }
     }
     let Some(name) = head.name.and_then(as_str) else {
         ev.verdict = malformed("tools/call params.name is missing or not a string");
@@ -124,6 +137,7 @@ fn evaluate<'a, 'p>(
         ev.tool_definition_sha256.as_ref(),
     );
     if record_arguments {
+        ev.recorded_escaped = recorded.is_some() && recorded_escaped;
         ev.recorded = recorded.or_else(|| {
             arguments
                 .as_ref()
@@ -215,6 +229,7 @@ impl<'a, 'p> Judgement<'a, 'p> {
                         .recorded
                         .as_ref()
                         .map(|(text, cut)| (text.as_str(), *cut)),
+                    arguments_escaped: ev.recorded_escaped,
                 },
             ),
             Judgement::Governed(g) => recorder.record_mcp(out, &g.entry_as(verdict)),

@@ -352,6 +352,7 @@ fn every_reason_code_round_trips_through_the_writer_and_both_reader_paths() {
             arguments_sha256: Some(&digest),
             tool_definition_sha256: None,
             arguments: None,
+            arguments_escaped: false,
         };
         // Each code is written only where its event type carries it (the table of `Carrier`).
         if code.carried_by(Carrier::ToolDecision) {

@@ -74,6 +74,7 @@ fn entry() -> DecisionEntry<'static> {
         arguments_sha256: None,
         tool_definition_sha256: Some(&DIGEST),
         arguments: None,
+        arguments_escaped: false,
     }
 }
 
@@ -132,6 +133,7 @@ fn lines_are_the_serde_serialization() {
             arguments_sha256: Some(&DIGEST),
             tool_definition_sha256: None,
             arguments: None,
+            arguments_escaped: false,
         },
         DecisionEntry {
             tool: Some("t\u{7f}\u{1F600}"),
@@ -143,6 +145,7 @@ fn lines_are_the_serde_serialization() {
             arguments_sha256: None,
             tool_definition_sha256: Some(&DIGEST),
             arguments: None,
+            arguments_escaped: false,
         },
         // Recorded arguments (SPEC §4.1a): canonical JSON text with quotes, a control
         // character and non-ASCII, whole or cut mid-string; and the empty text.
@@ -746,5 +749,16 @@ proptest! {
             l[at..].to_vec()
         };
         prop_assert_eq!(after_time(&line), after_time(&expected));
+        // Already escaped (the recorded arguments' fast path): copied between the quotes, the
+        // same line.
+        let escaped = serde_json::to_string(&arguments).unwrap();
+        let pre = DecisionEntry {
+            arguments: Some((&escaped[1..escaped.len() - 1], cut)),
+            arguments_escaped: true,
+            ..entry()
+        };
+        let mut copied = Vec::new();
+        format.push_line(&mut copied, seq, &pre);
+        prop_assert_eq!(after_time(&copied), after_time(&line));
     }
 }

@@ -25,7 +25,9 @@
 //!
 //! A line is read in up to three passes over its text, none of which builds a value: find the
 //! candidates, judge their tools ([`rewrite`]), write the result straight to the client output.
-//! Memory beyond the line is a few words per candidate and one bit per judged tool.
+//! The second pass keeps where the tools arrays and the first 256 tools are, so a line whose
+//! answers are all well-formed is written without the third walk. Memory beyond the line is a
+//! few words per candidate, one bit per judged tool and at most 256 tool places.
 
 pub(crate) mod candidates;
 mod rewrite;
@@ -287,7 +289,7 @@ pub(crate) fn on_server_line<'l>(
         return Judgement::forward();
     }
     let mut listings = empty_listings(&candidates);
-    let judged = rewrite::judge(text, candidates, |c, name, tool| {
+    let judged = rewrite::judge(text, candidates, watch.filter(), |c, name, tool| {
         judge_tool(watch, policy, listings.get_mut(c), name, tool)
     });
     if !watch.filter() {

@@ -13,6 +13,26 @@ pub(crate) struct Judged {
     candidates: Candidates,
     /// One bit per tool of a well-formed candidate, in order: the tool stays.
     keep: Vec<u64>,
+    /// Where pass two saw the tools arrays and the tools, so pass three can write the line
+    /// without walking it again.
+    plan: Plan,
+}
+
+/// Tools whose places pass two keeps for pass three, at most (24 bytes each: a few KiB
+/// whatever the line holds); a line with more is walked again by pass three.
+const PLANNED_TOOLS: usize = 256;
+
+/// What pass two saw of the line's tools arrays, in the order of the walk (the hooks pass
+/// three's walk would be given, with the same candidates).
+#[derive(Default)]
+struct Plan {
+    /// Each `tools` array of a well-formed candidate: the candidate, the offsets of its `[` and
+    /// of its `]` (`None` until seen).
+    arrays: Vec<(usize, usize, Option<usize>)>,
+    /// Each tool counted (the bits of `keep`), in order: its candidate and its byte range.
+    tools: Vec<(usize, usize, usize)>,
+    /// Not every tool's place was kept (too many, or an offset not in the line).
+    incomplete: bool,
 }
 
 impl Judged {
@@ -50,82 +70,138 @@ pub(crate) enum Verdict {
     Withhold(super::walk::Malformed),
 }
 
+/// Pass two's walk hooks: the verdict on every tool, and the plan of pass three.
+struct Judge<F> {
+    judged: Judged,
+    keep: F,
+    /// The line's first byte (offsets in the plan are from here).
+    base: usize,
+    cursor: usize,
+    count: usize,
+    /// The candidate whose tools are being judged, and the tool count at its first tool.
+    current: Option<(usize, usize)>,
+}
+
+impl<F> Judge<F> {
+    /// Forgets the bits of the tools counted from `from` on (pass three skips every tool
+    /// of a withheld candidate, so its tools must not be counted).
+    fn rewind(&mut self, from: usize) {
+        self.count = from;
+        self.judged.keep.truncate(from.div_ceil(64));
+        if let Some(w) = self.judged.keep.last_mut() {
+            if !from.is_multiple_of(64) {
+                *w &= (1u64 << (from % 64)) - 1;
+            }
+        }
+        // A withheld candidate: pass three walks the line (the plan is only for lines
+        // without one).
+        self.judged.plan.incomplete = true;
+    }
+
+    /// The well-formed candidate of the message starting at `message`.
+    fn well_formed(&mut self, message: usize) -> Option<usize> {
+        let c = self.judged.candidates.at(&mut self.cursor, message)?;
+        let candidate = self.judged.candidates.list.get(c)?;
+        candidate.problem.is_none().then_some(c)
+    }
+
+    /// Keeps the place of tool `text` of candidate `c` in the plan.
+    fn plan_tool(&mut self, c: usize, text: &str) {
+        let plan = &mut self.judged.plan;
+        if plan.incomplete {
+            return;
+        }
+        let start = (text.as_ptr() as usize).checked_sub(self.base);
+        match start {
+            Some(start) if plan.tools.len() < PLANNED_TOOLS => {
+                plan.tools.push((c, start, start + text.len()));
+            }
+            _ => plan.incomplete = true,
+        }
+    }
+}
+
+impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
+    fn tools_open(&mut self, message: usize, at: usize) {
+        if self.judged.plan.incomplete {
+            return;
+        }
+        if let Some(c) = self.well_formed(message) {
+            self.judged.plan.arrays.push((c, at, None));
+        }
+    }
+    fn tool(&mut self, message: usize, text: &'a str, name: &'a str) {
+        let Some(c) = self.well_formed(message) else {
+            return;
+        };
+        let first = match self.current {
+            Some((at, first)) if at == c => first,
+            _ => {
+                self.current = Some((c, self.count));
+                self.count
+            }
+        };
+        // The walk reports string names only, so the name always decodes.
+        let name = tool_name(name).unwrap_or_default();
+        let stays = match (self.keep)(c, &name, text) {
+            Verdict::Keep => true,
+            Verdict::Drop => false,
+            Verdict::Withhold(why) => {
+                if let Some(candidate) = self.judged.candidates.list.get_mut(c) {
+                    candidate.problem = Some(why);
+                }
+                self.rewind(first);
+                return;
+            }
+        };
+        if let Some(candidate) = self.judged.candidates.list.get_mut(c) {
+            candidate.loses |= !stays;
+        }
+        if self.count.is_multiple_of(64) {
+            self.judged.keep.push(0);
+        }
+        if stays {
+            if let Some(w) = self.judged.keep.last_mut() {
+                *w |= 1u64 << (self.count % 64);
+            }
+        }
+        self.count += 1;
+        self.plan_tool(c, text);
+    }
+    fn tools_close(&mut self, message: usize, at: usize) {
+        if self.judged.plan.incomplete {
+            return;
+        }
+        if let Some(c) = self.well_formed(message) {
+            match self.judged.plan.arrays.last_mut() {
+                Some((open_c, _, close @ None)) if *open_c == c => *close = Some(at),
+                _ => self.judged.plan.incomplete = true,
+            }
+        }
+    }
+}
+
 /// Pass two: every tool of every well-formed candidate, through `keep(name, tool)` (the decoded
 /// name and the tool object's text), which says whether it stays, goes, or takes the whole
-/// answer with it.
+/// answer with it. `plan`: keep the plan of pass three (a line that is not filtered is
+/// rewritten only to be withheld, so it needs none).
 pub(crate) fn judge(
     text: &str,
     candidates: Candidates,
+    plan: bool,
     keep: impl FnMut(usize, &str, &str) -> Verdict,
 ) -> Judged {
-    struct Judge<F> {
-        judged: Judged,
-        keep: F,
-        cursor: usize,
-        count: usize,
-        /// The candidate whose tools are being judged, and the tool count at its first tool.
-        current: Option<(usize, usize)>,
-    }
-    impl<F> Judge<F> {
-        /// Forgets the bits of the tools counted from `from` on (pass three skips every tool
-        /// of a withheld candidate, so its tools must not be counted).
-        fn rewind(&mut self, from: usize) {
-            self.count = from;
-            self.judged.keep.truncate(from.div_ceil(64));
-            if let Some(w) = self.judged.keep.last_mut() {
-                if !from.is_multiple_of(64) {
-                    *w &= (1u64 << (from % 64)) - 1;
-                }
-            }
-        }
-    }
-    impl<'a, F: FnMut(usize, &str, &str) -> Verdict> Hooks<'a> for Judge<F> {
-        fn tool(&mut self, message: usize, text: &'a str, name: &'a str) {
-            let Some(c) = self.judged.candidates.at(&mut self.cursor, message) else {
-                return;
-            };
-            let Some(candidate) = self.judged.candidates.list.get_mut(c) else {
-                return;
-            };
-            if candidate.problem.is_some() {
-                return;
-            }
-            let first = match self.current {
-                Some((at, first)) if at == c => first,
-                _ => {
-                    self.current = Some((c, self.count));
-                    self.count
-                }
-            };
-            // The walk reports string names only, so the name always decodes.
-            let name = tool_name(name).unwrap_or_default();
-            let stays = match (self.keep)(c, &name, text) {
-                Verdict::Keep => true,
-                Verdict::Drop => false,
-                Verdict::Withhold(why) => {
-                    candidate.problem = Some(why);
-                    self.rewind(first);
-                    return;
-                }
-            };
-            candidate.loses |= !stays;
-            if self.count.is_multiple_of(64) {
-                self.judged.keep.push(0);
-            }
-            if stays {
-                if let Some(w) = self.judged.keep.last_mut() {
-                    *w |= 1u64 << (self.count % 64);
-                }
-            }
-            self.count += 1;
-        }
-    }
     let mut j = Judge {
         judged: Judged {
             candidates,
             keep: Vec::new(),
+            plan: Plan {
+                incomplete: !plan,
+                ..Plan::default()
+            },
         },
         keep,
+        base: text.as_ptr() as usize,
         cursor: 0,
         count: 0,
         current: None,
@@ -181,6 +257,25 @@ impl<'l> Rewrite<'l> {
         }
     }
 
+    /// [`Rewrite::write_to`] with pass three walking the line whatever pass two planned: the
+    /// oracle of the planned write.
+    #[cfg(test)]
+    pub(crate) fn write_walked(&self, w: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Rewrite::Edit { text, judged, .. } => emit_walked(text, judged, w),
+            Rewrite::Replace { .. } => self.write_to(w),
+        }
+    }
+
+    /// Whether pass three writes this line from pass two's plan.
+    #[cfg(test)]
+    pub(crate) fn planned(&self) -> bool {
+        match self {
+            Rewrite::Edit { text, judged, .. } => spliced(text, judged, |_| ()).is_some(),
+            Rewrite::Replace { .. } => false,
+        }
+    }
+
     /// Writes the replacement line(s), `\n` terminated.
     ///
     /// # Errors
@@ -215,8 +310,61 @@ impl<'l> Rewrite<'l> {
 }
 
 /// Pass three: the line with removed tools left out (the remaining ones byte-exact, joined by
-/// `,`), malformed candidates replaced by errors, everything else copied as it was.
+/// `,`), malformed candidates replaced by errors, everything else copied as it was. From pass
+/// two's plan when it holds every tool and no candidate is malformed; else by walking the line.
 fn emit(text: &str, judged: &Judged, w: &mut dyn Write) -> io::Result<()> {
+    // Every piece is checked before the first is written.
+    if spliced(text, judged, |_| ()).is_some() {
+        let mut failed = None;
+        let _ = spliced(text, judged, |part| put(w, part.as_bytes(), &mut failed));
+        return failed.map_or(Ok(()), Err);
+    }
+    emit_walked(text, judged, w)
+}
+
+/// The pieces pass three writes, from pass two's plan, each given to `piece` in order: what
+/// [`emit_walked`] writes, for a line whose candidates are all well-formed. `None` (and perhaps
+/// some pieces given) when the plan cannot say: a malformed candidate, tools not planned, or
+/// places that are not in the line in order.
+fn spliced<'t>(text: &'t str, judged: &Judged, mut piece: impl FnMut(&'t str)) -> Option<()> {
+    let plan = &judged.plan;
+    if plan.incomplete || judged.candidates.list.iter().any(|c| c.problem.is_some()) {
+        return None;
+    }
+    let mut copied = 0;
+    let mut tools = plan.tools.iter().enumerate().peekable();
+    for &(c, open, close) in &plan.arrays {
+        let close = close?;
+        let loses = judged.candidates.list.get(c)?.loses;
+        if loses {
+            piece(text.get(copied..open.checked_add(1)?)?);
+        }
+        let mut first = true;
+        while let Some((i, &(_, start, end))) = tools.next_if(|(_, t)| t.0 == c) {
+            if !(open < start && end <= close) {
+                return None;
+            }
+            if loses && judged.kept(i) {
+                if !first {
+                    piece(",");
+                }
+                piece(text.get(start..end)?);
+                first = false;
+            }
+        }
+        if loses {
+            copied = close;
+        }
+    }
+    if tools.next().is_some() {
+        return None;
+    }
+    piece(text.get(copied..)?);
+    Some(())
+}
+
+/// Pass three by walking the line again (the hooks below).
+fn emit_walked(text: &str, judged: &Judged, w: &mut dyn Write) -> io::Result<()> {
     let mut e = Emit {
         text,
         judged,

@@ -438,3 +438,113 @@ fn a_tool_without_a_digest_takes_its_answer_with_it() {
     assert_eq!(watch.definition_of("big"), None);
     assert!(watch.definition_of("a").is_some());
 }
+
+/// A `tools/list` answer's tool, as a server might write it: names the policy keeps or refuses
+/// (one escaped), other members, nesting and whitespace, and now and then one that makes its
+/// answer malformed (a name that is not a string, a tool that is not an object).
+fn listed_tool() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let name = prop_oneof![
+        3 => (0..10_000u32).prop_map(|n| format!("\"t{n}\"")),
+        1 => prop::sample::select(vec!["\"exec\"", "\"exec2\"", "\"e\\u0078ec\""])
+            .prop_map(str::to_owned),
+    ];
+    let ws = prop::sample::select(vec!["", " ", "\t", "  "]);
+    let extra = prop::sample::select(vec![
+        "",
+        ",\"description\":\"d, [x] {y}\"",
+        ",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+        ",\"x\":[1,{\"tools\":[]}]",
+    ]);
+    prop_oneof![
+        60 => (name, ws.clone(), extra, ws).prop_map(|(n, w, e, w2)| format!("{w}{{\"name\":{w2}{n}{e}}}{w2}")),
+        1 => Just("{\"name\":7}".to_owned()),
+        1 => Just("[]".to_owned()),
+    ]
+}
+
+/// A line answering `ids` (a message each; a batch when more than one), with the given tools.
+fn listing_line(ids: &[u8], tools: &[Vec<String>]) -> String {
+    let messages: Vec<String> = ids
+        .iter()
+        .zip(tools)
+        .map(|(id, t)| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"tools\":[{}],\"nextCursor\":\"n\"}}}}",
+                t.join(",")
+            )
+        })
+        .collect();
+    if messages.len() == 1 {
+        format!("{}\n", messages[0])
+    } else {
+        format!("[{}]\n", messages.join(" , "))
+    }
+}
+
+/// What pass three writes for `line` from pass two's plan, what it writes by walking the line,
+/// and whether it used the plan (`None`: the line is not rewritten).
+fn planned_and_walked(ids: &[u8], line: &str) -> Option<(String, String, bool)> {
+    let watch = ToolsListWatch::new(true, false);
+    let pending = PendingRequests::new();
+    for id in ids {
+        watch.note_request();
+        pending.note(&id.to_string(), RequestKind::TOOLS_LIST);
+    }
+    let Gate::Forward(answered) = judge(line.as_bytes(), &pending).gate else {
+        return None;
+    };
+    match on_server_line(&watch, &policy(), line.as_bytes(), &answered).line {
+        ServerLine::Forward => None,
+        ServerLine::Rewrite(r) => {
+            let (mut planned, mut walked) = (Vec::new(), Vec::new());
+            r.write_to(&mut planned).unwrap();
+            r.write_walked(&mut walked).unwrap();
+            Some((
+                String::from_utf8(planned).unwrap(),
+                String::from_utf8(walked).unwrap(),
+                r.planned(),
+            ))
+        }
+    }
+}
+
+#[test]
+fn a_listing_losing_a_tool_is_written_from_the_plan() {
+    let line = "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"tools\":[{\"name\":\"echo\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"exec\"}]}}\n";
+    let (planned, walked, used) = planned_and_walked(&[0], line).unwrap();
+    assert!(used);
+    assert_eq!(planned, walked);
+    assert_eq!(
+        planned,
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"tools\":[{\"name\":\"echo\",\"inputSchema\":{\"type\":\"object\"}}]}}\n"
+    );
+    // Past the planned tools the line is walked again, to the same bytes.
+    let many: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                "{{\"name\":\"{}\"}}",
+                if i % 3 == 0 { "exec" } else { "echo" }
+            )
+        })
+        .collect();
+    let line = listing_line(&[0], &[many]);
+    let (planned, walked, used) = planned_and_walked(&[0], &line).unwrap();
+    assert!(!used);
+    assert_eq!(planned, walked);
+}
+
+proptest::proptest! {
+    /// Pass three writes from pass two's plan exactly what walking the line again writes: one
+    /// answer or a batch of them, tools removed or kept, malformed answers replaced.
+    #[test]
+    fn the_planned_write_is_the_walked_write(
+        tools in proptest::collection::vec(proptest::collection::vec(listed_tool(), 0..6), 1..4),
+    ) {
+        let ids: Vec<u8> = (0..tools.len() as u8).collect();
+        let line = listing_line(&ids, &tools);
+        if let Some((planned, walked, _)) = planned_and_walked(&ids, &line) {
+            proptest::prop_assert_eq!(planned, walked);
+        }
+    }
+}
