@@ -189,6 +189,20 @@ fn replay(policy: &Path, roots: &[PathBuf]) -> (Run, Vec<Value>, Value) {
     (r, lines, summary)
 }
 
+/// `policy check --format json` of `policy`: exit 0, and its summary.
+fn checked(policy: &Path) -> Value {
+    let args = [
+        "policy",
+        "check",
+        &policy.display().to_string(),
+        "--format",
+        "json",
+    ];
+    let check = run(&args.map(String::from), b"");
+    check.expect_status(0);
+    serde_json::from_slice(&check.stdout).unwrap()
+}
+
 /// `(method, name, old code, new decision, new code)` of each change.
 fn changes(lines: &[Value]) -> Vec<(String, String, String, String, String)> {
     lines
@@ -563,18 +577,7 @@ fn suggested_policies_are_least_privilege_and_replay_clean() {
             0o600
         );
         run(&args, b"").expect_status(2);
-        let check = run(
-            &[
-                "policy".into(),
-                "check".into(),
-                out.display().to_string(),
-                "--format".into(),
-                "json".into(),
-            ],
-            b"",
-        );
-        check.expect_status(0);
-        let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+        let summary = checked(&out);
         let (r, _, s) = replay(&out, &roots);
         assert_eq!(s["newly_denied"], 0, "{name}: {}", r.report());
         assert_eq!(s["not_judgeable"], 0, "{name}");
@@ -651,18 +654,7 @@ fn suggest_from_a_policy_only_narrows() {
     r.expect_status(0);
     let out = f.dir.join("narrowed.yaml");
     std::fs::write(&out, &r.stdout).unwrap();
-    let check = run(
-        &[
-            "policy".into(),
-            "check".into(),
-            out.display().to_string(),
-            "--format".into(),
-            "json".into(),
-        ],
-        b"",
-    );
-    check.expect_status(0);
-    let s: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let s = checked(&out);
     assert_eq!(
         s["allow"],
         json!(["echo", "read_file"]),
@@ -766,17 +758,7 @@ fn suggest_writes_the_pins_the_kept_definitions_agree_on() {
         );
     }
 
-    let check = run(
-        &[
-            "policy".into(),
-            "check".into(),
-            out.display().to_string(),
-            "--format".into(),
-            "json".into(),
-        ],
-        b"",
-    );
-    check.expect_status(0);
+    checked(&out);
     let (r, _, s) = replay(&out, std::slice::from_ref(&kept));
     assert_eq!(s["newly_denied"], 0, "{}", r.report());
     assert_eq!(s["not_judgeable"], 0, "{}", r.report());

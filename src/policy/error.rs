@@ -508,6 +508,17 @@ impl<'a> Ctx<'a> {
             .ok_or_else(|| self.invalid(key, &format!("must be {what}")))
     }
 
+    /// An optional boolean key (`false` when absent): `key: true` or `false`, nothing else.
+    pub(crate) fn flag(&self, v: Option<&Value>, key: &str) -> Result<bool, PolicyError> {
+        match v {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => {
+                Err(self.invalid(key, &format!("must be a boolean: `{key}: true` or `false`")))
+            }
+        }
+    }
+
     pub(crate) fn string<'v>(&self, v: &'v Value, key: &str) -> Result<&'v str, PolicyError> {
         v.as_str()
             .ok_or_else(|| self.invalid(key, "must be a string; quote it"))

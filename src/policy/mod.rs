@@ -307,16 +307,7 @@ fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyEr
         Some(v) => Schemas::parse(ctx, v)?,
         None => Schemas::default(),
     };
-    let hide_refused_tools = match top.get("hide_refused_tools") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            return Err(ctx.invalid(
-                "hide_refused_tools",
-                "must be a boolean: `hide_refused_tools: true` or `false`",
-            ));
-        }
-    };
+    let hide_refused_tools = ctx.flag(top.get("hide_refused_tools"), "hide_refused_tools")?;
 
     let pins = load_pins(ctx, top)?;
 

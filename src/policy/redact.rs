@@ -44,16 +44,7 @@ impl ArgumentRecord {
         record: Option<&Value>,
         redact: Option<&Value>,
     ) -> Result<ArgumentRecord, PolicyError> {
-        let record = match record {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(ctx.invalid(
-                    "record_arguments",
-                    "must be a boolean: `record_arguments: true` or `false`",
-                ));
-            }
-        };
+        let record = ctx.flag(record, "record_arguments")?;
         let written = match redact {
             Some(v) => ctx.pattern_list(v, "redact")?,
             None => Vec::new(),

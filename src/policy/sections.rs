@@ -50,16 +50,7 @@ impl Sections {
                 .get("results")
                 .map(|v| Results::parse(ctx, v))
                 .transpose()?,
-            record_definitions: match top.get("record_definitions") {
-                None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => {
-                    return Err(ctx.invalid(
-                        "record_definitions",
-                        "must be a boolean: `record_definitions: true` or `false`",
-                    ));
-                }
-            },
+            record_definitions: ctx.flag(top.get("record_definitions"), "record_definitions")?,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! Usage: floor-relay LOGFILE -- COMMAND [ARGS...]
 
 #[path = "../relay/mod.rs"]
+#[allow(dead_code)]
 mod relay;
 
 /// The floor keeps no digest.

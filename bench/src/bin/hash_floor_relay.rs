@@ -6,20 +6,10 @@
 //! Usage: hash-floor-relay LOGFILE -- COMMAND [ARGS...]
 
 #[path = "../relay/mod.rs"]
+#[allow(dead_code)]
 mod relay;
 
-/// OpenSSL's SHA-256 context.
-struct OpensslSha256(openssl::sha::Sha256);
-
-impl relay::LogDigest for OpensslSha256 {
-    fn update(&mut self, line: &[u8]) {
-        self.0.update(line);
-    }
-
-    fn finish(self) -> Option<[u8; 32]> {
-        Some(self.0.finish())
-    }
-}
+use relay::OpensslSha256;
 
 fn main() -> std::io::Result<std::process::ExitCode> {
     relay::run(

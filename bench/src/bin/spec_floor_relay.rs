@@ -16,18 +16,7 @@ mod relay;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// OpenSSL's SHA-256 context.
-struct OpensslSha256(openssl::sha::Sha256);
-
-impl relay::LogDigest for OpensslSha256 {
-    fn update(&mut self, line: &[u8]) {
-        self.0.update(line);
-    }
-
-    fn finish(self) -> Option<[u8; 32]> {
-        Some(self.0.finish())
-    }
-}
+use relay::OpensslSha256;
 
 #[derive(Deserialize)]
 struct Message<'a> {

@@ -16,6 +16,20 @@ pub trait LogDigest {
     fn finish(self) -> Option<[u8; 32]>;
 }
 
+/// OpenSSL's SHA-256 (libcrypto's `SHA256_Update`, the assembly OpenSSL picks for the CPU: SHA
+/// extensions, else AVX2, AVX or SSSE3), as the hash floors keep the log's prefix digest.
+pub struct OpensslSha256(pub openssl::sha::Sha256);
+
+impl LogDigest for OpensslSha256 {
+    fn update(&mut self, line: &[u8]) {
+        self.0.update(line);
+    }
+
+    fn finish(self) -> Option<[u8; 32]> {
+        Some(self.0.finish())
+    }
+}
+
 /// What the relay does with each client line besides forwarding and logging it (nothing for the
 /// floors), and how long its log line is.
 pub trait LineWork {
