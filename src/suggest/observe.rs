@@ -73,13 +73,16 @@ impl Observed {
                 LogLine::Result(_) | LogLine::Refused { .. } => {}
             }
         }
-        let mut kept = tool_definitions::read_kept(dir);
-        kept.retain(|(name, digest), _| {
-            o.definitions
-                .get(name)
-                .is_some_and(|set| set.contains(digest))
-        });
-        o.kept = kept;
+        if !o.definitions.is_empty() {
+            // Only a capture whose log recorded some digest can vouch for a kept definition.
+            let mut kept = tool_definitions::read_kept(dir);
+            kept.retain(|(name, digest), _| {
+                o.definitions
+                    .get(name)
+                    .is_some_and(|set| set.contains(digest))
+            });
+            o.kept = kept;
+        }
         o
     }
 
