@@ -2,6 +2,7 @@
 //! caller is the process's main thread — the one thread whose stack the kernel grows on demand,
 //! up to the soft `RLIMIT_STACK` — and that limit. `deep_stack` decides with these where deep
 //! work runs.
+#![forbid(unsafe_code)]
 
 /// Whether the calling thread is the process's main thread (its thread id is the process id).
 pub(crate) fn on_main_thread() -> bool {
@@ -10,19 +11,12 @@ pub(crate) fn on_main_thread() -> bool {
 
 /// The soft `RLIMIT_STACK` in bytes, `u64::MAX` when unlimited; `None` when it cannot be read.
 pub(crate) fn stack_limit() -> Option<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one `rlimit` into the live, exclusively borrowed `limit`.
-    let r = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) };
-    if r != 0 {
-        return None;
-    }
-    Some(if limit.rlim_cur == libc::RLIM_INFINITY {
+    use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
+    let (soft, _hard) = getrlimit(Resource::RLIMIT_STACK).ok()?;
+    Some(if soft == RLIM_INFINITY {
         u64::MAX
     } else {
-        limit.rlim_cur
+        soft
     })
 }
 
