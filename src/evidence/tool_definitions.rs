@@ -109,13 +109,11 @@ impl Keeper {
 
 impl State {
     fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
-        if self.file.is_none() {
-            self.file = Some(super::file::create_new(&self.path)?);
-        }
-        match self.file.as_mut() {
-            Some(f) => f.write_all(line),
-            None => Ok(()),
-        }
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(super::file::create_new(&self.path)?),
+        };
+        file.write_all(line)
     }
 }
 
