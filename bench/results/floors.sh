@@ -9,7 +9,9 @@
 #     every answer can do;
 #   - the spec floor (`spec-floor-relay`: the hash floor that also reads each call line as JSON,
 #     hashes its arguments and writes a log line as long as the wrapper's decision line: the
-#     least SPEC §4.1 asks of every call, issue 50 item 4);
+#     least SPEC §4.1 asks of every call, issue 50 item 4), and the same work spread over threads
+#     as a proxy on two CPUs spreads it (`pipelined-spec-floor-relay`: read and hash the
+#     arguments; write the log line, then forward; hash the log);
 #   - the wrapper with the plain policy, `record-only.yaml` (`results: {}`) and
 #     `every-option.yaml`.
 # Each process's user + system CPU (and wall) from /usr/bin/time around the relay (which waits
@@ -61,6 +63,8 @@ for _ in $(seq "$rounds"); do
   one answer-floor "$b/answer-floor-relay" log -- "$b/echo-server" --list-exec $answer
   # shellcheck disable=SC2086
   one spec-floor "$b/spec-floor-relay" log -- "$b/echo-server" --list-exec $answer
+  # shellcheck disable=SC2086
+  one pipelined-spec-floor "$b/pipelined-spec-floor-relay" log -- "$b/echo-server" --list-exec $answer
   wrap plain
   wrap record-only
   wrap every-option
@@ -76,7 +80,7 @@ server = med["direct"][1]
 cpu = {n: c - server for n, (_, c) in med.items()}
 print("| session | wall (s) | CPU without the server's (s) |")
 print("|---|---|---|")
-for n in ("hash-floor", "spec-floor", "answer-floor", "plain", "record-only", "every-option"):
+for n in ("hash-floor", "spec-floor", "pipelined-spec-floor", "answer-floor", "plain", "record-only", "every-option"):
     print(f"| {n} | {med[n][0]:.3f} | {cpu[n]:.3f} |")
 def ratio(a, b):
     return f"{med[a][0] / med[b][0]:.2f}x wall, {cpu[a] / cpu[b]:.2f}x CPU"
@@ -87,4 +91,6 @@ print("every-option / plain:     ", ratio("every-option", "plain"))
 print("plain / hash floor:       ", ratio("plain", "hash-floor"))
 print("spec floor / hash floor:  ", ratio("spec-floor", "hash-floor"))
 print("plain / spec floor:       ", ratio("plain", "spec-floor"))
+print("pipelined spec floor / hash floor:", ratio("pipelined-spec-floor", "hash-floor"))
+print("plain / pipelined spec floor:     ", ratio("plain", "pipelined-spec-floor"))
 PY
