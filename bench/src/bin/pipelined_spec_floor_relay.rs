@@ -16,6 +16,12 @@
 //! says how far below the hash floor's wall the mandated work can be hidden on this machine.
 //!
 //! Usage: pipelined-spec-floor-relay LOGFILE -- COMMAND [ARGS...]
+//!
+//! The sizes are the plain policy's on the throughput session; the environment sets others, to
+//! price the bytes another policy must write: `FLOOR_RECORD` (the log line's length, 705),
+//! and for every client line asking `tools/list`, `FLOOR_LISTING_EVENT` bytes more in the log (a
+//! listing event; 0: none) and `FLOOR_STDERR` bytes on stderr (the line saying what was hidden;
+//! 0: none), each with one write(2) of its own.
 
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -27,6 +33,30 @@ use serde_json::value::RawValue;
 
 /// The log line's length, newline included (the wrapper's decision line for these calls).
 const RECORD: usize = 705;
+
+/// The bytes written per client line (see the usage).
+#[derive(Clone, Copy)]
+struct Sizes {
+    record: usize,
+    listing_event: usize,
+    stderr: usize,
+}
+
+impl Sizes {
+    fn from_env() -> Sizes {
+        let get = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        Sizes {
+            record: get("FLOOR_RECORD", RECORD).max(8),
+            listing_event: get("FLOOR_LISTING_EVENT", 0),
+            stderr: get("FLOOR_STDERR", 0),
+        }
+    }
+}
 /// A batch is handed on once its arena holds this many bytes.
 const BATCH_BYTES: usize = 128 * 1024;
 
@@ -42,15 +72,16 @@ struct Params<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// Client lines and their log lines, in order: `(line end, record end)` offsets into `bytes`.
+/// Client lines and their log lines, in order: `(line end, record end, listing)` offsets into
+/// `bytes`; `listing`: the line asks `tools/list`.
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
-    items: Vec<(usize, usize)>,
+    items: Vec<(usize, usize, bool)>,
 }
 
 /// Appends `line` and its log line to `batch`.
-fn add(batch: &mut Batch, line: &[u8], seq: u64) -> io::Result<()> {
+fn add(batch: &mut Batch, line: &[u8], seq: u64, record: usize) -> io::Result<()> {
     let digest = serde_json::from_slice::<Message<'_>>(line)
         .ok()
         .and_then(|m| m.params.and_then(|p| p.arguments))
@@ -64,12 +95,25 @@ fn add(batch: &mut Batch, line: &[u8], seq: u64) -> io::Result<()> {
         write!(b, "{x:02x}")?;
     }
     b.extend_from_slice(b"\",\"pad\":\"");
-    while b.len() - line_end < RECORD - 3 {
+    while b.len() - line_end < record - 3 {
         b.push(b'x');
     }
     b.extend_from_slice(b"\"}\n");
-    batch.items.push((line_end, b.len()));
+    let listing = memmem(line, b"\"tools/list\"");
+    batch.items.push((line_end, b.len(), listing));
     Ok(())
+}
+
+fn memmem(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A line of `n` bytes (newline included) saying `what`.
+fn padded(what: &str, n: usize) -> Vec<u8> {
+    let mut v = what.as_bytes().to_vec();
+    v.resize(n.saturating_sub(1), b'x');
+    v.push(b'\n');
+    v
 }
 
 /// Writes each batch's log lines (one write(2) each) and forwards its client lines.
@@ -78,13 +122,23 @@ fn write_batches(
     hash: SyncSender<Batch>,
     log: &mut std::fs::File,
     to_child: &mut impl Write,
+    sizes: Sizes,
 ) -> io::Result<()> {
+    let event = padded("{\"listing\":\"", sizes.listing_event);
+    let said = padded("hidden: ", sizes.stderr);
+    let mut stderr = io::stderr().lock();
     let mut next = batches.recv().ok();
     while let Some(batch) = next {
         let mut start = 0;
-        for &(line_end, record_end) in &batch.items {
+        for &(line_end, record_end, listing) in &batch.items {
             log.write_all(&batch.bytes[line_end..record_end])?;
             to_child.write_all(&batch.bytes[start..line_end])?;
+            if listing && sizes.listing_event > 0 {
+                log.write_all(&event)?;
+            }
+            if listing && sizes.stderr > 0 {
+                stderr.write_all(&said)?;
+            }
             start = record_end;
         }
         next = match batches.try_recv() {
@@ -103,11 +157,15 @@ fn write_batches(
 }
 
 /// Feeds every log line to the SHA-256 of the log's prefix.
-fn hash_batches(batches: Receiver<Batch>) -> [u8; 32] {
+fn hash_batches(batches: Receiver<Batch>, sizes: Sizes) -> [u8; 32] {
+    let event = padded("{\"listing\":\"", sizes.listing_event);
     let mut digest = openssl::sha::Sha256::new();
     for batch in batches {
-        for &(line_end, record_end) in &batch.items {
+        for &(line_end, record_end, listing) in &batch.items {
             digest.update(&batch.bytes[line_end..record_end]);
+            if listing && sizes.listing_event > 0 {
+                digest.update(&event);
+            }
         }
     }
     digest.finish()
@@ -153,10 +211,11 @@ fn main() -> io::Result<ExitCode> {
     });
     let (to_writer, batches) = sync_channel::<Batch>(2);
     let (to_hasher, hashed) = sync_channel::<Batch>(2);
-    let hasher = std::thread::spawn(move || hash_batches(hashed));
+    let sizes = Sizes::from_env();
+    let hasher = std::thread::spawn(move || hash_batches(hashed, sizes));
     let writer = std::thread::spawn(move || -> io::Result<()> {
         let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
-        write_batches(batches, to_hasher, &mut log, &mut to_child)
+        write_batches(batches, to_hasher, &mut log, &mut to_child, sizes)
     });
 
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
@@ -168,7 +227,7 @@ fn main() -> io::Result<ExitCode> {
         if input.read_until(b'\n', &mut line)? == 0 {
             break;
         }
-        add(&mut batch, &line, seq)?;
+        add(&mut batch, &line, seq, sizes.record)?;
         seq += 1;
         if batch.bytes.len() >= BATCH_BYTES || input.buffer().is_empty() {
             let full = std::mem::take(&mut batch);
