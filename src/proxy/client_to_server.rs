@@ -14,7 +14,7 @@ use super::emitter::{
 use super::endpoint::Endpoint;
 use super::line::LineReader;
 use super::message::{ClientLine, Judged, Message, as_str, classify, for_each_message, raw_id};
-use super::pending::RequestKind;
+use super::pending::{Notes, RequestKind};
 use super::recorder::Recorder;
 use super::respond;
 use super::shared::{Shared, line_after_server_eof};
@@ -228,7 +228,8 @@ fn note_message(shared: &Shared, head: &Message<'_>) {
 /// a pending request reaches the client, SPEC §5); a cancellation says the request it names will
 /// not be answered (SPEC §3 item 7, the idle drain). `decision`: the `seq` of the message's
 /// decision event, if it had one (its answer names it under `results`, SPEC §5.3).
-fn note_forwarded(shared: &Shared, m: &Message<'_>, decision: Option<u64>) {
+/// Noted in `notes`, which whoever forwards the line carries out first.
+fn note_forwarded(shared: &Shared, notes: &mut Notes, m: &Message<'_>, decision: Option<u64>) {
     if m.method.is_none() {
         return;
     }
@@ -239,9 +240,9 @@ fn note_forwarded(shared: &Shared, m: &Message<'_>, decision: Option<u64>) {
                 let method = m.row.map(|r| r.name)?;
                 Asked::of(method, tool.as_deref(), decision).map(Box::new)
             });
-            shared.pending.note_asked(id, RequestKind::of(m.row), asked)
+            notes.asked(id, RequestKind::of(m.row), asked)
         }
-        None if m.is(&NOTIFICATIONS_CANCELLED) => shared.pending.cancelled(m.params),
+        None if m.is(&NOTIFICATIONS_CANCELLED) => notes.cancelled(m.params),
         None => {}
     }
 }
@@ -256,7 +257,7 @@ fn handle_single(
 ) -> LineAction {
     note_message(ctx.shared, head);
     let Some(j) = Judgement::of(ctx.shared, ctx.judged, head, ctx.budget.as_mut()) else {
-        note_forwarded(ctx.shared, head, None);
+        note_forwarded(ctx.shared, batch.notes(), head, None);
         return LineAction {
             decision: None,
             delivery: forward(batch, line, queued),
@@ -268,7 +269,7 @@ fn handle_single(
     let (wrote, decision_id) = j.record(ctx.shared, ctx.recorder, batch.arena(), &verdict, !pass);
     let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
     let delivery = if pass {
-        note_forwarded(ctx.shared, head, ctx.recorder.last());
+        note_forwarded(ctx.shared, batch.notes(), head, ctx.recorder.last());
         forward(batch, line, queued)
     } else {
         match j.refusal(&verdict, &decision_id) {
@@ -358,6 +359,7 @@ fn walk_batch(
     let mut trial = if refused { ctx.budget.clone() } else { None };
     let budget: &mut Option<CallBudget> = if refused { &mut trial } else { ctx.budget };
     let recorder = &mut *ctx.recorder;
+    let mut notes = Notes::default();
     let mut outcome: Result<(), WorkerError> = Ok(());
     for_each_message(text, ctx.judged, |m| {
         if outcome.is_err() {
@@ -397,7 +399,9 @@ fn walk_batch(
                 answer(part);
             }
         } else {
-            note_forwarded(shared, m, decision);
+            // Noted at once: the batch is forwarded as soon as its walk ends.
+            note_forwarded(shared, &mut notes, m, decision);
+            shared.pending.note_all(&mut notes);
         }
     });
     outcome

@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use super::cancel::is_cancelled;
+use super::pending::Notes;
 use super::shared::{LogWriterState, Shared};
 use super::workers::WorkerError;
 use crate::sys::signals::block_write_signals_in_this_thread;
@@ -77,6 +78,9 @@ pub(crate) struct LineAction {
 pub(crate) struct Batch {
     bytes: Vec<u8>,
     ops: Vec<LineAction>,
+    /// The requests and cancellations its lines carry, noted as pending before they are
+    /// forwarded.
+    notes: Notes,
 }
 
 impl Batch {
@@ -109,12 +113,18 @@ impl Batch {
         self.ops.push(op);
     }
 
+    /// What the lines of this batch ask of the pending set.
+    pub(crate) fn notes(&mut self) -> &mut Notes {
+        &mut self.notes
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
     pub(crate) fn clear(&mut self) {
         self.ops.clear();
+        self.notes.clear();
         self.bytes.clear();
         if self.bytes.capacity() > 4 * BATCH_BYTES + 2 * QUEUED_LINE_MAX {
             self.bytes = Vec::new();
@@ -181,8 +191,10 @@ impl ActionRunner {
         self.shared.server_input.write_all(line).map_err(to_server)
     }
 
-    /// Carries out `batch`'s actions in order; `current` is the line [`Source::Current`] names.
-    pub(crate) fn run(&mut self, batch: &Batch, current: &[u8]) -> Result<(), WorkerError> {
+    /// Carries out `batch`'s actions in order, its requests noted as pending first; `current`
+    /// is the line [`Source::Current`] names.
+    pub(crate) fn run(&mut self, batch: &mut Batch, current: &[u8]) -> Result<(), WorkerError> {
+        self.shared.pending.note_all(&mut batch.notes);
         for op in &batch.ops {
             if let Some(d) = op.decision {
                 self.write_decision(batch.get(d))?;
@@ -365,7 +377,7 @@ impl Emitter {
             if let Some(mut runner) = st.runner.take() {
                 drop(st);
                 let r = runner
-                    .run(&self.local, &[])
+                    .run(&mut self.local, &[])
                     .and_then(|()| if dry { runner.idle() } else { Ok(()) });
                 self.unflushed = !dry;
                 self.local.clear();
@@ -408,7 +420,7 @@ impl Emitter {
                 // Run the pending batch here, and every later one too.
                 self.no_thread = true;
                 let mut batch = std::mem::take(&mut self.gate.lock().pending);
-                let r = self.with_runner(|runner| runner.run(&batch, &[]));
+                let r = self.with_runner(|runner| runner.run(&mut batch, &[]));
                 batch.clear();
                 r?
             }
@@ -512,7 +524,7 @@ fn emitter_thread(gate: &BatchHandoff) {
             gate.room.notify_one();
         }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runner.run(&batch, &[])?;
+            runner.run(&mut batch, &[])?;
             if gate.lock().pending.is_empty() {
                 runner.idle()?;
             }

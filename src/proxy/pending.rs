@@ -368,6 +368,99 @@ impl Inner {
     fn len(&self) -> usize {
         self.lists.len() + self.others.len()
     }
+
+    /// A request with id text `id` asking `kind` is about to be forwarded.
+    fn note(&mut self, id: &[u8], kind: RequestKind, asked: Option<Box<Asked>>) {
+        if self.len() >= MAX_TRACKED {
+            self.overflow = true;
+            return;
+        }
+        let raw = trim_json_space(id);
+        if kind.is_listing() {
+            self.lists.push(raw, kind);
+        } else {
+            self.others.push_back(Entry {
+                raw: RawId::new(raw),
+                kind,
+                asked,
+                keys: OnceCell::new(),
+            });
+        }
+    }
+}
+
+/// `text` without the JSON whitespace (space, tab, line feed, carriage return) around it.
+fn trim_json_space(text: &[u8]) -> &[u8] {
+    let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let start = text.iter().position(|c| !space(c)).unwrap_or(text.len());
+    let end = text
+        .iter()
+        .rposition(|c| !space(c))
+        .map_or(start, |i| i + 1);
+    text.get(start..end).unwrap_or_default()
+}
+
+/// The id text of the request a `notifications/cancelled` with these `params` names.
+fn cancelled_id(params: Option<&str>) -> Option<&str> {
+    #[derive(Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    let c = serde_json::from_str::<Cancelled<'_>>(params?).ok()?;
+    Some(c.request_id.get())
+}
+
+/// What the client worker noted of the lines of one batch of actions (requests to remember,
+/// cancellations), carried out by whoever runs the batch just before its lines are forwarded
+/// ([`PendingRequests::note_all`]): every request is noted before its line reaches the server,
+/// and the pending set is locked once per batch instead of once per line.
+#[derive(Default)]
+pub(crate) struct Notes {
+    /// The id texts the notes name.
+    ids: Vec<u8>,
+    list: Vec<Note>,
+}
+
+/// One note: its id text is `ids[id.0..id.1]`.
+enum Note {
+    Asked {
+        id: (usize, usize),
+        kind: RequestKind,
+        asked: Option<Box<Asked>>,
+    },
+    Cancelled {
+        id: (usize, usize),
+    },
+}
+
+impl Notes {
+    fn put(&mut self, id: &str) -> (usize, usize) {
+        let start = self.ids.len();
+        self.ids.extend_from_slice(id.as_bytes());
+        (start, self.ids.len())
+    }
+
+    /// A request with id text `id` asking `kind` will be forwarded ([`PendingRequests::note_asked`]).
+    pub(crate) fn asked(&mut self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
+        let id = self.put(id);
+        self.list.push(Note::Asked { id, kind, asked });
+    }
+
+    /// A `notifications/cancelled` with these `params` will be forwarded
+    /// ([`PendingRequests::cancelled`]).
+    pub(crate) fn cancelled(&mut self, params: Option<&str>) {
+        if let Some(id) = cancelled_id(params) {
+            let id = self.put(id);
+            self.list.push(Note::Cancelled { id });
+        }
+    }
+
+    /// Forgets every note (their lines will not be forwarded).
+    pub(crate) fn clear(&mut self) {
+        self.ids.clear();
+        self.list.clear();
+    }
 }
 
 /// The client requests forwarded and not yet answered.
@@ -396,22 +489,28 @@ impl PendingRequests {
     /// [`Self::note`] of a request whose answer `results` judges (`asked`, SPEC §5.3; a listing
     /// never is).
     pub(crate) fn note_asked(&self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
-        let mut inner = self.lock();
-        if inner.len() >= MAX_TRACKED {
-            inner.overflow = true;
+        self.lock().note(id.as_bytes(), kind, asked);
+    }
+
+    /// Carries out `notes` in order under one lock, and empties it: its lines are about to be
+    /// forwarded.
+    pub(crate) fn note_all(&self, notes: &mut Notes) {
+        if notes.list.is_empty() {
             return;
         }
-        let raw = id.trim_matches([' ', '\t', '\n', '\r']).as_bytes();
-        if kind.is_listing() {
-            inner.lists.push(raw, kind);
-        } else {
-            inner.others.push_back(Entry {
-                raw: RawId::new(raw),
-                kind,
-                asked,
-                keys: OnceCell::new(),
-            });
+        let mut inner = self.lock();
+        for note in notes.list.drain(..) {
+            match note {
+                Note::Asked { id, kind, asked } => {
+                    inner.note(notes.ids.get(id.0..id.1).unwrap_or_default(), kind, asked)
+                }
+                Note::Cancelled { id } => {
+                    inner.take(notes.ids.get(id.0..id.1).unwrap_or_default());
+                }
+            }
         }
+        drop(inner);
+        notes.ids.clear();
     }
 
     /// The pending request a response with id text `id` answers, which is answered from now on;
@@ -424,19 +523,6 @@ impl PendingRequests {
     #[cfg(test)]
     pub(crate) fn would_answer(&self, id: &str) -> bool {
         self.lock().find(id.as_bytes()).is_some()
-    }
-
-    /// A forwarded `notifications/cancelled` with these `params`: the request it names will
-    /// not be answered.
-    pub(crate) fn cancelled(&self, params: Option<&str>) {
-        #[derive(Deserialize)]
-        struct Cancelled<'a> {
-            #[serde(rename = "requestId", borrow)]
-            request_id: &'a RawValue,
-        }
-        if let Some(c) = params.and_then(|p| serde_json::from_str::<Cancelled<'_>>(p).ok()) {
-            self.lock().take(c.request_id.get().as_bytes());
-        }
     }
 
     /// Whether client requests await their response and every one is a request whose answer
@@ -530,9 +616,42 @@ mod tests {
     fn a_cancelled_request_is_not_awaited() {
         let p = PendingRequests::new();
         p.note("7", RequestKind::Other);
-        p.cancelled(Some(r#"{"requestId":7,"reason":"user"}"#));
+        let mut notes = Notes::default();
+        notes.cancelled(Some(r#"{"requestId":7,"reason":"user"}"#));
+        p.note_all(&mut notes);
         assert!(p.none());
         assert_eq!(p.answer("7"), None, "a late answer answers nothing");
+    }
+
+    /// A batch's notes are carried out in the order its lines were: a request, its
+    /// cancellation and the same id asked again leave one request pending; ids keep their
+    /// spelling without the JSON whitespace around them; the notes are used up.
+    #[test]
+    fn notes_are_carried_out_in_order_and_used_up() {
+        let p = PendingRequests::new();
+        let mut notes = Notes::default();
+        notes.asked(" 7\t", RequestKind::Other, None);
+        notes.cancelled(Some(r#"{"requestId": 7}"#));
+        notes.asked("\"x\"", RequestKind::TOOLS_LIST, None);
+        notes.asked("7", RequestKind::Other, None);
+        assert!(
+            p.none(),
+            "nothing is pending before the notes are carried out"
+        );
+        p.note_all(&mut notes);
+        p.note_all(&mut notes);
+        let listing = p.answer("\"x\"").map(|a| (a.kind, a.spelling));
+        assert_eq!(listing, Some((RequestKind::TOOLS_LIST, Box::from("\"x\""))));
+        assert_eq!(p.answer("7").map(|a| a.spelling), Some(Box::from("7")));
+        assert!(p.none(), "each note was carried out once");
+        let mut notes = Notes::default();
+        notes.asked("\u{c}1", RequestKind::Other, None);
+        p.note_all(&mut notes);
+        assert!(
+            p.answer("1").is_none(),
+            "a form feed is not JSON whitespace"
+        );
+        assert!(p.answer("\u{c}1").is_some());
     }
 
     #[test]
