@@ -146,8 +146,11 @@ impl ServerPath {
         if row.is_some_and(|r| r.is(&crate::methods::TOOLS_LIST)) {
             self.watch.note_request();
         }
-        self.pending
-            .note(id, crate::proxy::pending::RequestKind::of(row));
+        // As the client worker notes it: in its batch's notes, carried out before it is
+        // forwarded.
+        let mut notes = crate::proxy::pending::Notes::default();
+        notes.asked(id, crate::proxy::pending::RequestKind::of(row), None);
+        self.pending.note_all(&mut notes);
     }
 
     /// What the client receives for one server line: `None`, the line unchanged; `Some(bytes)`,

@@ -481,15 +481,20 @@ impl PendingRequests {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A request with id text `id` asking `kind` is about to be forwarded.
+    /// A request with id text `id` asking `kind` is about to be forwarded (the tests' shorthand
+    /// for one note carried out at once).
+    #[cfg(test)]
     pub(crate) fn note(&self, id: &str, kind: RequestKind) {
         self.note_asked(id, kind, None);
     }
 
     /// [`Self::note`] of a request whose answer `results` judges (`asked`, SPEC §5.3; a listing
     /// never is).
+    #[cfg(test)]
     pub(crate) fn note_asked(&self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
-        self.lock().note(id.as_bytes(), kind, asked);
+        let mut notes = Notes::default();
+        notes.asked(id, kind, asked);
+        self.note_all(&mut notes);
     }
 
     /// Carries out `notes` in order under one lock, and empties it: its lines are about to be
