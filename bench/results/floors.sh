@@ -24,17 +24,10 @@
 #   ASSAY_BIN=…                    the wrapper (default target/release/assay)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-bench=$(cd "$here/.." && pwd)
-root=$(cd "$bench/.." && pwd)
 n=${1:-200000}
 rounds=${2:-5}
-assay=${ASSAY_BIN:-$root/target/release/assay}
 answer=${ANSWER:-}
-cargo build --release --quiet --manifest-path "$bench/Cargo.toml"
-b="$bench/target/release"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+. "$here/setup.sh"
 "$b/assay-bench" --emit calls "$n" > lines
 "$b/assay-bench" --emit plain-policy > plain.yaml
 cp "$here/record-only.yaml" "$here/every-option.yaml" "$here/rules.toml" .
@@ -53,7 +46,7 @@ wrap() {
   one "$1" "$assay" mcp wrap --policy "$1.yaml" --decision-log log --decision-log-new \
     --event-source assay://bench/floors -- "$b/echo-server" --list-exec $answer
 }
-echo "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, SHA extensions (sha_ni): $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no); $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg); $n lines ${answer:-(answers: ok)}"
+echo "$(machine "$n") ${answer:-(answers: ok)}"
 for _ in $(seq "$rounds"); do
   # shellcheck disable=SC2086 # the server's words
   one direct "$b/echo-server" --list-exec $answer

@@ -18,16 +18,9 @@
 #   PLAIN_RECORD=719 EVERY_RECORD=880 LISTING_EVENT=679 STDERR_LINE=92   other lengths
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-bench=$(cd "$here/.." && pwd)
-root=$(cd "$bench/.." && pwd)
 n=${1:-200000}
 rounds=${2:-9}
-assay=${ASSAY_BIN:-$root/target/release/assay}
-cargo build --release --quiet --manifest-path "$bench/Cargo.toml"
-b="$bench/target/release"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+. "$here/setup.sh"
 "$b/assay-bench" --emit listing "$n" > lines
 "$b/assay-bench" --emit plain-policy > plain.yaml
 "$b/assay-bench" --emit every-policy > every.yaml
@@ -40,7 +33,7 @@ one() {
   python3 "$bench/pingpong.py" --first-answered lines -- \
     /usr/bin/time -f "$round $name %e %U %S" -a -o times "$@" > /dev/null 2> stderr.log
 }
-echo "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, SHA extensions (sha_ni): $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no); $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg); $n lines"
+machine "$n"
 for round in $(seq "$rounds"); do
   one floor-plain env FLOOR_RECORD="${PLAIN_RECORD:-719}" \
     "$b/pipelined-spec-floor-relay" log -- "$b/echo-server" --list-exec

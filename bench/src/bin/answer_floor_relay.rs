@@ -9,9 +9,13 @@
 //!
 //! Usage: answer-floor-relay LOGFILE -- COMMAND [ARGS...]
 
+#[path = "../relay/mod.rs"]
+#[allow(dead_code)]
+mod relay;
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 /// The log and the SHA-256 of its prefix, behind one lock (one log, one order).
@@ -48,13 +52,8 @@ impl Log {
 }
 
 fn main() -> io::Result<ExitCode> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (log_path, cmd) = match args.iter().position(|a| a == "--") {
-        Some(1) if args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
-        _ => {
-            eprintln!("usage: answer-floor-relay LOGFILE -- COMMAND [ARGS...]");
-            return Ok(ExitCode::from(2));
-        }
+    let Some((log_path, cmd)) = relay::args("answer-floor-relay") else {
+        return Ok(ExitCode::from(2));
     };
     let file = OpenOptions::new()
         .create_new(true)
@@ -65,19 +64,7 @@ fn main() -> io::Result<ExitCode> {
         digest: openssl::sha::Sha256::new(),
         seq: 0,
     }));
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| io::Error::other("stdin"))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| io::Error::other("stdout"))?;
+    let (mut child, stdin, stdout) = relay::spawn(&cmd)?;
     let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
     let back_log = log.clone();
     let back = std::thread::spawn(move || -> io::Result<()> {
@@ -113,9 +100,7 @@ fn main() -> io::Result<ExitCode> {
     }
     to_child.flush()?;
     drop(to_child);
-    let relayed = back
-        .join()
-        .map_err(|_| io::Error::other("relay thread panicked"))?;
+    let relayed = relay::join(back, "relay thread");
     let status = child.wait()?;
     relayed?;
     let digest = Arc::try_unwrap(log)
@@ -123,8 +108,7 @@ fn main() -> io::Result<ExitCode> {
         .and_then(|m| m.into_inner().ok())
         .map(|l| l.digest.finish());
     if let Some(d) = digest {
-        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(format!("{log_path}.sha256"), hex + "\n")?;
+        relay::write_digest(&log_path, d)?;
     }
-    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+    Ok(relay::exit(status))
 }

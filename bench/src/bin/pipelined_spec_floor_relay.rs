@@ -23,13 +23,14 @@
 //! listing event; 0: none) and `FLOOR_STDERR` bytes on stderr (the line saying what was hidden;
 //! 0: none), each with one write(2) of its own.
 
-use std::fs::OpenOptions;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+#[path = "../relay/mod.rs"]
+#[allow(dead_code)]
+mod relay;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use std::fs::OpenOptions;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 
 /// The log line's length, newline included (the wrapper's decision line for these calls).
 const RECORD: usize = 705;
@@ -60,18 +61,6 @@ impl Sizes {
 /// A batch is handed on once its arena holds this many bytes.
 const BATCH_BYTES: usize = 128 * 1024;
 
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow)]
-    params: Option<Params<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
 /// Client lines and their log lines, in order: `(line end, record end, listing)` offsets into
 /// `bytes`; `listing`: the line asks `tools/list`.
 #[derive(Default)]
@@ -82,11 +71,7 @@ struct Batch {
 
 /// Appends `line` and its log line to `batch`.
 fn add(batch: &mut Batch, line: &[u8], seq: u64, record: usize) -> io::Result<()> {
-    let digest = serde_json::from_slice::<Message<'_>>(line)
-        .ok()
-        .and_then(|m| m.params.and_then(|p| p.arguments))
-        .map(|a| openssl::sha::sha256(a.get().as_bytes()))
-        .unwrap_or([0; 32]);
+    let digest = relay::arguments_sha256(line).unwrap_or([0; 32]);
     let b = &mut batch.bytes;
     b.extend_from_slice(line);
     let line_end = b.len();
@@ -172,47 +157,19 @@ fn hash_batches(batches: Receiver<Batch>, sizes: Sizes) -> [u8; 32] {
 }
 
 fn main() -> io::Result<ExitCode> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (log_path, cmd) = match args.iter().position(|a| a == "--") {
-        Some(1) if args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
-        _ => {
-            eprintln!("usage: pipelined-spec-floor-relay LOGFILE -- COMMAND [ARGS...]");
-            return Ok(ExitCode::from(2));
-        }
+    let Some((log_path, cmd)) = relay::args("pipelined-spec-floor-relay") else {
+        return Ok(ExitCode::from(2));
     };
     let mut log = OpenOptions::new()
         .create_new(true)
         .write(true)
         .open(&log_path)?;
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| io::Error::other("stdin"))?;
-    let mut from_child = child
-        .stdout
-        .take()
-        .ok_or_else(|| io::Error::other("stdout"))?;
-    let back = std::thread::spawn(move || -> io::Result<()> {
-        let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = from_child.read(&mut buf)?;
-            if n == 0 {
-                return out.flush();
-            }
-            out.write_all(&buf[..n])?;
-            out.flush()?;
-        }
-    });
+    let (mut child, stdin, from_child) = relay::spawn(&cmd)?;
+    let back = relay::copy_back(from_child);
     let (to_writer, batches) = sync_channel::<Batch>(2);
     let (to_hasher, hashed) = sync_channel::<Batch>(2);
     let sizes = Sizes::from_env();
-    let hasher = std::thread::spawn(move || hash_batches(hashed, sizes));
+    let hasher = std::thread::spawn(move || Ok(hash_batches(hashed, sizes)));
     let writer = std::thread::spawn(move || -> io::Result<()> {
         let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
         write_batches(batches, to_hasher, &mut log, &mut to_child, sizes)
@@ -240,19 +197,12 @@ fn main() -> io::Result<ExitCode> {
         let _ = to_writer.send(batch);
     }
     drop(to_writer);
-    let written = writer
-        .join()
-        .map_err(|_| io::Error::other("writer panicked"))?;
-    let digest = hasher
-        .join()
-        .map_err(|_| io::Error::other("hasher panicked"))?;
-    let relayed = back
-        .join()
-        .map_err(|_| io::Error::other("relay thread panicked"))?;
+    let written = relay::join(writer, "writer");
+    let digest = relay::join(hasher, "hasher");
+    let relayed = relay::join(back, "relay thread");
     let status = child.wait()?;
     written?;
     relayed?;
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    std::fs::write(format!("{log_path}.sha256"), hex + "\n")?;
-    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+    relay::write_digest(&log_path, digest?)?;
+    Ok(relay::exit(status))
 }

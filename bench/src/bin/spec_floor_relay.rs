@@ -13,22 +13,7 @@
 #[allow(dead_code)]
 mod relay;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use relay::OpensslSha256;
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow)]
-    params: Option<Params<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-}
 
 /// Reads each line and hashes its arguments.
 struct ReadAndDigest;
@@ -37,12 +22,7 @@ impl relay::LineWork for ReadAndDigest {
     const RECORD: usize = 705;
 
     fn work(&mut self, line: &[u8]) -> u64 {
-        let Ok(m) = serde_json::from_slice::<Message<'_>>(line) else {
-            return 0;
-        };
-        let args = m.params.and_then(|p| p.arguments).map(RawValue::get);
-        let digest = openssl::sha::sha256(args.unwrap_or("null").as_bytes());
-        u64::from(digest[0])
+        relay::arguments_sha256(line).map_or(0, |d| u64::from(d[0]))
     }
 }
 

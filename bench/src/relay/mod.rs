@@ -7,7 +7,8 @@
 
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::thread::JoinHandle;
 
 /// What the relay does with each log line after writing it.
 pub trait LogDigest {
@@ -51,41 +52,42 @@ pub fn run<D: LogDigest>(name: &str, digest: D) -> io::Result<ExitCode> {
     run_with(name, digest, NoWork)
 }
 
-pub fn run_with<D: LogDigest, W: LineWork>(
-    name: &str,
-    mut digest: D,
-    mut work: W,
-) -> io::Result<ExitCode> {
+/// The relays' command line: `LOGFILE -- COMMAND [ARGS...]`; `None` (after the usage on stderr)
+/// when it is not that.
+pub fn args(name: &str) -> Option<(String, Vec<String>)> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (log_path, cmd) = match args.iter().position(|a| a == "--") {
-        Some(1) if args.len() > 2 => (&args[0], &args[2..]),
+    match args.iter().position(|a| a == "--") {
+        Some(1) if args.len() > 2 => Some((args[0].clone(), args[2..].to_vec())),
         _ => {
             eprintln!("usage: {name} LOGFILE -- COMMAND [ARGS...]");
-            return Ok(ExitCode::from(2));
+            None
         }
-    };
-    let mut log = OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(log_path)?;
-    let mut child = Command::new(&cmd[0])
+    }
+}
+
+/// Starts the server `cmd` with its stdin and stdout piped.
+pub fn spawn(cmd: &[String]) -> io::Result<(Child, ChildStdin, ChildStdout)> {
+    let program = cmd.first().ok_or_else(|| io::Error::other("no command"))?;
+    let mut child = Command::new(program)
         .args(&cmd[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut to_child = BufWriter::with_capacity(
-        64 * 1024,
-        child
-            .stdin
-            .take()
-            .ok_or_else(|| io::Error::other("stdin"))?,
-    );
-    let mut from_child = child
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("stdin"))?;
+    let stdout = child
         .stdout
         .take()
         .ok_or_else(|| io::Error::other("stdout"))?;
+    Ok((child, stdin, stdout))
+}
 
-    let back = std::thread::spawn(move || -> io::Result<()> {
+/// Copies the server's output to stdout on a thread of its own, flushed whenever a read drained
+/// what was there.
+pub fn copy_back(mut from_child: ChildStdout) -> JoinHandle<io::Result<()>> {
+    std::thread::spawn(move || -> io::Result<()> {
         let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -96,7 +98,64 @@ pub fn run_with<D: LogDigest, W: LineWork>(
             out.write_all(&buf[..n])?;
             out.flush()?; // the read drained what was there: flush before blocking again
         }
-    });
+    })
+}
+
+/// Joins a relay thread, its panic an error.
+pub fn join<T>(thread: JoinHandle<io::Result<T>>, what: &str) -> io::Result<T> {
+    thread
+        .join()
+        .map_err(|_| io::Error::other(format!("{what} panicked")))?
+}
+
+/// Writes `LOGFILE.sha256`, the log's prefix digest in hex.
+pub fn write_digest(log_path: &str, digest: [u8; 32]) -> io::Result<()> {
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(format!("{log_path}.sha256"), hex + "\n")
+}
+
+/// The relay's exit status: the server's.
+pub fn exit(status: std::process::ExitStatus) -> ExitCode {
+    ExitCode::from(status.code().unwrap_or(1) as u8)
+}
+
+/// What the spec floors read of a call line: `params.arguments`, borrowed.
+#[derive(serde::Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    params: Option<Params<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Params<'a> {
+    #[serde(borrow)]
+    arguments: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The spec floors' read of a call line: the SHA-256 of its `params.arguments` as written (not
+/// canonicalized), `None` when the line is no JSON or has none.
+pub fn arguments_sha256(line: &[u8]) -> Option<[u8; 32]> {
+    let m = serde_json::from_slice::<Message<'_>>(line).ok()?;
+    let args = m.params.and_then(|p| p.arguments)?;
+    Some(openssl::sha::sha256(args.get().as_bytes()))
+}
+
+pub fn run_with<D: LogDigest, W: LineWork>(
+    name: &str,
+    mut digest: D,
+    mut work: W,
+) -> io::Result<ExitCode> {
+    let Some((log_path, cmd)) = args(name) else {
+        return Ok(ExitCode::from(2));
+    };
+    let mut log = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&log_path)?;
+    let (child, stdin, from_child) = spawn(&cmd)?;
+    let mut child = child;
+    let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
+    let back = copy_back(from_child);
 
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let mut line = Vec::with_capacity(4096);
@@ -129,14 +188,11 @@ pub fn run_with<D: LogDigest, W: LineWork>(
     }
     to_child.flush()?;
     drop(to_child);
-    let relayed = back
-        .join()
-        .map_err(|_| io::Error::other("relay thread panicked"))?;
+    let relayed = join(back, "relay thread");
     let status = child.wait()?;
     relayed?;
     if let Some(d) = digest.finish() {
-        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(format!("{log_path}.sha256"), hex + "\n")?;
+        write_digest(&log_path, d)?;
     }
-    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+    Ok(exit(status))
 }
