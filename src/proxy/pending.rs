@@ -441,14 +441,15 @@ impl Notes {
         (start, self.ids.len())
     }
 
-    /// A request with id text `id` asking `kind` will be forwarded ([`PendingRequests::note_asked`]).
+    /// A request with id text `id` asking `kind` (with what it asked, when `results` judges its
+    /// answer, SPEC §5.3; a listing never is) will be forwarded.
     pub(crate) fn asked(&mut self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
         let id = self.put(id);
         self.list.push(Note::Asked { id, kind, asked });
     }
 
-    /// A `notifications/cancelled` with these `params` will be forwarded
-    /// ([`PendingRequests::cancelled`]).
+    /// A `notifications/cancelled` with these `params` will be forwarded: the request it names
+    /// will not be answered.
     pub(crate) fn cancelled(&mut self, params: Option<&str>) {
         if let Some(id) = cancelled_id(params) {
             let id = self.put(id);
