@@ -14,7 +14,7 @@
 mod relay;
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -68,37 +68,18 @@ fn main() -> io::Result<ExitCode> {
     let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
     let back_log = log.clone();
     let back = std::thread::spawn(move || -> io::Result<()> {
-        let mut from_child = BufReader::with_capacity(64 * 1024, stdout);
         let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-        let (mut line, mut record) = (Vec::with_capacity(4096), Vec::with_capacity(1024));
-        loop {
-            if from_child.buffer().is_empty() {
-                out.flush()?; // the input ran dry: flush before blocking again
-            }
-            line.clear();
-            if from_child.read_until(b'\n', &mut line)? == 0 {
-                return out.flush();
-            }
-            out.write_all(&line)?;
+        let mut record = Vec::with_capacity(1024);
+        relay::forward_lines(stdout, &mut out, |line| {
             let mut l = back_log.lock().map_err(|_| io::Error::other("log lock"))?;
-            l.line(&mut record, "answer", line.len(), 680)?;
-        }
+            l.line(&mut record, "answer", line.len(), 680)
+        })
     });
-    let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
-    let (mut line, mut record) = (Vec::with_capacity(4096), Vec::with_capacity(512));
-    loop {
-        if input.buffer().is_empty() {
-            to_child.flush()?;
-        }
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        to_child.write_all(&line)?;
+    let mut record = Vec::with_capacity(512);
+    relay::forward_lines(io::stdin().lock(), &mut to_child, |line| {
         let mut l = log.lock().map_err(|_| io::Error::other("log lock"))?;
-        l.line(&mut record, "call", line.len(), 400)?;
-    }
-    to_child.flush()?;
+        l.line(&mut record, "call", line.len(), 400)
+    })?;
     drop(to_child);
     let relayed = relay::join(back, "relay thread");
     let status = child.wait()?;

@@ -101,6 +101,29 @@ pub fn copy_back(mut from_child: ChildStdout) -> JoinHandle<io::Result<()>> {
     })
 }
 
+/// Reads `input` line by line, writes each line to `out` (buffered, flushed whenever the input
+/// ran dry, before blocking for more) and then hands it to `each`; at end of input `out` is
+/// flushed.
+pub fn forward_lines(
+    input: impl Read,
+    out: &mut impl Write,
+    mut each: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        if input.buffer().is_empty() {
+            out.flush()?;
+        }
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return out.flush();
+        }
+        out.write_all(&line)?;
+        each(&line)?;
+    }
+}
+
 /// Joins a relay thread, its panic an error.
 pub fn join<T>(thread: JoinHandle<io::Result<T>>, what: &str) -> io::Result<T> {
     thread
@@ -157,20 +180,10 @@ pub fn run_with<D: LogDigest, W: LineWork>(
     let mut to_child = BufWriter::with_capacity(64 * 1024, stdin);
     let back = copy_back(from_child);
 
-    let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
-    let mut line = Vec::with_capacity(4096);
     let mut record = Vec::with_capacity(512);
     let mut seq: u64 = 0;
-    loop {
-        if input.buffer().is_empty() {
-            to_child.flush()?;
-        }
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        to_child.write_all(&line)?;
-        let worked = work.work(&line);
+    forward_lines(io::stdin().lock(), &mut to_child, |line| {
+        let worked = work.work(line);
         record.clear();
         write!(
             record,
@@ -185,8 +198,8 @@ pub fn run_with<D: LogDigest, W: LineWork>(
         log.write_all(&record)?;
         digest.update(&record);
         seq += 1;
-    }
-    to_child.flush()?;
+        Ok(())
+    })?;
     drop(to_child);
     let relayed = join(back, "relay thread");
     let status = child.wait()?;
