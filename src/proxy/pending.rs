@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::pending_lists::PendingLists;
-use super::rpc_id::IdKeys;
+use super::rpc_id::{IdKeys, trim_json_space};
 use crate::results::Asked;
 
 /// Pending requests remembered at most.
@@ -177,7 +177,7 @@ impl LineAnswers {
     /// The `tools/list` request a message with the server id text `id` answered: its index
     /// among the line's answers and the client's spelling of its id.
     pub(crate) fn tools_list(&self, id: &str) -> Option<(usize, &str)> {
-        let id = id.trim_matches([' ', '\t', '\n', '\r']);
+        let id = trim_json_space(id);
         self.list
             .iter()
             .enumerate()
@@ -267,10 +267,7 @@ impl LineAnswers {
     }
 
     pub(crate) fn push(&mut self, server_id: &str, answer: Answer) {
-        self.list.push((
-            server_id.trim_matches([' ', '\t', '\n', '\r']).into(),
-            answer,
-        ));
+        self.list.push((trim_json_space(server_id).into(), answer));
     }
 }
 
@@ -369,13 +366,13 @@ impl Inner {
         self.lists.len() + self.others.len()
     }
 
-    /// A request with id text `id` asking `kind` is about to be forwarded.
-    fn note(&mut self, id: &[u8], kind: RequestKind, asked: Option<Box<Asked>>) {
+    /// A request with id text `raw` (without the whitespace around it) asking `kind` is about to
+    /// be forwarded.
+    fn note(&mut self, raw: &[u8], kind: RequestKind, asked: Option<Box<Asked>>) {
         if self.len() >= MAX_TRACKED {
             self.overflow = true;
             return;
         }
-        let raw = trim_json_space(id);
         if kind.is_listing() {
             self.lists.push(raw, kind);
         } else {
@@ -387,17 +384,6 @@ impl Inner {
             });
         }
     }
-}
-
-/// `text` without the JSON whitespace (space, tab, line feed, carriage return) around it.
-fn trim_json_space(text: &[u8]) -> &[u8] {
-    let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
-    let start = text.iter().position(|c| !space(c)).unwrap_or(text.len());
-    let end = text
-        .iter()
-        .rposition(|c| !space(c))
-        .map_or(start, |i| i + 1);
-    text.get(start..end).unwrap_or_default()
 }
 
 /// The id text of the request a `notifications/cancelled` with these `params` names.
@@ -444,7 +430,7 @@ impl Notes {
     /// A request with id text `id` asking `kind` (with what it asked, when `results` judges its
     /// answer, SPEC §5.3; a listing never is) will be forwarded.
     pub(crate) fn asked(&mut self, id: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
-        let id = self.put(id);
+        let id = self.put(trim_json_space(id));
         self.list.push(Note::Asked { id, kind, asked });
     }
 

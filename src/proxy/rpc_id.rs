@@ -38,12 +38,18 @@ pub(crate) struct IdKeys {
     py: Option<Box<str>>,
 }
 
+/// An id's raw JSON text without the JSON whitespace around it (space, tab, line feed,
+/// carriage return: what a JSON reader skips, and nothing else).
+pub(crate) fn trim_json_space(raw: &str) -> &str {
+    raw.trim_matches([' ', '\t', '\n', '\r'])
+}
+
 impl IdKeys {
     /// The keys of an id given as raw JSON text (a string, a number or a boolean, surrounding
     /// whitespace allowed). `None` for `null` and every other kind of value: such ids match
     /// nothing.
     pub(crate) fn of_json(raw: &str) -> Option<IdKeys> {
-        let raw = raw.trim_matches([' ', '\t', '\n', '\r']);
+        let raw = trim_json_space(raw);
         // JavaScript's `Number(true)` and pydantic's lax `int(True)` are both 1.
         let boolean = match raw {
             "true" => Some(1u8),
