@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use super::client_judge::Judgement;
 use super::emitter::{
-    ActionRunner, Batch, Delivery, Emitter, LineAction, QUEUED_LINE_MAX, Source, Span,
+    ActionRunner, Batch, DecisionLine, Delivery, Emitter, LineAction, QUEUED_LINE_MAX, Source,
 };
 use super::endpoint::Endpoint;
 use super::line::LineReader;
@@ -267,7 +267,14 @@ fn handle_single(
     let verdict = j.verdict(false);
     let mark = batch.mark();
     let (wrote, decision_id) = j.record(ctx.shared, ctx.recorder, batch.arena(), &verdict, !pass);
-    let decision: Option<Span> = wrote.then(|| batch.span_from(mark));
+    let decision = ctx
+        .recorder
+        .last()
+        .filter(|_| wrote)
+        .map(|seq| DecisionLine {
+            seq,
+            line: batch.span_from(mark),
+        });
     let delivery = if pass {
         note_forwarded(ctx.shared, batch.notes(), head, ctx.recorder.last());
         forward(batch, line, queued)
@@ -372,13 +379,13 @@ fn walk_batch(
                 decision_line.clear();
                 let (wrote, decision_id) =
                     j.record(shared, recorder, decision_line, &verdict, refused);
-                if wrote {
-                    if let Err(e) = runner.write_decision(decision_line) {
+                decision = recorder.last();
+                if let Some(seq) = decision.filter(|_| wrote) {
+                    if let Err(e) = runner.write_decision(seq, decision_line) {
                         outcome = Err(e);
                         return;
                     }
                 }
-                decision = recorder.last();
                 if refused {
                     j.refusal(&verdict, &decision_id)
                 } else {

@@ -24,8 +24,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use super::cancel::is_cancelled;
+use super::ordered_log::LogWriterState;
 use super::pending::Notes;
-use super::shared::{LogWriterState, Shared};
+use super::shared::Shared;
 use super::workers::WorkerError;
 use crate::sys::signals::block_write_signals_in_this_thread;
 
@@ -65,11 +66,18 @@ pub(crate) enum Delivery {
     Drop,
 }
 
+/// A decision line in a batch's arena, with its `seq` (its place in the log).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecisionLine {
+    pub seq: u64,
+    pub line: Span,
+}
+
 /// One line's work.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LineAction {
-    /// The decision line to write first, when the line is a `tools/call` and a log is kept.
-    pub decision: Option<Span>,
+    /// The decision line to write first, when the line is a governed message and a log is kept.
+    pub decision: Option<DecisionLine>,
     pub delivery: Delivery,
 }
 
@@ -163,27 +171,20 @@ impl ActionRunner {
         Self { shared }
     }
 
-    /// Writes one decision line (SPEC §4.1: one `write_all`). A failed write poisons the
-    /// writer and is reported once; the decision is still enforced. Fails only once the session
-    /// sealed the log.
-    pub(crate) fn write_decision(&mut self, line: &[u8]) -> Result<(), WorkerError> {
-        let mut slot = self.log();
-        let failure = match &mut *slot {
-            LogWriterState::Open(log) => log.write_client(line).into_iter().next(),
-            LogWriterState::Absent => None,
-            LogWriterState::Sealed => {
-                return Err(WorkerError::Io(
-                    "the session ended before this call's decision could be written".to_string(),
-                ));
+    /// Writes decision `seq`'s line (SPEC §4.1: one `write_all`), after the event lines
+    /// numbered before it. A failed write poisons the writer and is reported once; the decision
+    /// is still enforced. Fails only once the session sealed the log.
+    pub(crate) fn write_decision(&mut self, seq: u64, line: &[u8]) -> Result<(), WorkerError> {
+        self.shared.with_log(|slot, events, failures| match slot {
+            LogWriterState::Open(log) => {
+                log.write_client(events, seq, line, failures);
+                Ok(())
             }
-        };
-        drop(slot);
-        if let Some(e) = failure {
-            self.shared.diag.say(&format!(
-                "decision log write failed ({e}); later decisions are still enforced but not logged"
-            ));
-        }
-        Ok(())
+            LogWriterState::Absent => Ok(()),
+            LogWriterState::Sealed => Err(WorkerError::Io(
+                "the session ended before this call's decision could be written".to_string(),
+            )),
+        })
     }
 
     /// Forwards bytes to the server (buffered).
@@ -197,7 +198,7 @@ impl ActionRunner {
         self.shared.pending.note_all(&mut batch.notes);
         for op in &batch.ops {
             if let Some(d) = op.decision {
-                self.write_decision(batch.get(d))?;
+                self.write_decision(d.seq, batch.get(d.line))?;
             }
             match op.delivery {
                 Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
@@ -213,22 +214,16 @@ impl ActionRunner {
         Ok(())
     }
 
-    /// The decision-log writer's slot, locked.
-    fn log(&self) -> MutexGuard<'_, LogWriterState> {
-        self.shared
-            .decision_log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Nothing more to do for now: flush both ways, then let the decision log settle its digest
     /// (off the path between a decision and its call).
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
         self.shared.server_input.flush().map_err(to_server)?;
         self.shared.output.flush().map_err(to_client)?;
-        if let LogWriterState::Open(log) = &mut *self.log() {
-            log.settle();
-        }
+        self.shared.with_log(|slot, _, _| {
+            if let LogWriterState::Open(log) = slot {
+                log.settle();
+            }
+        });
         Ok(())
     }
 

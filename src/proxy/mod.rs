@@ -19,6 +19,7 @@ mod line;
 pub(crate) mod line_marks;
 mod live_export;
 pub(crate) mod message;
+mod ordered_log;
 mod output;
 mod output_schemas;
 mod oversized;
@@ -64,6 +65,7 @@ use cancel::Cancel;
 pub use client_io::ClientIo;
 use endpoint::{Direction, Endpoint};
 use line::LineReader;
+use ordered_log::LogWriterState;
 use output::ClientOutput;
 use pending::PendingRequests;
 use recorder::Recorder;
@@ -73,7 +75,7 @@ use session_files::{
     Evidence, open_evidence, outcome_of, remove_temporary_log, settle_stop_data, write_context,
     write_coverage, write_stop,
 };
-use shared::{LogWriterState, Shared};
+use shared::Shared;
 use signing::Signer;
 use stderr_tee::Tee;
 use undo::StartupFiles;
@@ -305,8 +307,8 @@ fn shared_state(
     Arc::new(Shared {
         output,
         policy,
-        decision_log: Mutex::new(match log_writer {
-            Some(w) => LogWriterState::Open(Box::new(shared::OrderedLog::new(w))),
+        decision_log: ordered_log::SharedLog::new(match log_writer {
+            Some(w) => LogWriterState::Open(Box::new(ordered_log::OrderedLog::new(w))),
             None => LogWriterState::Absent,
         }),
         diag: diag.clone(),

@@ -13,7 +13,7 @@ pub(crate) struct Recorder {
     format: Option<DecisionFormat>,
     session_id: String,
     /// The session's one `seq` counter, shared with the server worker's listing events
-    /// (SPEC §4.1a), which number theirs under the decision log's lock (`shared::OrderedLog`).
+    /// (SPEC §4.1a), which number theirs in `ordered_log::EventLines`.
     seq: Arc<AtomicU64>,
     /// The `seq` of the last decision numbered (the answer to its request names it, SPEC §5.3).
     last: Option<u64>,

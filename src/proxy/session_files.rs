@@ -323,11 +323,7 @@ pub(super) fn settle_stop_data(
     run: &session_end::RunResult,
 ) -> SettledStop {
     // The accounting this writer observed; sealed, so nothing can be added to the log after it.
-    let accounting: Option<LogAccounting> = shared
-        .decision_log
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .seal();
+    let accounting: Option<LogAccounting> = shared.decision_log.seal();
     let session_end = if run.proxy_error {
         SessionEnd::ProxyError
     } else {

@@ -4,13 +4,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::ordered_log::{EventLines, LogWriterState, SharedLog};
 use super::output::ClientOutput;
-use super::pending::{MAX_TRACKED, PendingRequests};
+use super::pending::PendingRequests;
 use super::server_input::ServerInput;
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
-use crate::evidence::decision_log::{DecisionFormat, DecisionLog, Emitted, LogAccounting};
+use crate::evidence::decision_log::DecisionFormat;
 use crate::policy::Policy;
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
@@ -28,8 +29,8 @@ pub(crate) fn line_after_server_eof(shared: &Shared) -> WorkerError {
 pub(crate) struct Shared {
     pub output: ClientOutput,
     pub policy: Policy,
-    /// The decision-log writer (SPEC §4.1), written by the client path, sealed by the session.
-    pub decision_log: Mutex<LogWriterState>,
+    /// The decision-log writer (SPEC §4.1), written by both paths, sealed by the session.
+    pub decision_log: SharedLog,
     pub diag: Arc<Diag>,
     pub dry_run: bool,
     /// Set by any client message that is not a `server/discover` request (SPEC §3 item 8).
@@ -53,48 +54,6 @@ pub(crate) struct Shared {
     pub answers: Option<super::output_schemas::AnswerStage>,
 }
 
-/// The decision-log writer as the session holds it.
-pub(crate) enum LogWriterState {
-    /// No decision log is kept.
-    Absent,
-    /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
-    Open(Box<OrderedLog>),
-    /// The session read the accounting: no line may be written (or call forwarded) any more.
-    Sealed,
-}
-
-impl LogWriterState {
-    /// Seals the writer and returns its final accounting (SPEC §4.3), if a log was kept. A
-    /// worker still running afterwards can neither write a decision nor forward its call, so
-    /// the stop record describes every decision line the log will ever hold.
-    pub(crate) fn seal(&mut self) -> Option<LogAccounting> {
-        match std::mem::replace(self, LogWriterState::Sealed) {
-            LogWriterState::Open(mut ordered) => {
-                // Lines still waiting for a predecessor that was never written are emissions
-                // that failed.
-                let waiting = ordered.waiting.len() as u64;
-                ordered.log.refuse(waiting);
-                ordered.log.settle();
-                Some(ordered.log.accounting())
-            }
-            LogWriterState::Absent | LogWriterState::Sealed => None,
-        }
-    }
-}
-
-/// Server-side lines numbered ahead of client decision lines not yet written, at most this many;
-/// past it, a line is refused (counted as dropped, the log `incomplete`).
-///
-/// A line waits only while the client worker has numbered decisions the emitter has not yet
-/// written (a few batches of client lines). The lines that can arrive in that window are the
-/// events of answers to requests already forwarded and awaiting theirs — a listing event or an
-/// `assay.mcp.result` event each, at most one per tracked request ([`MAX_TRACKED`]: an answer
-/// to an untracked request has no event) — and a margin for the server's own requests the
-/// policy refuses. A client that pipelines thousands of calls therefore never loses an event;
-/// only a server that floods refused requests of its own can reach the bound, and that loss is
-/// counted. Each waiting line is a few hundred bytes: the bound holds a few MiB at most.
-pub(crate) const MAX_WAITING_LINES: usize = MAX_TRACKED + 4096;
-
 impl Shared {
     /// The event id of decision `seq` (the one constructor,
     /// `evidence::decision_log::decision_id`, as `recorder::Recorder::decision_id`).
@@ -103,8 +62,8 @@ impl Shared {
     }
 
     /// Writes one event line the server worker formats (`push` appends it for the `seq` given),
-    /// numbered from the session's one counter while the log is locked (`OrderedLog`). Nothing
-    /// without a log.
+    /// numbered from the session's one counter (`ordered_log::EventLines`). Nothing without a
+    /// log.
     pub(crate) fn record_event(&self, push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64)) {
         self.write_event(push);
     }
@@ -130,167 +89,50 @@ impl Shared {
             .unwrap_or_else(|| self.decision_seq.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// [`Shared::record_event`]; returns the `seq` of the line when one was numbered.
+    /// [`Shared::record_event`]; returns the `seq` of the line when one was numbered. The line
+    /// is formatted without holding the log and handed to whoever writes it next
+    /// (`ordered_log`): this worker never waits for the client path's writes.
     fn write_event(
         &self,
         push: impl FnOnce(&mut DecisionFormat, &mut Vec<u8>, u64),
     ) -> Option<u64> {
         let format = self.event_format.as_ref()?;
-        let mut slot = self
-            .decision_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let LogWriterState::Open(log) = &mut *slot else {
-            return None;
-        };
-        let seq = self.decision_seq.fetch_add(1, Ordering::Relaxed);
+        let numbered = self.decision_log.number(&self.decision_seq)?;
         // An event line is a few hundred bytes: one allocation, not one per doubling.
         let mut line = Vec::with_capacity(EVENT_LINE_CAPACITY);
         {
             let mut f = format
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            push(&mut f, &mut line, seq);
+            push(&mut f, &mut line, numbered.seq());
         }
-        let failures = log.write_numbered(seq, line);
-        drop(slot);
+        let seq = numbered.hand_over(line);
+        self.report(self.decision_log.write_handed());
+        Some(seq)
+    }
+
+    /// Runs `f` on the locked decision log's writer ([`SharedLog::with`]); reports the first
+    /// failed write.
+    pub(crate) fn with_log<R>(
+        &self,
+        f: impl FnOnce(&mut LogWriterState, &EventLines, &mut Vec<String>) -> R,
+    ) -> R {
+        let (r, failures) = self.decision_log.with(f);
+        self.report(failures);
+        r
+    }
+
+    /// Says once that the log could not be written (the writer is poisoned after the first
+    /// failure: later lines are refused, not failed).
+    fn report(&self, failures: Vec<String>) {
         if let Some(e) = failures.first() {
             self.diag.say(&format!(
                 "decision log write failed ({e}); later decisions are still enforced but not logged"
             ));
         }
-        Some(seq)
     }
 }
 
 /// The bytes an event line of the server path is given room for up front (a result event with
 /// a few findings, a listing of a few entries).
 const EVENT_LINE_CAPACITY: usize = 1024;
-
-/// The decision log with its lines kept in `seq` order (SPEC §4.1, §4.1a: one `seq` over every
-/// event type). The client worker numbers decisions in order and writes them in that order; the
-/// server worker numbers a listing event under this writer's lock and hands it over here, where
-/// it waits until every earlier `seq` was written. So a client decision line is always the next
-/// `seq` not held by a waiting server line.
-pub(crate) struct OrderedLog {
-    pub(crate) log: DecisionLog,
-    /// The `seq` the next line written takes.
-    next: u64,
-    /// Server lines by `seq`, waiting for their predecessors.
-    waiting: std::collections::BTreeMap<u64, Vec<u8>>,
-}
-
-impl OrderedLog {
-    pub(crate) fn new(log: DecisionLog) -> Self {
-        OrderedLog {
-            log,
-            next: 0,
-            waiting: std::collections::BTreeMap::new(),
-        }
-    }
-
-    /// Writes one line at `self.next`; the error of a failed write.
-    fn put(&mut self, line: &[u8], failures: &mut Vec<String>) {
-        self.next += 1;
-        if let (Emitted::Failed, err) = self.log.write(line) {
-            failures.push(err.map(|e| e.to_string()).unwrap_or_default());
-        }
-    }
-
-    /// Writes the waiting lines whose turn it is.
-    fn drain(&mut self, failures: &mut Vec<String>) {
-        while let Some(line) = self.waiting.remove(&self.next) {
-            self.put(&line, failures);
-        }
-    }
-
-    /// A client decision line: written after the waiting lines numbered before it. Returns the
-    /// errors of failed writes.
-    pub(crate) fn write_client(&mut self, line: &[u8]) -> Vec<String> {
-        let mut failures = Vec::new();
-        self.drain(&mut failures);
-        self.put(line, &mut failures);
-        self.drain(&mut failures);
-        failures
-    }
-
-    /// A server line numbered `seq` (taken while this writer was locked): written now if its
-    /// turn has come, else when it does.
-    pub(crate) fn write_numbered(&mut self, seq: u64, line: Vec<u8>) -> Vec<String> {
-        let mut failures = Vec::new();
-        if seq == self.next {
-            self.put(&line, &mut failures);
-            self.drain(&mut failures);
-        } else if seq > self.next && self.waiting.len() < MAX_WAITING_LINES {
-            self.waiting.insert(seq, line);
-        } else {
-            self.log.refuse(1);
-            failures.push("too many event lines waiting for earlier decisions".to_string());
-        }
-        failures
-    }
-
-    /// Lets the log settle its digest (idle time).
-    pub(crate) fn settle(&mut self) {
-        self.log.settle();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::decision_log::DecisionSink;
-
-    /// Keeps the lines written, in order.
-    struct Lines(Arc<Mutex<Vec<Vec<u8>>>>);
-
-    impl DecisionSink for Lines {
-        fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
-            self.0.lock().unwrap().push(line.to_vec());
-            Ok(())
-        }
-    }
-
-    /// A client that pipelines: its worker numbered three decisions the emitter has not written
-    /// yet, while the answers to every tracked request arrived and took the next `seq`s. None
-    /// is lost; the client's lines come first and the answers' follow in `seq` order.
-    #[test]
-    fn the_events_of_every_tracked_answer_may_wait_for_the_client_decisions() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Lines(out.clone()))));
-        let ahead = 3u64;
-        for seq in ahead..ahead + MAX_TRACKED as u64 {
-            let failures = log.write_numbered(seq, format!("{seq}\n").into_bytes());
-            assert!(failures.is_empty(), "{seq}: {failures:?}");
-        }
-        for seq in 0..ahead {
-            assert!(log.write_client(format!("{seq}\n").as_bytes()).is_empty());
-        }
-        let lines = out.lock().unwrap();
-        assert_eq!(lines.len(), MAX_TRACKED + ahead as usize);
-        for (i, line) in lines.iter().enumerate() {
-            assert_eq!(line, format!("{i}\n").as_bytes());
-        }
-        drop(lines);
-        let mut state = LogWriterState::Open(Box::new(log));
-        let accounting = state.seal();
-        assert_eq!(accounting.map(|a| a.dropped), Some(0));
-    }
-
-    /// Past the bound a waiting line is refused and counted: the log is incomplete, never
-    /// unbounded.
-    #[test]
-    fn a_line_past_the_waiting_bound_is_refused_and_counted() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Lines(out))));
-        for seq in 1..=MAX_WAITING_LINES as u64 {
-            assert!(log.write_numbered(seq, b"x\n".to_vec()).is_empty());
-        }
-        let past = MAX_WAITING_LINES as u64 + 1;
-        assert_eq!(log.write_numbered(past, b"x\n".to_vec()).len(), 1);
-        let mut state = LogWriterState::Open(Box::new(log));
-        // The refused line and every line still waiting for the `seq` 0 never written.
-        let dropped = state.seal().map(|a| a.dropped);
-        assert_eq!(dropped, Some(MAX_WAITING_LINES as u64 + 1));
-    }
-}

@@ -1,0 +1,648 @@
+//! The decision log as both paths write it (SPEC §4.1, §4.1a: one `seq` over every event type,
+//! lines in `seq` order, one `write_all` each).
+//!
+//! The client path numbers its decisions in order and writes each one before forwarding its
+//! call. The server path's events (listings, answers, the server's own requests) take their `seq`
+//! from the same counter ([`EventLines::number`]), are formatted without holding the log, and are
+//! handed over ([`Numbered::hand_over`]) to whoever holds the log next, which writes them in
+//! `seq` order: the server worker itself when the log is free, else the holder before it lets go
+//! ([`OrderedLog::drain`], `Shared::with_log`). So the server worker never waits for the client
+//! path's writes, which hold the log for their `write(2)`; a client decision line waits only for
+//! event lines numbered before it, and only while one of them is still being formatted.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+
+use super::pending::MAX_TRACKED;
+use crate::evidence::decision_log::{DecisionLog, Emitted, LogAccounting};
+
+/// Event lines numbered and not yet written, at most this many; past it, a line is refused
+/// (counted as dropped, the log `incomplete`).
+///
+/// An event line waits only while the client path has numbered decisions not yet written (a
+/// few batches of client lines), or for a moment while the line is formatted. The lines that can
+/// arrive in that window are the events of answers to requests already forwarded and awaiting
+/// theirs — a listing event or an `assay.mcp.result` event each, at most one per tracked request
+/// ([`MAX_TRACKED`]: an answer to an untracked request has no event) — and a margin for the
+/// server's own requests the policy refuses. A client that pipelines thousands of calls
+/// therefore never loses an event; only a server that floods refused requests of its own can
+/// reach the bound, and that loss is counted. Each waiting line is a few hundred bytes: the
+/// bound holds a few MiB at most.
+pub(crate) const MAX_WAITING_LINES: usize = MAX_TRACKED + 4096;
+
+/// The decision log as the session's threads share it: the writer, and the event lines on their
+/// way to it.
+pub(crate) struct SharedLog {
+    writer: Mutex<LogWriterState>,
+    events: EventLines,
+}
+
+impl SharedLog {
+    pub(crate) fn new(writer: LogWriterState) -> Self {
+        SharedLog {
+            writer: Mutex::new(writer),
+            events: EventLines::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogWriterState> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the locked writer (with the event lines, and the errors of failed writes to
+    /// add to), then lets go of it ([`SharedLog::release`]). Returns `f`'s result and the
+    /// errors.
+    pub(crate) fn with<R>(
+        &self,
+        f: impl FnOnce(&mut LogWriterState, &EventLines, &mut Vec<String>) -> R,
+    ) -> (R, Vec<String>) {
+        let mut failures = Vec::new();
+        let mut slot = self.lock();
+        let r = f(&mut slot, &self.events, &mut failures);
+        self.release(slot, &mut failures);
+        (r, failures)
+    }
+
+    /// Takes the next `seq` from `counter` for an event line ([`EventLines::number`]).
+    pub(crate) fn number<'a>(&'a self, counter: &AtomicU64) -> Option<Numbered<'a>> {
+        self.events.number(counter)
+    }
+
+    /// After a hand-over: writes the lines whose turn has come when the log is free; else its
+    /// holder does before letting go. Returns the errors of failed writes.
+    pub(crate) fn write_handed(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        match self.writer.try_lock() {
+            Ok(slot) => self.release(slot, &mut failures),
+            Err(TryLockError::Poisoned(p)) => self.release(p.into_inner(), &mut failures),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        failures
+    }
+
+    /// Writes the event lines whose turn has come and lets go of the writer; if a line was
+    /// handed over while it was held (its worker found the writer taken and left the line to
+    /// this holder), takes the writer again and writes it.
+    ///
+    /// Why no line is left behind: the worker that hands a line over counts the hand-over, then
+    /// tries the lock; this holder lets go, then reads the count. With a sequentially consistent
+    /// fence between each pair, at least one of them sees the other's step: either the worker
+    /// takes the lock and writes its line, or this holder sees the count move and looks again.
+    fn release<'a>(&'a self, slot: MutexGuard<'a, LogWriterState>, failures: &mut Vec<String>) {
+        self.release_after(slot, failures, || {});
+    }
+
+    /// [`SharedLog::release`], running `drained` after each drain, before letting go (a test
+    /// hands a line over there).
+    fn release_after<'a>(
+        &'a self,
+        mut slot: MutexGuard<'a, LogWriterState>,
+        failures: &mut Vec<String>,
+        mut drained: impl FnMut(),
+    ) {
+        loop {
+            let seen = self.events.handed();
+            if let LogWriterState::Open(log) = &mut *slot {
+                log.drain(&self.events, failures);
+            }
+            drained();
+            drop(slot);
+            fence(Ordering::SeqCst);
+            if self.events.handed() == seen {
+                return;
+            }
+            slot = self.lock();
+        }
+    }
+
+    /// Seals the writer and returns its final accounting (SPEC §4.3), if a log was kept
+    /// ([`LogWriterState::seal`]).
+    pub(crate) fn seal(&self) -> Option<LogAccounting> {
+        self.lock().seal(&self.events)
+    }
+}
+
+/// The decision-log writer as the session holds it.
+pub(crate) enum LogWriterState {
+    /// No decision log is kept.
+    Absent,
+    /// Lines are written here (boxed: the writer with its SHA-256 state is a few hundred bytes).
+    Open(Box<OrderedLog>),
+    /// The session read the accounting: no line may be written (or call forwarded) any more.
+    Sealed,
+}
+
+impl LogWriterState {
+    /// Seals the writer and returns its final accounting (SPEC §4.3), if a log was kept. Event
+    /// lines whose turn has come are written first; one still being formatted, or waiting for a
+    /// predecessor that was never written, is an emission that failed. A worker still running
+    /// afterwards can neither write a line nor forward its call, nor number an event line, so
+    /// the stop record describes every line the log will ever hold.
+    pub(crate) fn seal(&mut self, events: &EventLines) -> Option<LogAccounting> {
+        match std::mem::replace(self, LogWriterState::Sealed) {
+            LogWriterState::Open(mut ordered) => {
+                let (left, refused) = events.close();
+                ordered.log.refuse(refused);
+                let mut failures = Vec::new();
+                let mut unwritten = 0u64;
+                for (seq, line) in left {
+                    match line {
+                        Some(line) if seq == ordered.next => ordered.put(seq, &line, &mut failures),
+                        _ => unwritten += 1,
+                    }
+                }
+                ordered.log.refuse(unwritten);
+                ordered.log.settle();
+                Some(ordered.log.accounting())
+            }
+            LogWriterState::Absent | LogWriterState::Sealed => None,
+        }
+    }
+}
+
+/// The decision log with its lines kept in `seq` order.
+pub(crate) struct OrderedLog {
+    pub(crate) log: DecisionLog,
+    /// The `seq` the next line written takes.
+    next: u64,
+    /// Event lines taken from the queue, written in order (reused).
+    taken: Vec<Vec<u8>>,
+}
+
+impl OrderedLog {
+    pub(crate) fn new(log: DecisionLog) -> Self {
+        OrderedLog {
+            log,
+            next: 0,
+            taken: Vec::new(),
+        }
+    }
+
+    /// Writes one line numbered `seq`; the error of a failed write.
+    fn put(&mut self, seq: u64, line: &[u8], failures: &mut Vec<String>) {
+        self.next = self.next.max(seq.saturating_add(1));
+        if let (Emitted::Failed, err) = self.log.write(line) {
+            failures.push(err.map(|e| e.to_string()).unwrap_or_default());
+        }
+    }
+
+    /// A client decision line numbered `seq`: written after the event lines numbered before it.
+    /// Every `seq` before it not yet written is an event line handed over or being formatted
+    /// (the server path numbers a line and queues it under the queue's lock, so a `seq` it took
+    /// before the client's is in the queue by the time this writer looks), or a decision whose
+    /// line was never written (its emission ended the session's client path).
+    pub(crate) fn write_client(
+        &mut self,
+        events: &EventLines,
+        seq: u64,
+        line: &[u8],
+        failures: &mut Vec<String>,
+    ) {
+        while self.next < seq {
+            let (turn, refused) = events.turn(self.next, seq, &mut self.taken);
+            self.log.refuse(refused);
+            match turn {
+                Turn::Taken => self.write_taken(failures),
+                Turn::Skip(to) => self.next = to,
+            }
+        }
+        self.put(seq, line, failures);
+    }
+
+    /// Writes the event lines whose turn has come (numbered right after the last line written,
+    /// in order).
+    pub(crate) fn drain(&mut self, events: &EventLines, failures: &mut Vec<String>) {
+        while events.queued() {
+            let refused = events.take_ready(self.next, &mut self.taken);
+            self.log.refuse(refused);
+            if self.taken.is_empty() {
+                return;
+            }
+            self.write_taken(failures);
+        }
+    }
+
+    /// Writes the lines [`EventLines::take_ready`] or [`EventLines::turn`] took, from `next` on.
+    fn write_taken(&mut self, failures: &mut Vec<String>) {
+        let mut taken = std::mem::take(&mut self.taken);
+        for line in taken.drain(..) {
+            self.put(self.next, &line, failures);
+        }
+        self.taken = taken;
+    }
+
+    /// Lets the log settle its digest (idle time).
+    pub(crate) fn settle(&mut self) {
+        self.log.settle();
+    }
+}
+
+/// What a client line's writer does about the `seq` before its own.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Event lines were taken (from that `seq` on, in order): write them.
+    Taken,
+    /// No line is queued before this `seq`: the ones skipped were decisions never written.
+    Skip(u64),
+}
+
+/// The server path's event lines between their number and their write.
+#[derive(Default)]
+pub(crate) struct EventLines {
+    queue: Mutex<Queue>,
+    /// A writer waits here for a line numbered before its own and still being formatted.
+    formatted: Condvar,
+    /// Hand-overs so far: a holder of the log that sees this change while it held the log looks
+    /// at the queue again after letting go (the one that handed over found the log taken).
+    handed: AtomicU64,
+    /// Lines in the queue (a writer with none skips the queue's lock).
+    len: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// By `seq`; `None` while the line is formatted.
+    lines: BTreeMap<u64, Option<Vec<u8>>>,
+    /// Lines numbered and refused (past the bound, or never handed over), not yet counted.
+    refused: u64,
+    /// The log was sealed: no more numbers.
+    closed: bool,
+    writer_waiting: bool,
+}
+
+/// A `seq` the server path took for an event line, until its line is handed over.
+pub(crate) struct Numbered<'a> {
+    events: &'a EventLines,
+    seq: u64,
+    /// In the queue (not refused), not yet handed over.
+    queued: bool,
+}
+
+impl EventLines {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the next `seq` from `counter` for an event line, its place kept in the queue; past
+    /// [`MAX_WAITING_LINES`] the line is refused (counted as dropped when the log is next
+    /// written) but still numbered. `None` once the log is sealed: no line can be written.
+    pub(crate) fn number<'a>(&'a self, counter: &AtomicU64) -> Option<Numbered<'a>> {
+        let mut q = self.lock();
+        if q.closed {
+            return None;
+        }
+        // Numbered and queued under the queue's lock: a writer that looks at the queue after a
+        // client decision took a later `seq` finds this one there.
+        let seq = counter.fetch_add(1, Ordering::Relaxed);
+        let queued = q.lines.len() < MAX_WAITING_LINES;
+        if queued {
+            q.lines.insert(seq, None);
+            self.len.fetch_add(1, Ordering::SeqCst);
+        } else {
+            q.refused += 1;
+        }
+        Some(Numbered {
+            events: self,
+            seq,
+            queued,
+        })
+    }
+
+    /// Hand-overs so far.
+    fn handed(&self) -> u64 {
+        self.handed.load(Ordering::SeqCst)
+    }
+
+    /// Whether any line is queued.
+    fn queued(&self) -> bool {
+        self.len.load(Ordering::SeqCst) > 0
+    }
+
+    /// Takes the handed-over lines numbered `next`, `next + 1`, … into `out`; returns the
+    /// refusals not yet counted.
+    fn take_ready(&self, mut next: u64, out: &mut Vec<Vec<u8>>) -> u64 {
+        let mut q = self.lock();
+        while let Some(entry) = q.lines.first_entry() {
+            if *entry.key() != next || entry.get().is_none() {
+                break;
+            }
+            if let Some(line) = entry.remove() {
+                out.push(line);
+            }
+            self.len.fetch_sub(1, Ordering::SeqCst);
+            next += 1;
+        }
+        std::mem::take(&mut q.refused)
+    }
+
+    /// For the writer of a client line numbered `until`, whose predecessor `next` is not
+    /// written: takes the handed-over lines from `next` on, waiting while the line at `next`
+    /// is formatted, or says how far no line is queued. Returns the refusals not yet counted.
+    fn turn(&self, next: u64, until: u64, out: &mut Vec<Vec<u8>>) -> (Turn, u64) {
+        let mut q = self.lock();
+        loop {
+            match q.lines.first_key_value() {
+                Some((&seq, None)) if seq == next => {
+                    q.writer_waiting = true;
+                    q = self
+                        .formatted
+                        .wait(q)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    q.writer_waiting = false;
+                }
+                Some((&seq, Some(_))) if seq == next => {
+                    drop(q);
+                    let refused = self.take_ready(next, out);
+                    return (Turn::Taken, refused);
+                }
+                first => {
+                    let to = first.map_or(until, |(&seq, _)| seq.clamp(next, until));
+                    let refused = std::mem::take(&mut q.refused);
+                    return (Turn::Skip(to.max(next + 1)), refused);
+                }
+            }
+        }
+    }
+
+    /// Seals the queue: no more numbers. Returns the lines left, by `seq` (`None`: never
+    /// handed over), and the refusals not yet counted.
+    fn close(&self) -> (BTreeMap<u64, Option<Vec<u8>>>, u64) {
+        let mut q = self.lock();
+        q.closed = true;
+        self.len.store(0, Ordering::SeqCst);
+        let left = std::mem::take(&mut q.lines);
+        (left, std::mem::take(&mut q.refused))
+    }
+
+    /// Puts `line` in `seq`'s place (nothing once the log was sealed, which counted it).
+    fn put_line(&self, seq: u64, line: Option<Vec<u8>>) {
+        let mut q = self.lock();
+        match line {
+            Some(line) => {
+                if let Some(slot) = q.lines.get_mut(&seq) {
+                    *slot = Some(line);
+                }
+            }
+            None => {
+                if q.lines.remove(&seq).is_some() {
+                    self.len.fetch_sub(1, Ordering::SeqCst);
+                    q.refused += 1;
+                }
+            }
+        }
+        if q.writer_waiting {
+            self.formatted.notify_all();
+        }
+        drop(q);
+        self.handed.fetch_add(1, Ordering::SeqCst);
+        // Paired with the fence in `SharedLog::release`: the next `try_lock` sees the writer
+        // free, or its holder sees this hand-over.
+        fence(Ordering::SeqCst);
+    }
+}
+
+impl Numbered<'_> {
+    /// The `seq` taken.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Hands the formatted line over to the next writer of the log; returns its `seq`.
+    pub(crate) fn hand_over(mut self, line: Vec<u8>) -> u64 {
+        if std::mem::take(&mut self.queued) {
+            self.events.put_line(self.seq, Some(line));
+        }
+        self.seq
+    }
+}
+
+impl Drop for Numbered<'_> {
+    /// A line never handed over (its formatting panicked) is refused, so no writer waits for it.
+    fn drop(&mut self) {
+        if self.queued {
+            self.events.put_line(self.seq, None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::evidence::decision_log::DecisionSink;
+
+    /// Keeps the lines written, in order.
+    struct Lines(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl DecisionSink for Lines {
+        fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(line.to_vec());
+            Ok(())
+        }
+    }
+
+    fn log() -> (OrderedLog, Arc<Mutex<Vec<Vec<u8>>>>) {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        (
+            OrderedLog::new(DecisionLog::new(Box::new(Lines(out.clone())))),
+            out,
+        )
+    }
+
+    fn line(seq: u64) -> Vec<u8> {
+        format!("{seq}\n").into_bytes()
+    }
+
+    /// A client that pipelines: it numbered three decisions not written yet, while the answers
+    /// to every tracked request arrived and took the next `seq`s. None is lost; the client's
+    /// lines come first and the answers' follow in `seq` order.
+    #[test]
+    fn the_events_of_every_tracked_answer_may_wait_for_the_client_decisions() {
+        let (mut log, out) = log();
+        let events = EventLines::default();
+        let counter = AtomicU64::new(3);
+        for _ in 0..MAX_TRACKED {
+            let n = events.number(&counter).unwrap();
+            let seq = n.seq();
+            n.hand_over(line(seq));
+        }
+        let mut failures = Vec::new();
+        log.drain(&events, &mut failures);
+        assert!(out.lock().unwrap().is_empty(), "no event line before seq 0");
+        for seq in 0..3 {
+            log.write_client(&events, seq, &line(seq), &mut failures);
+            log.drain(&events, &mut failures);
+        }
+        assert!(failures.is_empty(), "{failures:?}");
+        let lines = out.lock().unwrap();
+        assert_eq!(lines.len(), MAX_TRACKED + 3);
+        for (i, l) in lines.iter().enumerate() {
+            assert_eq!(l, &line(i as u64));
+        }
+        drop(lines);
+        let mut state = LogWriterState::Open(Box::new(log));
+        let accounting = state.seal(&events);
+        assert_eq!(accounting.map(|a| a.dropped), Some(0));
+    }
+
+    /// Past the bound an event line is refused and counted: the log is incomplete, never
+    /// unbounded.
+    #[test]
+    fn a_line_past_the_waiting_bound_is_refused_and_counted() {
+        let (log, _out) = log();
+        let events = EventLines::default();
+        let counter = AtomicU64::new(1);
+        for _ in 0..MAX_WAITING_LINES {
+            let n = events.number(&counter).unwrap();
+            n.hand_over(b"x\n".to_vec());
+        }
+        let past = events.number(&counter).unwrap();
+        assert_eq!(past.seq(), MAX_WAITING_LINES as u64 + 1);
+        past.hand_over(b"x\n".to_vec());
+        let mut state = LogWriterState::Open(Box::new(log));
+        // The refused line and every line still waiting for the `seq` 0 never written.
+        let dropped = state.seal(&events).map(|a| a.dropped);
+        assert_eq!(dropped, Some(MAX_WAITING_LINES as u64 + 1));
+        assert!(events.number(&counter).is_none(), "sealed: no more numbers");
+    }
+
+    /// A client line waits for an event line numbered before it while that line is formatted
+    /// on another thread, then both are written in `seq` order.
+    #[test]
+    fn a_client_line_waits_for_an_earlier_event_line_being_formatted() {
+        let (mut log, out) = log();
+        let events = EventLines::default();
+        let counter = AtomicU64::new(0);
+        let numbered = events.number(&counter).unwrap();
+        assert_eq!(numbered.seq(), 0);
+        let client = counter.fetch_add(1, Ordering::Relaxed);
+        let mut failures = Vec::new();
+        let queue = &events;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                // Handed over once the writer waits for it (the event, not a sleep).
+                while !queue.lock().writer_waiting {
+                    std::thread::yield_now();
+                }
+                numbered.hand_over(line(0));
+            });
+            log.write_client(&events, client, &line(client), &mut failures);
+        });
+        assert!(failures.is_empty());
+        assert_eq!(*out.lock().unwrap(), vec![line(0), line(1)]);
+    }
+
+    /// An event line whose formatting panicked is refused, and a client line numbered after it
+    /// does not wait for it.
+    #[test]
+    fn a_line_never_handed_over_is_refused_and_waits_for_nobody() {
+        let (mut log, out) = log();
+        let events = EventLines::default();
+        let counter = AtomicU64::new(0);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _n = events.number(&counter).unwrap();
+            panic!("formatting failed");
+        }));
+        assert!(r.is_err());
+        let mut failures = Vec::new();
+        log.write_client(&events, 1, &line(1), &mut failures);
+        assert!(out.lock().unwrap().is_empty(), "poisoned: refused");
+        let mut state = LogWriterState::Open(Box::new(log));
+        let accounting = state.seal(&events).unwrap();
+        assert_eq!((accounting.written, accounting.dropped), (0, 2));
+    }
+
+    /// Decisions numbered and never written (their emission ended the client path) are skipped:
+    /// a later client line does not wait for them, and an event line numbered after them is
+    /// still written in its turn.
+    #[test]
+    fn decisions_never_written_are_skipped() {
+        let (mut log, out) = log();
+        let events = EventLines::default();
+        let counter = AtomicU64::new(2);
+        let n = events.number(&counter).unwrap();
+        assert_eq!(n.seq(), 2);
+        n.hand_over(line(2));
+        let mut failures = Vec::new();
+        log.write_client(&events, 4, &line(4), &mut failures);
+        assert_eq!(*out.lock().unwrap(), vec![line(2), line(4)]);
+        assert!(failures.is_empty());
+    }
+
+    /// Both paths at once, numbered from one counter: a client thread writing decisions and a
+    /// server thread handing event lines over (and writing them when the log is free). Every
+    /// line is written before the seal — none is left behind by a hand-over that found the log
+    /// taken — once, in `seq` order.
+    #[test]
+    fn both_paths_at_once_write_every_line_in_seq_order_before_the_seal() {
+        const EACH: u64 = 3000;
+        for _ in 0..20 {
+            let out = Arc::new(Mutex::new(Vec::new()));
+            let log = SharedLog::new(LogWriterState::Open(Box::new(OrderedLog::new(
+                DecisionLog::new(Box::new(Lines(out.clone()))),
+            ))));
+            let counter = AtomicU64::new(0);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for _ in 0..EACH {
+                        let n = log.number(&counter).unwrap();
+                        let seq = n.seq();
+                        n.hand_over(line(seq));
+                        assert!(log.write_handed().is_empty());
+                    }
+                });
+                s.spawn(|| {
+                    for _ in 0..EACH {
+                        let seq = counter.fetch_add(1, Ordering::Relaxed);
+                        let ((), failures) = log.with(|state, events, failures| {
+                            if let LogWriterState::Open(l) = state {
+                                l.write_client(events, seq, &line(seq), failures);
+                            }
+                        });
+                        assert!(failures.is_empty());
+                    }
+                });
+            });
+            let written = out.lock().unwrap().clone();
+            assert_eq!(written.len() as u64, 2 * EACH, "every line before the seal");
+            for (i, l) in written.iter().enumerate() {
+                assert_eq!(l, &line(i as u64));
+            }
+            let accounting = log.seal().unwrap();
+            assert_eq!((accounting.written, accounting.dropped), (2 * EACH, 0));
+        }
+    }
+
+    /// A line handed over while the log is held, after its holder's last look at the queue: the
+    /// worker finds the log taken and leaves the line; the holder sees the hand-over after
+    /// letting go and writes it before it returns.
+    #[test]
+    fn a_line_handed_over_while_the_log_is_held_is_written_by_its_holder() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let log = SharedLog::new(LogWriterState::Open(Box::new(OrderedLog::new(
+            DecisionLog::new(Box::new(Lines(out.clone()))),
+        ))));
+        let counter = AtomicU64::new(0);
+        let mut failures = Vec::new();
+        let mut once = true;
+        let slot = log.lock();
+        log.release_after(slot, &mut failures, || {
+            if std::mem::take(&mut once) {
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let n = log.number(&counter).unwrap();
+                        n.hand_over(line(0));
+                        assert!(log.write_handed().is_empty());
+                    });
+                });
+                assert!(
+                    out.lock().unwrap().is_empty(),
+                    "the worker found the log taken"
+                );
+            }
+        });
+        assert_eq!(*out.lock().unwrap(), vec![line(0)]);
+    }
+}
