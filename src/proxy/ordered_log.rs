@@ -11,7 +11,7 @@
 //! event lines numbered before it, and only while one of them is still being formatted.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use super::pending::MAX_TRACKED;
@@ -213,7 +213,7 @@ impl OrderedLog {
     /// Writes the event lines whose turn has come (numbered right after the last line written,
     /// in order).
     pub(crate) fn drain(&mut self, events: &EventLines, failures: &mut Vec<String>) {
-        while events.queued() {
+        while events.lowest() == self.next {
             let refused = events.take_ready(self.next, &mut self.taken);
             self.log.refuse(refused);
             if self.taken.is_empty() {
@@ -248,16 +248,33 @@ pub(crate) enum Turn {
 }
 
 /// The server path's event lines between their number and their write.
-#[derive(Default)]
 pub(crate) struct EventLines {
     queue: Mutex<Queue>,
     /// A writer waits here for a line numbered before its own and still being formatted.
     formatted: Condvar,
     /// Hand-overs so far: a holder of the log that sees this change while it held the log looks
     /// at the queue again after letting go (the one that handed over found the log taken).
-    handed: AtomicU64,
-    /// Lines in the queue (a writer with none skips the queue's lock).
-    len: AtomicUsize,
+    handed: OwnLine<AtomicU64>,
+    /// The lowest `seq` in the queue (`u64::MAX`: none), changed under the queue's lock: a
+    /// writer whose next `seq` is not there skips the queue's lock.
+    lowest: OwnLine<AtomicU64>,
+}
+
+/// A value on a cache line of its own: the client path reads these counters once per decision
+/// line, the server path writes them once per event line, and neither should slow the other's
+/// other fields down.
+#[repr(align(128))]
+struct OwnLine<T>(T);
+
+impl Default for EventLines {
+    fn default() -> Self {
+        EventLines {
+            queue: Mutex::default(),
+            formatted: Condvar::new(),
+            handed: OwnLine(AtomicU64::new(0)),
+            lowest: OwnLine(AtomicU64::new(u64::MAX)),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -298,7 +315,7 @@ impl EventLines {
         let queued = q.lines.len() < MAX_WAITING_LINES;
         if queued {
             q.lines.insert(seq, None);
-            self.len.fetch_add(1, Ordering::SeqCst);
+            self.set_lowest(&q);
         } else {
             q.refused += 1;
         }
@@ -311,12 +328,18 @@ impl EventLines {
 
     /// Hand-overs so far.
     fn handed(&self) -> u64 {
-        self.handed.load(Ordering::SeqCst)
+        self.handed.0.load(Ordering::SeqCst)
     }
 
-    /// Whether any line is queued.
-    fn queued(&self) -> bool {
-        self.len.load(Ordering::SeqCst) > 0
+    /// The lowest `seq` queued (`u64::MAX`: none).
+    fn lowest(&self) -> u64 {
+        self.lowest.0.load(Ordering::SeqCst)
+    }
+
+    /// Publishes the queue's lowest `seq` (under its lock, after each change).
+    fn set_lowest(&self, q: &Queue) {
+        let lowest = q.lines.first_key_value().map_or(u64::MAX, |(&seq, _)| seq);
+        self.lowest.0.store(lowest, Ordering::SeqCst);
     }
 
     /// Takes the handed-over lines numbered `next`, `next + 1`, … into `out`; returns the
@@ -330,9 +353,9 @@ impl EventLines {
             if let Some(line) = entry.remove() {
                 out.push(line);
             }
-            self.len.fetch_sub(1, Ordering::SeqCst);
             next += 1;
         }
+        self.set_lowest(&q);
         std::mem::take(&mut q.refused)
     }
 
@@ -370,8 +393,8 @@ impl EventLines {
     fn close(&self) -> (BTreeMap<u64, Option<Vec<u8>>>, u64) {
         let mut q = self.lock();
         q.closed = true;
-        self.len.store(0, Ordering::SeqCst);
         let left = std::mem::take(&mut q.lines);
+        self.set_lowest(&q);
         (left, std::mem::take(&mut q.refused))
     }
 
@@ -386,7 +409,7 @@ impl EventLines {
             }
             None => {
                 if q.lines.remove(&seq).is_some() {
-                    self.len.fetch_sub(1, Ordering::SeqCst);
+                    self.set_lowest(&q);
                     q.refused += 1;
                 }
             }
@@ -395,7 +418,7 @@ impl EventLines {
             self.formatted.notify_all();
         }
         drop(q);
-        self.handed.fetch_add(1, Ordering::SeqCst);
+        self.handed.0.fetch_add(1, Ordering::SeqCst);
         // Paired with the fence in `SharedLog::release`: the next `try_lock` sees the writer
         // free, or its holder sees this hand-over.
         fence(Ordering::SeqCst);
