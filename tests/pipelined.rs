@@ -348,3 +348,85 @@ fn answers_in_bursts_keep_every_event_while_decisions_are_numbered_ahead() {
         .count();
     assert_eq!(results, CALLS as usize);
 }
+
+/// A pipelining client whose every fifth line is a `tools/list`, with hiding: the server
+/// worker's listing events take their `seq` while the client's decisions are numbered ahead and
+/// written by the emitter (SPEC §4.1a). Every event is written once, in `seq` order, none
+/// dropped, each listing hides the denied tool, and the reader judges the capture `closed`.
+#[test]
+fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_closed() {
+    const LINES: u64 = 5_000;
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: \"1\"\nallow: [\"*\"]\ndeny: [\"exec\"]\nhide_refused_tools: true\n",
+    )
+    .unwrap();
+    let template = dir.path().join("template.json");
+    std::fs::write(
+        &template,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":__ID__,"result":{"tools":["#,
+            r#"{"name":"echo","inputSchema":{"type":"object"}},"#,
+            r#"{"name":"exec","inputSchema":{"type":"object"}}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let mut input =
+        format!("{INIT}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n");
+    let mut lists = 0usize;
+    for i in 0..LINES {
+        let id = 100 + i;
+        if i % 5 == 0 {
+            lists += 1;
+            input.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+            ));
+        } else {
+            input.push_str(&call(id, "echo", &format!(r#"{{"n":{i}}}"#)));
+        }
+        input.push('\n');
+    }
+    let opts = [
+        "--policy",
+        &policy.display().to_string(),
+        "--event-source",
+        "assay://test/session",
+        "--capture-dir",
+        &cap.display().to_string(),
+    ]
+    .map(String::from);
+    let server = root().join("tests/fixtures/list_server.py");
+    let server = [
+        "python3",
+        &server.display().to_string(),
+        &template.display().to_string(),
+    ]
+    .map(String::from);
+    let r = run(&wrap_args(&strs(&opts), &strs(&server)), input.as_bytes());
+    r.expect_status(0);
+    assert_eq!(r.lines().len(), LINES as usize + 1, "{}", r.report());
+
+    let stop = read_json(&cap.join("session-stop.json"));
+    assert_eq!(stop["data"]["decision_log"], "complete", "{stop}");
+    assert_eq!(stop["data"]["decision_events_dropped"], 0, "{stop}");
+    let events = decision_lines(&cap.join("decisions.ndjson"));
+    assert_eq!(events.len(), LINES as usize, "{}", r.report());
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["data"]["seq"], i as u64);
+    }
+    let listings: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "assay.tool.listing")
+        .collect();
+    assert_eq!(listings.len(), lists);
+    for l in listings {
+        assert_eq!(l["data"]["removed"][0]["name"], "exec", "{l}");
+        assert_eq!(l["data"]["shown"][0]["name"], "echo", "{l}");
+    }
+    let (read, verdict) = read_verdict(&cap);
+    assert_eq!(verdict["closure"], "closed", "{}", read.report());
+}

@@ -543,16 +543,21 @@ mod tests {
         let client = counter.fetch_add(1, Ordering::Relaxed);
         let mut failures = Vec::new();
         let queue = &events;
+        let written = std::sync::atomic::AtomicBool::new(false);
+        let done = &written;
         std::thread::scope(|s| {
             s.spawn(move || {
-                // Handed over once the writer waits for it (the event, not a sleep).
-                while !queue.lock().writer_waiting {
+                // Handed over once the writer waits for it (the event, not a sleep), or once it
+                // wrote without waiting (then the order below is wrong and the test fails).
+                while !queue.lock().writer_waiting && !done.load(Ordering::SeqCst) {
                     std::thread::yield_now();
                 }
                 numbered.hand_over(line(0));
             });
             log.write_client(&events, client, &line(client), &mut failures);
+            written.store(true, Ordering::SeqCst);
         });
+        log.drain(&events, &mut failures);
         assert!(failures.is_empty());
         assert_eq!(*out.lock().unwrap(), vec![line(0), line(1)]);
     }
