@@ -310,38 +310,21 @@ fn lines_run_in_place_are_flushed_while_the_client_waits() {
 fn answers_in_bursts_keep_every_event_while_decisions_are_numbered_ahead() {
     const CALLS: u64 = 6_000;
     let dir = tempdir();
-    let cap = dir.path().join("cap");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, "version: \"1\"\nallow: [\"*\"]\nresults: {}\n").unwrap();
-    let mut input =
-        format!("{INIT}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n");
+    let mut input = initialized();
     for i in 0..CALLS {
         input.push_str(&call(100 + i, "echo", &format!(r#"{{"n":{i}}}"#)));
         input.push('\n');
     }
-    let opts = [
-        "--policy",
-        &policy.display().to_string(),
-        "--event-source",
-        "assay://test/session",
-        "--capture-dir",
-        &cap.display().to_string(),
-    ]
-    .map(String::from);
     let server = root().join("tests/fixtures/burst_server.py");
     let server = ["python3", &server.display().to_string(), "3000"].map(String::from);
-    let r = run(&wrap_args(&strs(&opts), &strs(&server)), input.as_bytes());
-    r.expect_status(0);
-    assert_eq!(r.lines().len(), CALLS as usize + 1, "{}", r.report());
-
-    let stop = read_json(&cap.join("session-stop.json"));
-    assert_eq!(stop["data"]["decision_log"], "complete", "{stop}");
-    assert_eq!(stop["data"]["decision_events_dropped"], 0, "{stop}");
-    let events = decision_lines(&cap.join("decisions.ndjson"));
-    assert_eq!(events.len(), 2 * CALLS as usize, "{}", r.report());
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(e["data"]["seq"], i as u64);
-    }
+    let (events, _) = pipelined_session(
+        dir.path(),
+        "version: \"1\"\nallow: [\"*\"]\nresults: {}\n",
+        &server,
+        &input,
+        CALLS as usize + 1,
+    );
+    assert_eq!(events.len(), 2 * CALLS as usize);
     let results = events
         .iter()
         .filter(|e| e["type"] == "assay.mcp.result")
@@ -357,13 +340,6 @@ fn answers_in_bursts_keep_every_event_while_decisions_are_numbered_ahead() {
 fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_closed() {
     const LINES: u64 = 5_000;
     let dir = tempdir();
-    let cap = dir.path().join("cap");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "version: \"1\"\nallow: [\"*\"]\ndeny: [\"exec\"]\nhide_refused_tools: true\n",
-    )
-    .unwrap();
     let template = dir.path().join("template.json");
     std::fs::write(
         &template,
@@ -375,8 +351,7 @@ fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_
         ),
     )
     .unwrap();
-    let mut input =
-        format!("{INIT}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n");
+    let mut input = initialized();
     let mut lists = 0usize;
     for i in 0..LINES {
         let id = 100 + i;
@@ -390,15 +365,6 @@ fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_
         }
         input.push('\n');
     }
-    let opts = [
-        "--policy",
-        &policy.display().to_string(),
-        "--event-source",
-        "assay://test/session",
-        "--capture-dir",
-        &cap.display().to_string(),
-    ]
-    .map(String::from);
     let server = root().join("tests/fixtures/list_server.py");
     let server = [
         "python3",
@@ -406,18 +372,14 @@ fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_
         &template.display().to_string(),
     ]
     .map(String::from);
-    let r = run(&wrap_args(&strs(&opts), &strs(&server)), input.as_bytes());
-    r.expect_status(0);
-    assert_eq!(r.lines().len(), LINES as usize + 1, "{}", r.report());
-
-    let stop = read_json(&cap.join("session-stop.json"));
-    assert_eq!(stop["data"]["decision_log"], "complete", "{stop}");
-    assert_eq!(stop["data"]["decision_events_dropped"], 0, "{stop}");
-    let events = decision_lines(&cap.join("decisions.ndjson"));
-    assert_eq!(events.len(), LINES as usize, "{}", r.report());
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(e["data"]["seq"], i as u64);
-    }
+    let (events, cap) = pipelined_session(
+        dir.path(),
+        "version: \"1\"\nallow: [\"*\"]\ndeny: [\"exec\"]\nhide_refused_tools: true\n",
+        &server,
+        &input,
+        LINES as usize + 1,
+    );
+    assert_eq!(events.len(), LINES as usize);
     let listings: Vec<_> = events
         .iter()
         .filter(|e| e["type"] == "assay.tool.listing")
@@ -429,4 +391,44 @@ fn listings_between_pipelined_calls_are_written_in_seq_order_and_the_capture_is_
     }
     let (read, verdict) = read_verdict(&cap);
     assert_eq!(verdict["closure"], "closed", "{}", read.report());
+}
+
+/// The lines a client starts with: `initialize`, then `notifications/initialized`.
+fn initialized() -> String {
+    format!("{INIT}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n")
+}
+
+/// Runs `input` through the wrapper under `policy` (YAML text) with a capture directory in
+/// `dir`, to `server`; checks that the client got `answers` lines and that the log is complete,
+/// nothing dropped, every line in `seq` order. Returns the log's events and the capture.
+fn pipelined_session(
+    dir: &std::path::Path,
+    policy: &str,
+    server: &[String],
+    input: &str,
+    answers: usize,
+) -> (Vec<serde_json::Value>, std::path::PathBuf) {
+    let cap = dir.join("cap");
+    let policy_file = dir.join("policy.yaml");
+    std::fs::write(&policy_file, policy).unwrap();
+    let opts = [
+        "--policy",
+        &policy_file.display().to_string(),
+        "--event-source",
+        "assay://test/session",
+        "--capture-dir",
+        &cap.display().to_string(),
+    ]
+    .map(String::from);
+    let r = run(&wrap_args(&strs(&opts), &strs(server)), input.as_bytes());
+    r.expect_status(0);
+    assert_eq!(r.lines().len(), answers, "{}", r.report());
+    let stop = read_json(&cap.join("session-stop.json"));
+    assert_eq!(stop["data"]["decision_log"], "complete", "{stop}");
+    assert_eq!(stop["data"]["decision_events_dropped"], 0, "{stop}");
+    let events = decision_lines(&cap.join("decisions.ndjson"));
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["data"]["seq"], i as u64, "{}", r.report());
+    }
+    (events, cap)
 }

@@ -28,30 +28,13 @@ for round in $(seq "$rounds"); do
     [ "$which" = B ] && bin=$b_bin
     for policy in plain every; do
       rm -f log
-      python3 "$bench/pingpong.py" --first-answered lines -- \
-        /usr/bin/time -f "$round $which-$policy %e %U %S" -a -o times \
-        "$bin" mcp wrap --policy "$policy.yaml" --decision-log log --decision-log-new \
-        --event-source assay://bench/ab -- "$b/echo-server" --list-exec > /dev/null 2> stderr.log
+      timed "$which-$policy" "$bin" mcp wrap --policy "$policy.yaml" --decision-log log \
+        --decision-log-new --event-source assay://bench/ab -- "$b/echo-server" --list-exec
     done
   done
 done
-python3 - <<'PY'
-import collections, statistics
-runs = collections.defaultdict(dict)
-for line in open("times"):
-    r, name, wall, user, system = line.split()
-    runs[name][r] = (float(wall), float(user) + float(system))
-print("| run | wall (s) | CPU (s) |")
-print("|---|---|---|")
-for n, v in sorted(runs.items()):
-    print(f"| {n} | {statistics.median(w for w, _ in v.values()):.3f} | {statistics.median(c for _, c in v.values()):.3f} |")
-def ratio(x, y):
-    w = statistics.median(runs[x][r][0] / runs[y][r][0] for r in runs[x])
-    c = statistics.median(runs[x][r][1] / runs[y][r][1] for r in runs[x])
-    return f"{w:.2f}x wall, {c:.2f}x CPU"
-print()
-for which in "AB":
-    print(f"{which}: every section / plain: {ratio(which + '-every', which + '-plain')}")
-print(f"B / A, every section: {ratio('B-every', 'A-every')}")
-print(f"B / A, plain:         {ratio('B-plain', 'A-plain')}")
-PY
+python3 "$here/medians.py" \
+  "A: every section / plain=A-every/A-plain" \
+  "B: every section / plain=B-every/B-plain" \
+  "B / A, every section=B-every/A-every" \
+  "B / A, plain=B-plain/A-plain"

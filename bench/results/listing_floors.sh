@@ -28,10 +28,7 @@ rounds=${2:-9}
 
 one() {
   rm -f log log.sha256
-  name=$1
-  shift
-  python3 "$bench/pingpong.py" --first-answered lines -- \
-    /usr/bin/time -f "$round $name %e %U %S" -a -o times "$@" > /dev/null 2> stderr.log
+  timed "$@"
 }
 machine "$n"
 for round in $(seq "$rounds"); do
@@ -44,23 +41,8 @@ for round in $(seq "$rounds"); do
       --decision-log-new --event-source assay://bench/floors -- "$b/echo-server" --list-exec
   done
 done
-python3 - <<'PY'
-import collections, statistics
-runs = collections.defaultdict(dict)
-for line in open("times"):
-    r, name, wall, user, system = line.split()
-    runs[name][r] = (float(wall), float(user) + float(system))
-print("| session | wall (s) | CPU (s) |")
-print("|---|---|---|")
-for n, v in runs.items():
-    print(f"| {n} | {statistics.median(w for w, _ in v.values()):.3f} | {statistics.median(c for _, c in v.values()):.3f} |")
-def ratio(a, b):
-    w = statistics.median(runs[a][r][0] / runs[b][r][0] for r in runs[a])
-    c = statistics.median(runs[a][r][1] / runs[b][r][1] for r in runs[a])
-    return f"{w:.2f}x wall, {c:.2f}x CPU"
-print()
-print("floor, every section's bytes / plain's:", ratio("floor-every", "floor-plain"))
-print("wrap, every section / plain:           ", ratio("wrap-every", "wrap-plain"))
-print("wrap plain / its floor:                ", ratio("wrap-plain", "floor-plain"))
-print("wrap every / its floor:                ", ratio("wrap-every", "floor-every"))
-PY
+python3 "$here/medians.py" \
+  "floor, every section's bytes / plain's=floor-every/floor-plain" \
+  "wrap, every section / plain=wrap-every/wrap-plain" \
+  "wrap plain / its floor=wrap-plain/floor-plain" \
+  "wrap every / its floor=wrap-every/floor-every"
