@@ -267,16 +267,13 @@ fn handle_single(
     let verdict = j.verdict(false);
     let mark = batch.mark();
     let (wrote, decision_id) = j.record(ctx.shared, ctx.recorder, batch.arena(), &verdict, !pass);
-    let decision = ctx
-        .recorder
-        .last()
-        .filter(|_| wrote)
-        .map(|seq| DecisionLine {
-            seq,
-            line: batch.span_from(mark),
-        });
+    let seq = ctx.recorder.last();
+    let decision = seq.filter(|_| wrote).map(|seq| DecisionLine {
+        seq,
+        line: batch.span_from(mark),
+    });
     let delivery = if pass {
-        note_forwarded(ctx.shared, batch.notes(), head, ctx.recorder.last());
+        note_forwarded(ctx.shared, batch.notes(), head, seq);
         forward(batch, line, queued)
     } else {
         match j.refusal(&verdict, &decision_id) {

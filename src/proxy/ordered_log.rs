@@ -163,7 +163,7 @@ impl LogWriterState {
 
 /// The decision log with its lines kept in `seq` order.
 pub(crate) struct OrderedLog {
-    pub(crate) log: DecisionLog,
+    log: DecisionLog,
     /// The `seq` the next line written takes.
     next: u64,
     /// Event lines taken from the queue, written in order (reused).
@@ -239,8 +239,7 @@ impl OrderedLog {
 }
 
 /// What a client line's writer does about the `seq` before its own.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Turn {
+enum Turn {
     /// Event lines were taken (from that `seq` on, in order): write them.
     Taken,
     /// No line is queued before this `seq`: the ones skipped were decisions never written.
@@ -344,8 +343,12 @@ impl EventLines {
 
     /// Takes the handed-over lines numbered `next`, `next + 1`, … into `out`; returns the
     /// refusals not yet counted.
-    fn take_ready(&self, mut next: u64, out: &mut Vec<Vec<u8>>) -> u64 {
-        let mut q = self.lock();
+    fn take_ready(&self, next: u64, out: &mut Vec<Vec<u8>>) -> u64 {
+        self.take_from(&mut self.lock(), next, out)
+    }
+
+    /// [`EventLines::take_ready`] with the queue locked.
+    fn take_from(&self, q: &mut Queue, mut next: u64, out: &mut Vec<Vec<u8>>) -> u64 {
         while let Some(entry) = q.lines.first_entry() {
             if *entry.key() != next || entry.get().is_none() {
                 break;
@@ -355,7 +358,7 @@ impl EventLines {
             }
             next += 1;
         }
-        self.set_lowest(&q);
+        self.set_lowest(q);
         std::mem::take(&mut q.refused)
     }
 
@@ -375,9 +378,7 @@ impl EventLines {
                     q.writer_waiting = false;
                 }
                 Some((&seq, Some(_))) if seq == next => {
-                    drop(q);
-                    let refused = self.take_ready(next, out);
-                    return (Turn::Taken, refused);
+                    return (Turn::Taken, self.take_from(&mut q, next, out));
                 }
                 first => {
                     let to = first.map_or(until, |(&seq, _)| seq.clamp(next, until));
