@@ -76,6 +76,7 @@ mod yaml;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -125,7 +126,7 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// an `Arc` between the proxy's workers.
 pub struct Policy {
     name: String,
-    sha256: String,
+    sha256: Box<FileDigest>,
     /// Boxed, as are the sections: a `Policy` travels by value through the callers' frames
     /// (`wrap_session` on a host thread of 64 KiB, SPEC §3.1b), so it stays a few words.
     rules: Box<Rules>,
@@ -137,7 +138,7 @@ impl fmt::Debug for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Policy")
             .field("name", &self.name)
-            .field("sha256", &self.sha256)
+            .field("sha256", &self.sha256())
             .finish_non_exhaustive()
     }
 }
@@ -178,13 +179,19 @@ impl Policy {
         if root.is_null() {
             return Err(empty());
         }
-        let sha256 = crate::sha256::digest_hex(bytes);
+        let sha256 = Box::new(FileDigest {
+            bytes: bytes.into(),
+            hex: OnceLock::new(),
+        });
         build(&ctx, &root, sha256)
     }
 
-    /// Lowercase hex SHA-256 of the policy file's bytes (SPEC §5 `policy_sha256`).
+    /// Lowercase hex SHA-256 of the policy file's bytes (SPEC §5 `policy_sha256`), taken on
+    /// first use: a session without evidence never asks for it, and its start-up does not pay
+    /// for the hash's set-up (issue 50).
     pub fn sha256(&self) -> &str {
-        &self.sha256
+        let FileDigest { bytes, hex } = &*self.sha256;
+        hex.get_or_init(|| crate::sha256::digest_hex(bytes))
     }
 
     /// The policy's `name`; when the file has none, the file stem (`assay` for `assay.yaml`),
@@ -263,7 +270,13 @@ pub(crate) fn read_document(bytes: &[u8], json: bool) -> Result<Value, PolicyErr
     )
 }
 
-fn build(ctx: &Ctx<'_>, root: &Value, sha256: String) -> Result<Policy, PolicyError> {
+/// The policy file's bytes and, once asked for, their SHA-256 ([`Policy::sha256`]).
+struct FileDigest {
+    bytes: Box<[u8]>,
+    hex: OnceLock<String>,
+}
+
+fn build(ctx: &Ctx<'_>, root: &Value, sha256: Box<FileDigest>) -> Result<Policy, PolicyError> {
     let top = ctx.object(root, "(top level)", "a mapping")?;
     ctx.check_keys(top, "", TOP_KEYS)?;
     check_version(ctx, top)?;

@@ -131,7 +131,7 @@ impl Policy {
         PolicySummary {
             schema: POLICY_SUMMARY_SCHEMA,
             name: self.name.clone(),
-            sha256: self.sha256.clone(),
+            sha256: self.sha256().to_owned(),
             deny: globs(&self.rules.deny),
             allow: self.rules.allow.as_ref().map(globs),
             constraints: self

@@ -119,9 +119,10 @@ pub(crate) enum Polled {
     Unobservable,
 }
 
-/// Polls `try_wait` until a status arrives or `bound` passes, sleeping `first` after the first
-/// miss and doubling up to `every`: a child that is already exiting is seen within microseconds,
-/// and a long wait still costs few wake-ups.
+/// Polls `try_wait` until a status arrives or `bound` passes, waiting `first` after the first
+/// miss and doubling up to `every`: on the child's pidfd, which wakes the wait when the child
+/// exits (a child already exiting is seen at once), else in naps, so a long wait still costs
+/// few wake-ups.
 pub(crate) fn poll_status(
     child: &mut ServerProcess,
     bound: Duration,
@@ -130,6 +131,11 @@ pub(crate) fn poll_status(
 ) -> Polled {
     let deadline = Instant::now() + bound;
     let mut interval = first;
+    // Once the pidfd said "exited" and no status followed, it is not trusted again: naps
+    // keep the loop from spinning on a readiness that never turns into a status.
+    let mut pidfd_said_exited = false;
+    // A child that is already exiting becomes waitable within microseconds.
+    spin_until(|| !matches!(child.try_wait(), Ok(None)));
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Polled::Status(s),
@@ -141,9 +147,46 @@ pub(crate) fn poll_status(
         if now >= deadline {
             return Polled::Running;
         }
-        nap(interval.min(deadline - now));
+        let wait = interval.min(deadline - now);
+        if pidfd_said_exited {
+            nap(wait);
+        } else {
+            pidfd_said_exited = child.wait_exit(wait);
+        }
         interval = (interval * 2).min(every);
     }
+}
+
+/// How long a wait for an end expected within microseconds (a process whose output just closed,
+/// or that was just sent SIGKILL) keeps looking, giving up its CPU in between, before it sleeps:
+/// on a virtual machine the wake-up of a sleeping thread was measured at ~100 µs, longer than
+/// such an end takes (docs/decisions.md, "Start-up and shutdown without sleeps").
+const SPIN: Duration = Duration::from_micros(100);
+
+/// Looks at `done` until it holds or [`SPIN`] has passed, yielding the CPU between looks (so
+/// the process being waited for can run here when the other CPUs are busy). True when `done`
+/// held.
+pub(crate) fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + SPIN;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        thread::yield_now();
+    }
+}
+
+/// Waits at most `at_most` for `fd` to turn readable (a pidfd does when its process has
+/// exited), or for a signal to arrive: the caller looks again and loops on its own deadline.
+/// True when `fd` was readable.
+pub(crate) fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, at_most: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, ppoll};
+    use nix::sys::time::TimeSpec;
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    matches!(ppoll(&mut fds, Some(TimeSpec::from_duration(at_most)), None), Ok(n) if n > 0)
 }
 
 /// Sleeps at most `d`, and less when a signal arrives: the caller loops on its own deadline.

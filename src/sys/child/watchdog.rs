@@ -18,7 +18,7 @@
 //! is tracked (`fork_close.rs`): a process the host forks during the session does not keep it.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::clone::{AllBlocked, ChildStack, owned, refused};
@@ -105,13 +105,16 @@ impl Watchdog {
             return;
         }
         self.kill();
+        if super::spin_until(|| self.reaped()) {
+            self.ended = true;
+        }
         let deadline = Instant::now() + RETIRE_BOUND;
         // Its end is waited for as an event (the pidfd turns readable when it exits), not with a
         // fixed nap: it ends within microseconds of its SIGKILL, and a 200 µs nap after the
         // first look was most of what the watchdog added to a session's start and stop
         // (bench/README.md, "Start-up"). Without a pidfd the naps start short and grow.
         let mut interval = Duration::from_micros(20);
-        loop {
+        while !self.ended {
             if self.reaped() {
                 self.ended = true;
                 break;
@@ -122,7 +125,9 @@ impl Watchdog {
             }
             let left = deadline - now;
             match &self.pidfd {
-                Some(fd) => wait_readable(fd, left.min(Duration::from_millis(10))),
+                Some(fd) => {
+                    super::wait_readable(fd.as_fd(), left.min(Duration::from_millis(10)));
+                }
                 None => {
                     super::nap(interval.min(left));
                     interval = (interval * 2).min(Duration::from_millis(2));
@@ -202,16 +207,6 @@ fn under_valgrind() -> bool {
                 .any(|w| w == b"vgpreload")
         })
     })
-}
-
-/// Waits until the pidfd `fd` is readable (its process has exited) or `at_most` passes; an
-/// interrupted or failed poll returns early (the caller loops on its own deadline).
-fn wait_readable(fd: &OwnedFd, at_most: Duration) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let ms = u16::try_from(at_most.as_millis().max(1)).unwrap_or(u16::MAX);
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let _ = poll(&mut fds, PollTimeout::from(ms));
 }
 
 fn id_of(n: libc::c_int) -> libc::id_t {

@@ -285,9 +285,15 @@ impl Forwarding {
     pub(crate) fn install() -> Result<Self, InstallError> {
         let _locked = lock();
         let me = getpid();
-        if OWNER.load(SeqCst) != me {
-            // First use in this process, or a fork of a process that used it: the sessions and
-            // slots of the parent do not exist here.
+        let owner = OWNER.load(SeqCst);
+        if owner == 0 {
+            // First use in a process that never installed (OWNER is set, to a non-zero PID, by
+            // every install and copied by a fork): the registry holds its initial values, so
+            // its 5,120 atomics are not stored again (issue 50: ~40 µs of every start-up).
+            OWNER.store(me, SeqCst);
+        } else if owner != me {
+            // A fork of a process that used it: the sessions and slots of the parent do not
+            // exist here.
             SESSIONS.store(0, SeqCst);
             for slot in 0..SLOTS {
                 TARGET_PIDFD[slot].store(-1, SeqCst);
