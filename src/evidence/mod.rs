@@ -8,6 +8,7 @@ pub(crate) mod coverage;
 pub(crate) mod decision_log;
 pub(crate) mod event;
 pub(crate) mod file;
+pub(crate) mod lazy_format;
 pub(crate) mod no_session;
 pub(crate) mod prefix_digest;
 pub(crate) mod protocol;

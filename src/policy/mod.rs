@@ -76,7 +76,7 @@ mod yaml;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -126,7 +126,7 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// an `Arc` between the proxy's workers.
 pub struct Policy {
     name: String,
-    sha256: Box<FileDigest>,
+    sha256: Arc<FileDigest>,
     /// Boxed, as are the sections: a `Policy` travels by value through the callers' frames
     /// (`wrap_session` on a host thread of 64 KiB, SPEC §3.1b), so it stays a few words.
     rules: Box<Rules>,
@@ -179,7 +179,7 @@ impl Policy {
         if root.is_null() {
             return Err(empty());
         }
-        let sha256 = Box::new(FileDigest {
+        let sha256 = Arc::new(FileDigest {
             bytes: bytes.into(),
             hex: OnceLock::new(),
         });
@@ -190,8 +190,13 @@ impl Policy {
     /// first use: a session without evidence never asks for it, and its start-up does not pay
     /// for the hash's set-up (issue 50).
     pub fn sha256(&self) -> &str {
-        let FileDigest { bytes, hex } = &*self.sha256;
-        hex.get_or_init(|| crate::sha256::digest_hex(bytes))
+        self.sha256.hex()
+    }
+
+    /// A handle on [`Policy::sha256`] that outlives the borrow: the decision log's formats take
+    /// the digest when they format their first line, not when the session starts.
+    pub(crate) fn digest(&self) -> PolicyDigest {
+        PolicyDigest(Arc::clone(&self.sha256))
     }
 
     /// The policy's `name`; when the file has none, the file stem (`assay` for `assay.yaml`),
@@ -276,7 +281,26 @@ struct FileDigest {
     hex: OnceLock<String>,
 }
 
-fn build(ctx: &Ctx<'_>, root: &Value, sha256: Box<FileDigest>) -> Result<Policy, PolicyError> {
+impl FileDigest {
+    fn hex(&self) -> &str {
+        self.hex
+            .get_or_init(|| crate::sha256::digest_hex(&self.bytes))
+    }
+}
+
+/// The policy's digest, taken on first use and shared with the [`Policy`] it came from
+/// ([`Policy::digest`]).
+#[derive(Clone)]
+pub(crate) struct PolicyDigest(Arc<FileDigest>);
+
+impl PolicyDigest {
+    /// [`Policy::sha256`].
+    pub(crate) fn hex(&self) -> &str {
+        self.0.hex()
+    }
+}
+
+fn build(ctx: &Ctx<'_>, root: &Value, sha256: Arc<FileDigest>) -> Result<Policy, PolicyError> {
     let top = ctx.object(root, "(top level)", "a mapping")?;
     ctx.check_keys(top, "", TOP_KEYS)?;
     check_version(ctx, top)?;

@@ -54,8 +54,8 @@ use crate::diag::Diag;
 use crate::error::ConfigOption;
 use crate::error::{Error, ErrorKind, Result};
 use crate::evidence::context;
-use crate::evidence::decision_log::DecisionFormat;
 use crate::evidence::event::{new_session_id, now_rfc3339};
+use crate::evidence::lazy_format::LazyFormat;
 use crate::outcome::WrapOutcome;
 use crate::policy::Policy;
 use crate::sys::child::{self, ChildGuard};
@@ -297,10 +297,10 @@ fn shared_state(
     let answers = output_schemas::AnswerStage::new(&policy);
     let kept = definitions_kept(plan, &policy, diag);
     let event_format = log_writer.is_some().then(|| {
-        Mutex::new(DecisionFormat::new(
+        Mutex::new(LazyFormat::new(
             session_id,
             source,
-            policy.sha256(),
+            policy.digest(),
             !plan.dry_run,
         ))
     });

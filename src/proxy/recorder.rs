@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::evidence::decision_log::{DecisionEntry, DecisionFormat, McpDecisionEntry};
+use crate::evidence::decision_log::{DecisionEntry, McpDecisionEntry};
+use crate::evidence::lazy_format::LazyFormat;
 
 /// Numbers decisions and formats their log lines.
 pub(crate) struct Recorder {
-    format: Option<DecisionFormat>,
+    format: Option<LazyFormat>,
     session_id: String,
     /// The session's one `seq` counter, shared with the server worker's listing events
     /// (SPEC §4.1a), which number theirs in `ordered_log::EventLines`.
@@ -21,7 +22,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// A recorder numbering from `seq` 0; `format` is present when a decision log is kept.
-    pub(crate) fn new(format: Option<DecisionFormat>, session_id: &str) -> Self {
+    pub(crate) fn new(format: Option<LazyFormat>, session_id: &str) -> Self {
         Self {
             format,
             session_id: session_id.to_string(),
@@ -42,7 +43,7 @@ impl Recorder {
         self.last = Some(seq);
         match self.format.as_mut() {
             Some(f) => {
-                f.push_line(out, seq, entry);
+                f.get().push_line(out, seq, entry);
                 (seq, true)
             }
             None => (seq, false),
@@ -60,7 +61,7 @@ impl Recorder {
         self.last = Some(seq);
         match self.format.as_mut() {
             Some(f) => {
-                f.push_mcp_decision_line(out, seq, entry);
+                f.get().push_mcp_decision_line(out, seq, entry);
                 (seq, true)
             }
             None => (seq, false),

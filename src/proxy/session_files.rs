@@ -18,8 +18,9 @@ use super::undo::StartupFiles;
 use crate::config::{LogMode, SessionPlan, StderrSink};
 use crate::diag::Diag;
 use crate::error::{Error, ErrorKind, Result};
-use crate::evidence::decision_log::{DecisionFormat, DecisionLog, LogAccounting};
+use crate::evidence::decision_log::{DecisionLog, LogAccounting};
 use crate::evidence::event::now_rfc3339;
+use crate::evidence::lazy_format::LazyFormat;
 use crate::evidence::{context, coverage, file, protocol, stop};
 use crate::outcome::{
     DecisionLogState, NON_CLAIMS, OutputPaths, SessionEnd, StopData, WrapOutcome,
@@ -284,7 +285,7 @@ pub(super) fn open_evidence(
     let start = log.as_ref().map_or(0, |l| l.start);
     let recorder = Recorder::new(
         log.as_ref()
-            .map(|_| DecisionFormat::new(session_id, source, policy.sha256(), !plan.dry_run)),
+            .map(|_| LazyFormat::new(session_id, source, policy.digest(), !plan.dry_run)),
         session_id,
     );
     // Not kept by a fork of the host (SPEC §3.1b).

@@ -12,6 +12,7 @@ use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
 use crate::evidence::decision_log::DecisionFormat;
+use crate::evidence::lazy_format::LazyFormat;
 use crate::policy::Policy;
 
 /// A client line read after the server closed its output (SPEC §3 item 7): it can no longer be
@@ -45,7 +46,7 @@ pub(crate) struct Shared {
     /// The session's `seq` counter (`recorder::Recorder::counter`).
     pub decision_seq: Arc<AtomicU64>,
     /// Formats the server worker's event lines (listings, SPEC §4.1a) when a log is kept.
-    pub event_format: Option<Mutex<DecisionFormat>>,
+    pub event_format: Option<Mutex<LazyFormat>>,
     /// The server's stdin: client lines, and answers to server requests the policy refused.
     pub server_input: ServerInput,
     /// The session id (event ids of decisions the server worker records).
@@ -104,7 +105,7 @@ impl Shared {
             let mut f = format
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            push(&mut f, &mut line, numbered.seq());
+            push(f.get(), &mut line, numbered.seq());
         }
         let seq = numbered.hand_over(line);
         self.report(self.decision_log.write_handed());
