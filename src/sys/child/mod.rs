@@ -386,6 +386,43 @@ mod tests {
         assert_eq!(c.status.exit_code, None);
     }
 
+    /// The wait on the pidfd ends at the child's exit (an event, not a nap), says so, and a
+    /// status follows; while the child runs it says nothing and none is there.
+    #[test]
+    fn the_wait_for_an_exit_is_woken_by_the_exit() {
+        let mut s = sh("exec cat >/dev/null");
+        assert!(s.child.has_pidfd(), "this kernel gives pidfds");
+        assert!(!s.child.wait_exit(Duration::from_millis(20)));
+        assert!(matches!(s.child.try_wait(), Ok(None)));
+        // cat exits at end of its input: that, not a timer, ends the next wait.
+        drop(s.stdin);
+        let mut woke = false;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !woke && Instant::now() < deadline {
+            woke = s.child.wait_exit(Duration::from_secs(30));
+        }
+        assert!(woke);
+        assert!(matches!(s.child.try_wait(), Ok(Some(st)) if st.success()));
+        // Reaped: no pidfd wait any more, a nap that says nothing.
+        assert!(!s.child.wait_exit(Duration::from_millis(1)));
+    }
+
+    /// `poll_status` sees a child that exits while it waits, through the same wake-up.
+    #[test]
+    fn a_status_that_arrives_during_the_poll_is_seen() {
+        let mut s = sh("exec cat >/dev/null");
+        let stdin = s.stdin;
+        let closer = std::thread::spawn(move || drop(stdin));
+        let polled = poll_status(
+            &mut s.child,
+            Duration::from_secs(30),
+            Duration::from_micros(20),
+            Duration::from_millis(2),
+        );
+        closer.join().unwrap();
+        assert!(matches!(polled, Polled::Status(st) if st.success()));
+    }
+
     #[test]
     fn kill_path_is_bounded() {
         let mut s = sh("trap '' TERM; sleep 30");
