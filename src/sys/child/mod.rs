@@ -135,7 +135,7 @@ pub(crate) fn poll_status(
     // keep the loop from spinning on a readiness that never turns into a status.
     let mut pidfd_said_exited = false;
     // A child that is already exiting becomes waitable within microseconds.
-    spin_until(|| !matches!(child.try_wait(), Ok(None)));
+    spin_until(deadline, || !matches!(child.try_wait(), Ok(None)));
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Polled::Status(s),
@@ -163,11 +163,11 @@ pub(crate) fn poll_status(
 /// such an end takes (docs/decisions.md, "Start-up and shutdown without sleeps").
 const SPIN: Duration = Duration::from_micros(100);
 
-/// Looks at `done` until it holds or [`SPIN`] has passed, yielding the CPU between looks (so
-/// the process being waited for can run here when the other CPUs are busy). True when `done`
-/// held.
-pub(crate) fn spin_until(mut done: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + SPIN;
+/// Looks at `done` until it holds, [`SPIN`] has passed or `deadline` has come, yielding the CPU
+/// between looks (so the process being waited for can run here when the other CPUs are busy).
+/// True when `done` held.
+pub(crate) fn spin_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
+    let until = (Instant::now() + SPIN).min(deadline);
     loop {
         if done() {
             return true;

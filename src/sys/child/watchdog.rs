@@ -105,10 +105,11 @@ impl Watchdog {
             return;
         }
         self.kill();
-        if super::spin_until(|| self.reaped()) {
+        let deadline = Instant::now() + RETIRE_BOUND;
+        // It ends within microseconds of its SIGKILL: a brief look first, then the pidfd.
+        if super::spin_until(deadline, || self.reaped()) {
             self.ended = true;
         }
-        let deadline = Instant::now() + RETIRE_BOUND;
         // Its end is waited for as an event (the pidfd turns readable when it exits), not with a
         // fixed nap: it ends within microseconds of its SIGKILL, and a 200 µs nap after the
         // first look was most of what the watchdog added to a session's start and stop
