@@ -126,7 +126,7 @@ const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// an `Arc` between the proxy's workers.
 pub struct Policy {
     name: String,
-    sha256: Arc<FileDigest>,
+    sha256: PolicyDigest,
     /// Boxed, as are the sections: a `Policy` travels by value through the callers' frames
     /// (`wrap_session` on a host thread of 64 KiB, SPEC §3.1b), so it stays a few words.
     rules: Box<Rules>,
@@ -179,10 +179,10 @@ impl Policy {
         if root.is_null() {
             return Err(empty());
         }
-        let sha256 = Arc::new(FileDigest {
+        let sha256 = PolicyDigest(Arc::new(FileDigest {
             bytes: bytes.into(),
             hex: OnceLock::new(),
-        });
+        }));
         build(&ctx, &root, sha256)
     }
 
@@ -196,7 +196,7 @@ impl Policy {
     /// A handle on [`Policy::sha256`] that outlives the borrow: the decision log's formats take
     /// the digest when they format their first line, not when the session starts.
     pub(crate) fn digest(&self) -> PolicyDigest {
-        PolicyDigest(Arc::clone(&self.sha256))
+        self.sha256.clone()
     }
 
     /// The policy's `name`; when the file has none, the file stem (`assay` for `assay.yaml`),
@@ -281,13 +281,6 @@ struct FileDigest {
     hex: OnceLock<String>,
 }
 
-impl FileDigest {
-    fn hex(&self) -> &str {
-        self.hex
-            .get_or_init(|| crate::sha256::digest_hex(&self.bytes))
-    }
-}
-
 /// The policy's digest, taken on first use and shared with the [`Policy`] it came from
 /// ([`Policy::digest`]).
 #[derive(Clone)]
@@ -296,11 +289,12 @@ pub(crate) struct PolicyDigest(Arc<FileDigest>);
 impl PolicyDigest {
     /// [`Policy::sha256`].
     pub(crate) fn hex(&self) -> &str {
-        self.0.hex()
+        let FileDigest { bytes, hex } = &*self.0;
+        hex.get_or_init(|| crate::sha256::digest_hex(bytes))
     }
 }
 
-fn build(ctx: &Ctx<'_>, root: &Value, sha256: Arc<FileDigest>) -> Result<Policy, PolicyError> {
+fn build(ctx: &Ctx<'_>, root: &Value, sha256: PolicyDigest) -> Result<Policy, PolicyError> {
     let top = ctx.object(root, "(top level)", "a mapping")?;
     ctx.check_keys(top, "", TOP_KEYS)?;
     check_version(ctx, top)?;

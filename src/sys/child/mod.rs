@@ -119,10 +119,9 @@ pub(crate) enum Polled {
     Unobservable,
 }
 
-/// Polls `try_wait` until a status arrives or `bound` passes, waiting `first` after the first
-/// miss and doubling up to `every`: on the child's pidfd, which wakes the wait when the child
-/// exits (a child already exiting is seen at once), else in naps, so a long wait still costs
-/// few wake-ups.
+/// Polls `try_wait` until a status arrives or `bound` passes: a brief look first, then
+/// [`EndWaits`] from `first` doubling up to `every` (a child already exiting is seen at once,
+/// and a long wait still costs few wake-ups).
 pub(crate) fn poll_status(
     child: &mut ServerProcess,
     bound: Duration,
@@ -130,10 +129,7 @@ pub(crate) fn poll_status(
     every: Duration,
 ) -> Polled {
     let deadline = Instant::now() + bound;
-    let mut interval = first;
-    // Once the pidfd said "exited" and no status followed, it is not trusted again: naps
-    // keep the loop from spinning on a readiness that never turns into a status.
-    let mut pidfd_said_exited = false;
+    let mut waits = EndWaits::new(first, every);
     // A child that is already exiting becomes waitable within microseconds.
     spin_until(deadline, || !matches!(child.try_wait(), Ok(None)));
     loop {
@@ -147,13 +143,40 @@ pub(crate) fn poll_status(
         if now >= deadline {
             return Polled::Running;
         }
-        let wait = interval.min(deadline - now);
-        if pidfd_said_exited {
-            nap(wait);
-        } else {
-            pidfd_said_exited = child.wait_exit(wait);
+        waits.wait(child.exit_fd(), deadline - now);
+    }
+}
+
+/// The waits of a loop that looks for a process's end until its own deadline (the server's
+/// status, the watchdog's end): each at most `first`, doubling up to `every`, on the process's
+/// pidfd when there is one (it turns readable the moment the process has exited: the wake-up
+/// is the event, not a nap that oversleeps it by the timer's slack), else a nap. Once the pidfd
+/// said "exited" and the loop still found no end, it is not trusted again: naps keep the loop
+/// from spinning on a readiness that never turns into an end.
+pub(crate) struct EndWaits {
+    interval: Duration,
+    every: Duration,
+    pidfd_said_exited: bool,
+}
+
+impl EndWaits {
+    pub(crate) fn new(first: Duration, every: Duration) -> Self {
+        Self {
+            interval: first,
+            every,
+            pidfd_said_exited: false,
         }
-        interval = (interval * 2).min(every);
+    }
+
+    /// Waits the next interval, never longer than `left`, or less when the process ends or a
+    /// signal arrives: the caller looks again and loops on its own deadline.
+    pub(crate) fn wait(&mut self, pidfd: Option<std::os::fd::BorrowedFd<'_>>, left: Duration) {
+        let wait = self.interval.min(left);
+        match pidfd {
+            Some(fd) if !self.pidfd_said_exited => self.pidfd_said_exited = wait_readable(fd, wait),
+            _ => nap(wait),
+        }
+        self.interval = (self.interval * 2).min(self.every);
     }
 }
 
@@ -180,9 +203,8 @@ pub(crate) fn spin_until(deadline: Instant, mut done: impl FnMut() -> bool) -> b
 }
 
 /// Waits at most `at_most` for `fd` to turn readable (a pidfd does when its process has
-/// exited), or for a signal to arrive: the caller looks again and loops on its own deadline.
-/// True when `fd` was readable.
-pub(crate) fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, at_most: Duration) -> bool {
+/// exited), or for a signal to arrive. True when `fd` was readable.
+fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, at_most: Duration) -> bool {
     use nix::poll::{PollFd, PollFlags, ppoll};
     use nix::sys::time::TimeSpec;
     let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
@@ -392,19 +414,38 @@ mod tests {
     fn the_wait_for_an_exit_is_woken_by_the_exit() {
         let mut s = sh("exec cat >/dev/null");
         assert!(s.child.has_pidfd(), "this kernel gives pidfds");
-        assert!(!s.child.wait_exit(Duration::from_millis(20)));
+        let fd = s.child.exit_fd().expect("a pidfd to wait on");
+        assert!(!wait_readable(fd, Duration::from_millis(20)));
         assert!(matches!(s.child.try_wait(), Ok(None)));
         // cat exits at end of its input: that, not a timer, ends the next wait.
         drop(s.stdin);
         let mut woke = false;
         let deadline = Instant::now() + Duration::from_secs(30);
         while !woke && Instant::now() < deadline {
-            woke = s.child.wait_exit(Duration::from_secs(30));
+            let fd = s.child.exit_fd().expect("a pidfd to wait on");
+            woke = wait_readable(fd, Duration::from_secs(30));
         }
         assert!(woke);
         assert!(matches!(s.child.try_wait(), Ok(Some(st)) if st.success()));
-        // Reaped: no pidfd wait any more, a nap that says nothing.
-        assert!(!s.child.wait_exit(Duration::from_millis(1)));
+        // Reaped: no pidfd to wait on any more.
+        assert!(s.child.exit_fd().is_none());
+    }
+
+    /// A pidfd that said "exited" with no end following is not trusted by the next wait (a
+    /// descriptor that is always readable stands in for it here).
+    #[test]
+    fn a_readiness_without_an_end_is_not_trusted_again() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let (read, write) = crate::sys::fd::pipe().unwrap();
+        std::fs::File::from(write).write_all(b"x").unwrap();
+        let mut waits = EndWaits::new(Duration::from_micros(20), Duration::from_millis(2));
+        assert!(!waits.pidfd_said_exited);
+        waits.wait(Some(read.as_fd()), Duration::from_secs(30));
+        assert!(waits.pidfd_said_exited);
+        waits.wait(Some(read.as_fd()), Duration::from_secs(30));
+        assert!(waits.pidfd_said_exited);
+        assert_eq!(waits.interval, Duration::from_micros(80));
     }
 
     /// `poll_status` sees a child that exits while it waits, through the same wake-up.

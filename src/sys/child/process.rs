@@ -9,10 +9,9 @@
 //! reuse while a handler could still send to it.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::time::Duration;
 
 use super::watchdog::Watchdog;
 use crate::sys::signals::ForwardTarget;
@@ -144,21 +143,13 @@ impl ServerProcess {
         }
     }
 
-    /// Waits at most `at_most` for the server to exit, or less when a signal arrives: on its
-    /// pidfd, which turns readable the moment the process has exited (a wake-up at the event,
-    /// not a nap that oversleeps it by the timer's slack); without one, or where `waitid`
-    /// cannot take one, a nap. True when the pidfd said the process has exited. The caller
-    /// looks with [`try_wait`](Self::try_wait) and loops on its own deadline.
-    pub(crate) fn wait_exit(&self, at_most: Duration) -> bool {
-        match &self.pidfd {
-            Some(fd) if !self.pidfd_wait_unsupported && !self.reaped => {
-                super::wait_readable(fd.as_fd(), at_most)
-            }
-            _ => {
-                super::nap(at_most);
-                false
-            }
-        }
+    /// The pidfd to wait on for the server's exit ([`super::EndWaits`]), while there is an
+    /// exit to wait for and `waitid` can take it; `None` otherwise (the wait naps).
+    pub(crate) fn exit_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pidfd
+            .as_ref()
+            .filter(|_| !self.pidfd_wait_unsupported && !self.reaped)
+            .map(AsFd::as_fd)
     }
 
     /// Sends SIGKILL, unless the status was already collected. Through the pidfd, which cannot

@@ -110,11 +110,11 @@ impl Watchdog {
         if super::spin_until(deadline, || self.reaped()) {
             self.ended = true;
         }
-        // Its end is waited for as an event (the pidfd turns readable when it exits), not with a
-        // fixed nap: it ends within microseconds of its SIGKILL, and a 200 µs nap after the
-        // first look was most of what the watchdog added to a session's start and stop
-        // (bench/README.md, "Start-up"). Without a pidfd the naps start short and grow.
-        let mut interval = Duration::from_micros(20);
+        // Then its end is waited for as an event (the pidfd turns readable when it exits), not
+        // with a fixed nap: a 200 µs nap after the first look was most of what the watchdog
+        // added to a session's start and stop (bench/README.md, "Start-up"). Without a pidfd
+        // the naps start short and grow.
+        let mut waits = super::EndWaits::new(Duration::from_micros(20), Duration::from_millis(2));
         while !self.ended {
             if self.reaped() {
                 self.ended = true;
@@ -124,16 +124,7 @@ impl Watchdog {
             if now >= deadline {
                 break;
             }
-            let left = deadline - now;
-            match &self.pidfd {
-                Some(fd) => {
-                    super::wait_readable(fd.as_fd(), left.min(Duration::from_millis(10)));
-                }
-                None => {
-                    super::nap(interval.min(left));
-                    interval = (interval * 2).min(Duration::from_millis(2));
-                }
-            }
+            waits.wait(self.pidfd.as_ref().map(AsFd::as_fd), deadline - now);
         }
         // Closing the alarm pipe while the watchdog lives would make it end the group: only
         // now, when it is gone (or, past the bound, when the session is over anyway).
