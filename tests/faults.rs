@@ -365,6 +365,71 @@ fn decision_log_write_failure_poisons_the_writer() {
     );
 }
 
+/// SPEC §4.1 with a client that pipelines: the decisions of a batch are written together (each
+/// line whole, several per write), and a real write failure (RLIMIT_FSIZE) in the middle of such
+/// a write is counted as one write per line would count it — the lines written whole before the
+/// limit are `written` and make the prefix digest, the line the limit cut and every later one
+/// are `dropped` — and the file holds exactly the bytes one write per line would have left.
+#[test]
+fn pipelined_decisions_cut_by_the_file_size_limit_are_counted_line_by_line() {
+    const CALLS: u64 = 800;
+    // 200 blocks of 512 bytes: about 150 decision lines, far fewer than the calls.
+    const LIMIT: usize = 200 * 512;
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let mut lines = vec![INIT.to_string()];
+    for i in 0..CALLS {
+        lines.push(call(
+            10 + i,
+            "echo",
+            &format!(r#"{{"text":"{}","n":{i}}}"#, "p".repeat((i % 40) as usize)),
+        ));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut argv = vec![
+        "-c".to_string(),
+        "trap '' XFSZ; ulimit -f 200; exec \"$@\"".to_string(),
+        "sh".to_string(),
+        bin().display().to_string(),
+    ];
+    argv.extend(wrap_args(
+        &strs(&capture_opts(&cap)),
+        &["python3", &demo_server()],
+    ));
+    // Every line at once: the wrapper reads ahead and judges whole batches.
+    let r = run_program("/bin/sh", &argv, &script(&refs));
+    let (written, dropped) = assert_log_write_failure(&r, &cap, CALLS);
+    let bytes = std::fs::read(cap.join("decisions.ndjson")).unwrap();
+    assert_eq!(bytes.len(), LIMIT, "the file stops at the size limit");
+    let complete: Vec<&[u8]> = bytes
+        .split_inclusive(|b| *b == b'\n')
+        .filter(|l| l.ends_with(b"\n"))
+        .collect();
+    assert!(
+        (100..CALLS as usize).contains(&complete.len()),
+        "{} whole lines",
+        complete.len()
+    );
+    assert_eq!(complete.len() as u64, written, "{}", r.report());
+    assert_eq!(dropped, CALLS - written);
+    for (seq, line) in complete.iter().enumerate() {
+        let v: Value = serde_json::from_slice(line).unwrap();
+        assert_eq!(v["data"]["seq"], seq as u64);
+        assert_eq!(v["data"]["tool_call_id"], (10 + seq as u64).to_string());
+    }
+    let prefix: Vec<u8> = complete.concat();
+    assert!(
+        bytes.len() > prefix.len(),
+        "a partial tail follows the prefix"
+    );
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(&prefix)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(stop_of(&cap)["decision_prefix_sha256"], digest.as_str());
+}
+
 #[test]
 fn stop_write_failure_exits_3_naming_the_child_status_and_loses_nothing() {
     let dir = tempdir();

@@ -1,8 +1,9 @@
 //! The decision log writer and its accounting (SPEC §4.1).
 //!
-//! One `assay.tool.decision` event per evaluated `tools/call`, one NDJSON line each, written with a
-//! single `write_all`. The writer counts what it observed: lines whose `write_all` returned `Ok`
-//! (`written`), and, after the first failure, every emission it refused (`dropped`). The prefix
+//! One `assay.tool.decision` event per evaluated `tools/call`, one NDJSON line each, written whole
+//! (consecutive lines may share one `write(2)`: [`super::whole_lines`]). The writer counts what it
+//! observed: lines written whole (`written`), and, from the first failure on, the line it cut and
+//! every emission it refused (`dropped`). The prefix
 //! digest covers exactly the successfully written lines, so a reader can match it against the
 //! complete-line prefix of the file. `seq` (assigned by the caller) advances on every emission, written or not.
 //!
@@ -19,6 +20,7 @@ use super::event::{
     Clock, HexDigest, TYPE_DECISION, TYPE_LISTING, TYPE_MCP_DECISION, push_json_str,
 };
 use super::prefix_digest::PrefixDigest;
+use super::whole_lines;
 /// The `direction` of an [`McpDecisionEntry`] (its home is `src/direction.rs`).
 pub(crate) use crate::direction::Direction;
 use crate::policy::{Decision, ReasonCode};
@@ -47,11 +49,25 @@ pub(crate) trait LineTap: Send {
 pub(crate) trait DecisionSink: Send {
     /// Writes one whole line (one `write_all`).
     fn write_line(&mut self, line: &[u8]) -> io::Result<()>;
+
+    /// Writes consecutive whole lines in order; on failure, how many were written whole before
+    /// it, and the error. A file writes them together ([`whole_lines::write_lines`]); by
+    /// default, one [`DecisionSink::write_line`] each.
+    fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
+        for (done, line) in lines.iter().enumerate() {
+            self.write_line(line).map_err(|e| (done, e))?;
+        }
+        Ok(())
+    }
 }
 
 impl DecisionSink for File {
     fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         self.write_all(line)
+    }
+
+    fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
+        whole_lines::write_lines(self, lines)
     }
 }
 
@@ -59,6 +75,10 @@ impl DecisionSink for File {
 impl DecisionSink for crate::sys::fork_close::Tracked<File> {
     fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         self.write_all(line)
+    }
+
+    fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
+        whole_lines::write_lines(self, lines)
     }
 }
 
@@ -231,7 +251,7 @@ impl VerdictKey {
     }
 }
 
-/// The decision log writer and its accounting: one `write_all` per line, counted and hashed.
+/// The decision log writer and its accounting: whole lines, counted and hashed.
 pub(crate) struct DecisionLog {
     sink: Box<dyn DecisionSink>,
     written: u64,
@@ -560,27 +580,42 @@ impl DecisionLog {
     /// poisoned, refuses (and counts) the emission without writing. The line enters the prefix
     /// digest later ([`PrefixDigest`]).
     pub(crate) fn write(&mut self, line: &[u8]) -> (Emitted, Option<io::Error>) {
+        let poisoned = self.poisoned;
+        match self.write_lines(&[line]) {
+            Some(e) => (Emitted::Failed, Some(e)),
+            None if poisoned => (Emitted::Refused, None),
+            None => (Emitted::Written, None),
+        }
+    }
+
+    /// Writes consecutive lines (each one emission, in order) together, with the accounting
+    /// of one [`DecisionLog::write`] per line: the lines written whole are counted and enter
+    /// the digest; after a failure, the line it cut failed and the rest are refused (the writer
+    /// is poisoned). Returns the failure's error.
+    pub(crate) fn write_lines(&mut self, lines: &[&[u8]]) -> Option<io::Error> {
         if self.poisoned {
-            self.dropped += 1;
-            return (Emitted::Refused, None);
+            self.dropped += lines.len() as u64;
+            return None;
         }
-        // SPEC §4.1: one write_all of the whole line; only a completed write enters the digest.
-        match self.sink.write_line(line) {
-            Ok(()) => {
-                self.written += 1;
-                self.prefix.push(line);
-                for tap in &self.taps {
-                    tap.offer(line);
-                }
-                (Emitted::Written, None)
-            }
-            Err(e) => {
-                // A partial tail never enters the digest.
-                self.poisoned = true;
-                self.dropped += 1;
-                (Emitted::Failed, Some(e))
+        // SPEC §4.1: each line whole in one write (several lines may share one); only a
+        // completed line enters the digest.
+        let (complete, failure) = match self.sink.write_lines(lines) {
+            Ok(()) => (lines.len(), None),
+            Err((done, e)) => (done.min(lines.len()), Some(e)),
+        };
+        for line in lines.iter().take(complete) {
+            self.written += 1;
+            self.prefix.push(line);
+            for tap in &self.taps {
+                tap.offer(line);
             }
         }
+        if failure.is_some() {
+            // A partial tail never enters the digest.
+            self.poisoned = true;
+            self.dropped += (lines.len() - complete) as u64;
+        }
+        failure
     }
 
     /// The writer idles (after the forwarded calls were flushed): see [`PrefixDigest::settle`].

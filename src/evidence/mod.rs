@@ -15,3 +15,4 @@ pub(crate) mod protocol;
 pub(crate) mod result_event;
 pub(crate) mod stop;
 pub mod tool_definitions;
+pub(crate) mod whole_lines;

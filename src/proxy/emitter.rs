@@ -1,6 +1,6 @@
 //! The second half of the client→server path: for each client line, in order, write its decision
-//! line (one `write_all`, SPEC §4.1) and only then forward the line to the server, answer it, or
-//! drop it.
+//! line (whole, SPEC §4.1) and only then forward the line to the server, answer it, or drop it.
+//! A batch's decision lines are written together, before any of its lines is carried out.
 //!
 //! The client worker classifies and judges a line and describes what must happen to it as an
 //! [`LineAction`] in a [`Batch`] (the decision line and the bytes to send, in one reused byte arena).
@@ -171,13 +171,23 @@ impl ActionRunner {
         Self { shared }
     }
 
-    /// Writes decision `seq`'s line (SPEC §4.1: one `write_all`), after the event lines
+    /// Writes decision `seq`'s line (SPEC §4.1: whole, in one write), after the event lines
     /// numbered before it. A failed write poisons the writer and is reported once; the decision
     /// is still enforced. Fails only once the session sealed the log.
     pub(crate) fn write_decision(&mut self, seq: u64, line: &[u8]) -> Result<(), WorkerError> {
+        self.write_decisions(&[(seq, line)])
+    }
+
+    /// Writes decision lines, `(seq, line)` in `seq` order, together
+    /// ([`super::ordered_log::OrderedLog::write_clients`]), as [`ActionRunner::write_decision`]
+    /// writes one.
+    fn write_decisions(&mut self, lines: &[(u64, &[u8])]) -> Result<(), WorkerError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
         self.shared.with_log(|slot, events, failures| match slot {
             LogWriterState::Open(log) => {
-                log.write_client(events, seq, line, failures);
+                log.write_clients(events, lines, failures);
                 Ok(())
             }
             LogWriterState::Absent => Ok(()),
@@ -193,13 +203,18 @@ impl ActionRunner {
     }
 
     /// Carries out `batch`'s actions in order, its requests noted as pending first; `current`
-    /// is the line [`Source::Current`] names.
+    /// is the line [`Source::Current`] names. The batch's decision lines are written first,
+    /// together (each whole, in `seq` order: SPEC §4.1), so every decision is written before
+    /// its call is forwarded, answered or dropped — and before any later call of the batch is.
     pub(crate) fn run(&mut self, batch: &mut Batch, current: &[u8]) -> Result<(), WorkerError> {
         self.shared.pending.note_all(&mut batch.notes);
+        let decisions: Vec<(u64, &[u8])> = batch
+            .ops
+            .iter()
+            .filter_map(|op| op.decision.map(|d| (d.seq, batch.get(d.line))))
+            .collect();
+        self.write_decisions(&decisions)?;
         for op in &batch.ops {
-            if let Some(d) = op.decision {
-                self.write_decision(d.seq, batch.get(d.line))?;
-            }
             match op.delivery {
                 Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
                 Delivery::Forward(Source::Current) => self.forward(current)?,

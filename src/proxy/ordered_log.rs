@@ -1,5 +1,5 @@
 //! The decision log as both paths write it (SPEC §4.1, §4.1a: one `seq` over every event type,
-//! lines in `seq` order, one `write_all` each).
+//! lines in `seq` order, each whole; the lines at hand at one time share one write).
 //!
 //! The client path numbers its decisions in order and writes each one before forwarding its
 //! call. The server path's events (listings, answers, the server's own requests) take their `seq`
@@ -162,12 +162,28 @@ impl LogWriterState {
 }
 
 /// The decision log with its lines kept in `seq` order.
+///
+/// The lines of one call of [`OrderedLog::write_clients`] or [`OrderedLog::drain`] are staged
+/// in `seq` order and written together ([`DecisionLog::write_lines`]: each line whole, several
+/// per `write(2)`), with the accounting one write per line would give: a refusal found while
+/// staging first writes what was staged before it, as it came after those writes.
 pub(crate) struct OrderedLog {
     log: DecisionLog,
     /// The `seq` the next line written takes.
     next: u64,
-    /// Event lines taken from the queue, written in order (reused).
+    /// Event lines taken from the queue for the lines being staged (reused).
     taken: Vec<Vec<u8>>,
+    /// The lines staged, in `seq` order (reused).
+    staged: Vec<Staged>,
+}
+
+/// A line staged for the next write.
+#[derive(Clone, Copy)]
+enum Staged {
+    /// `OrderedLog::taken[i]`.
+    Event(usize),
+    /// The client decision line `i` of the call staging it.
+    Client(usize),
 }
 
 impl OrderedLog {
@@ -176,60 +192,97 @@ impl OrderedLog {
             log,
             next: 0,
             taken: Vec::new(),
+            staged: Vec::new(),
         }
     }
 
-    /// Writes one line numbered `seq`; the error of a failed write.
+    /// Writes one line numbered `seq` at once; the error of a failed write.
     fn put(&mut self, seq: u64, line: &[u8], failures: &mut Vec<String>) {
         self.next = self.next.max(seq.saturating_add(1));
-        if let (Emitted::Failed, err) = self.log.write(line) {
-            failures.push(err.map(|e| e.to_string()).unwrap_or_default());
+        if let (Emitted::Failed, Some(e)) = self.log.write(line) {
+            failures.push(e.to_string());
         }
     }
 
-    /// A client decision line numbered `seq`: written after the event lines numbered before it.
-    /// Every `seq` before it not yet written is an event line handed over or being formatted
-    /// (the server path numbers a line and queues it under the queue's lock, so a `seq` it took
-    /// before the client's is in the queue by the time this writer looks), or a decision whose
-    /// line was never written (its emission ended the session's client path).
-    pub(crate) fn write_client(
+    /// Client decision lines, `(seq, line)` in `seq` order: each written after the event lines
+    /// numbered before it, all of them together.
+    ///
+    /// Every `seq` before a client line's not yet written is an event line handed over or being
+    /// formatted (the server path numbers a line and queues it under the queue's lock, so a
+    /// `seq` it took before the client's is in the queue by the time this writer looks), or a
+    /// decision whose line was never written (its emission ended the session's client path).
+    pub(crate) fn write_clients(
         &mut self,
         events: &EventLines,
-        seq: u64,
-        line: &[u8],
+        lines: &[(u64, &[u8])],
         failures: &mut Vec<String>,
     ) {
-        while self.next < seq {
-            let (turn, refused) = events.turn(self.next, seq, &mut self.taken);
-            self.log.refuse(refused);
-            match turn {
-                Turn::Taken => self.write_taken(failures),
-                Turn::Skip(to) => self.next = to,
+        for (i, &(seq, _)) in lines.iter().enumerate() {
+            while self.next < seq {
+                let from = self.taken.len();
+                let (turn, refused) = events.turn(self.next, seq, &mut self.taken);
+                self.refuse(refused, lines, failures);
+                match turn {
+                    Turn::Taken => self.stage_taken(from),
+                    Turn::Skip(to) => self.next = to,
+                }
             }
+            self.next = self.next.max(seq.saturating_add(1));
+            self.staged.push(Staged::Client(i));
         }
-        self.put(seq, line, failures);
+        self.write_staged(lines, failures);
+        self.taken.clear();
     }
 
     /// Writes the event lines whose turn has come (numbered right after the last line written,
     /// in order).
     pub(crate) fn drain(&mut self, events: &EventLines, failures: &mut Vec<String>) {
         while events.lowest() == self.next {
+            let from = self.taken.len();
             let refused = events.take_ready(self.next, &mut self.taken);
-            self.log.refuse(refused);
-            if self.taken.is_empty() {
-                return;
+            self.refuse(refused, &[], failures);
+            if self.taken.len() == from {
+                break;
             }
-            self.write_taken(failures);
+            self.stage_taken(from);
+        }
+        self.write_staged(&[], failures);
+        self.taken.clear();
+    }
+
+    /// Stages the event lines taken from index `from` on (numbered from `next` on, in order).
+    fn stage_taken(&mut self, from: usize) {
+        let to = self.taken.len();
+        self.staged.extend((from..to).map(Staged::Event));
+        self.next += (to - from) as u64;
+    }
+
+    /// Counts `n` refusals, after writing what was staged before them.
+    fn refuse(&mut self, n: u64, lines: &[(u64, &[u8])], failures: &mut Vec<String>) {
+        if n > 0 {
+            self.write_staged(lines, failures);
+            self.log.refuse(n);
         }
     }
 
-    /// Writes the lines [`EventLines::take_ready`] or [`EventLines::turn`] took, from `next` on.
-    fn write_taken(&mut self, failures: &mut Vec<String>) {
-        let mut taken = std::mem::take(&mut self.taken);
-        for line in taken.drain(..) {
-            self.put(self.next, &line, failures);
+    /// Writes the staged lines together (`lines`: the client lines they name).
+    fn write_staged(&mut self, lines: &[(u64, &[u8])], failures: &mut Vec<String>) {
+        if self.staged.is_empty() {
+            return;
         }
-        self.taken = taken;
+        let taken = &self.taken;
+        let bytes: Vec<&[u8]> = self
+            .staged
+            .iter()
+            .map(|s| match *s {
+                Staged::Event(i) => taken.get(i).map_or(&[][..], Vec::as_slice),
+                Staged::Client(i) => lines.get(i).map_or(&[][..], |l| l.1),
+            })
+            .collect();
+        if let Some(e) = self.log.write_lines(&bytes) {
+            failures.push(e.to_string());
+        }
+        self.staged.clear();
     }
 
     /// Lets the log settle its digest (idle time).
@@ -467,6 +520,66 @@ mod tests {
         }
     }
 
+    /// Keeps each write's lines together: what one `write(2)` of a file would hold.
+    struct Writes(Arc<Mutex<Vec<Vec<Vec<u8>>>>>);
+
+    impl DecisionSink for Writes {
+        fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(vec![line.to_vec()]);
+            Ok(())
+        }
+
+        fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, std::io::Error)> {
+            let group = lines.iter().map(|l| l.to_vec()).collect();
+            self.0.lock().unwrap().push(group);
+            Ok(())
+        }
+    }
+
+    /// The decisions of a batch and the event lines numbered between them go out in one write,
+    /// in `seq` order; an event line numbered after the batch is left for the next drain.
+    #[test]
+    fn a_batch_and_the_event_lines_between_its_decisions_are_written_together() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Writes(out.clone()))));
+        let events = EventLines::default();
+        let counter = AtomicU64::new(1);
+        events.number(&counter).unwrap().hand_over(line(1));
+        let after = AtomicU64::new(4);
+        events.number(&after).unwrap().hand_over(line(4));
+        let mut failures = Vec::new();
+        let batch = [(0, &line(0)[..]), (2, &line(2)[..]), (3, &line(3)[..])];
+        log.write_clients(&events, &batch, &mut failures);
+        assert_eq!(
+            *out.lock().unwrap(),
+            vec![vec![line(0), line(1), line(2), line(3)]]
+        );
+        log.drain(&events, &mut failures);
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(out.lock().unwrap().last(), Some(&vec![line(4)]));
+    }
+
+    /// A refusal found in the middle of a batch (an event line between two decisions that was
+    /// never handed over) comes after the lines before it were written, as it would with one
+    /// write per line: those are written, the rest of the batch is refused.
+    #[test]
+    fn a_refusal_inside_a_batch_comes_after_the_lines_before_it() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Writes(out.clone()))));
+        let events = EventLines::default();
+        let counter = AtomicU64::new(1);
+        // Its formatting "panicked": dropped without a hand-over.
+        drop(events.number(&counter).unwrap());
+        let mut failures = Vec::new();
+        let batch = [(0, &line(0)[..]), (2, &line(2)[..])];
+        log.write_clients(&events, &batch, &mut failures);
+        assert_eq!(*out.lock().unwrap(), vec![vec![line(0)]]);
+        let mut state = LogWriterState::Open(Box::new(log));
+        let accounting = state.seal(&events).unwrap();
+        assert_eq!((accounting.written, accounting.dropped), (1, 2));
+        assert!(accounting.poisoned);
+    }
+
     fn log() -> (OrderedLog, Arc<Mutex<Vec<Vec<u8>>>>) {
         let out = Arc::new(Mutex::new(Vec::new()));
         (
@@ -496,7 +609,7 @@ mod tests {
         log.drain(&events, &mut failures);
         assert!(out.lock().unwrap().is_empty(), "no event line before seq 0");
         for seq in 0..3 {
-            log.write_client(&events, seq, &line(seq), &mut failures);
+            log.write_clients(&events, &[(seq, &line(seq))], &mut failures);
             log.drain(&events, &mut failures);
         }
         assert!(failures.is_empty(), "{failures:?}");
@@ -555,7 +668,7 @@ mod tests {
                 }
                 numbered.hand_over(line(0));
             });
-            log.write_client(&events, client, &line(client), &mut failures);
+            log.write_clients(&events, &[(client, &line(client))], &mut failures);
             written.store(true, Ordering::SeqCst);
         });
         log.drain(&events, &mut failures);
@@ -576,7 +689,7 @@ mod tests {
         }));
         assert!(r.is_err());
         let mut failures = Vec::new();
-        log.write_client(&events, 1, &line(1), &mut failures);
+        log.write_clients(&events, &[(1, &line(1))], &mut failures);
         assert!(out.lock().unwrap().is_empty(), "poisoned: refused");
         let mut state = LogWriterState::Open(Box::new(log));
         let accounting = state.seal(&events).unwrap();
@@ -595,7 +708,7 @@ mod tests {
         assert_eq!(n.seq(), 2);
         n.hand_over(line(2));
         let mut failures = Vec::new();
-        log.write_client(&events, 4, &line(4), &mut failures);
+        log.write_clients(&events, &[(4, &line(4))], &mut failures);
         assert_eq!(*out.lock().unwrap(), vec![line(2), line(4)]);
         assert!(failures.is_empty());
     }
@@ -627,7 +740,7 @@ mod tests {
                         let seq = counter.fetch_add(1, Ordering::Relaxed);
                         let ((), failures) = log.with(|state, events, failures| {
                             if let LogWriterState::Open(l) = state {
-                                l.write_client(events, seq, &line(seq), failures);
+                                l.write_clients(events, &[(seq, &line(seq))], failures);
                             }
                         });
                         assert!(failures.is_empty());

@@ -149,6 +149,9 @@ impl<T: AsRawFd + std::io::Write> std::io::Write for Tracked<T> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.inner.write(buf)
     }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        self.inner.write_vectored(bufs)
+    }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
