@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The wrapper's CPU per thread on one pipelined session, for binaries and policies side by side.
+
+Usage: threads.py ROUNDS LINES_FILE BIN:POLICY...
+
+Each round runs every BIN:POLICY once (rotating order): `BIN mcp wrap --policy POLICY
+--decision-log … --decision-log-new -- echo-server --list-exec`, the first line of LINES_FILE
+alone and the rest once it is answered (as `pingpong.py --first-answered` and the targets group
+send them). Once the last response is read, and before stdin closes, every thread's time on a
+CPU is read from /proc/PID/task/TID/schedstat (nanoseconds, unlike the 10 ms ticks of
+/proc/…/stat). Prints, per configuration, the median over rounds of each thread's CPU, their
+total and the session's wall time (spawn to last response), in ms. LINES_FILE: one JSON-RPC
+line each, e.g. `bench/target/release/assay-bench --emit calls 100000 > lines`.
+Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the echo server.
+"""
+import collections
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ECHO = os.path.join(HERE, "..", "target", "release", "echo-server")
+
+
+def session(binary, policy, log, first, rest, count):
+    """One session; returns ({thread name: CPU ms}, wall ms)."""
+    argv = [binary, "mcp", "wrap", "--policy", policy, "--decision-log", log,
+            "--decision-log-new", "--event-source", "assay://bench/local", "--",
+            ECHO, "--list-exec"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, bufsize=0)
+    proc.stdin.write(first)
+    proc.stdout.readline()
+    writer = threading.Thread(target=proc.stdin.write, args=(rest,))
+    writer.start()
+    got = 1
+    while got < count:
+        chunk = proc.stdout.read(1 << 20)
+        if not chunk:
+            break
+        got += chunk.count(b"\n")
+    wall = (time.perf_counter() - t0) * 1e3
+    cpu = collections.Counter()
+    task = f"/proc/{proc.pid}/task"
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/comm") as f:
+            name = f.read().strip()
+        with open(f"{task}/{tid}/schedstat") as f:
+            cpu[name] += int(f.read().split()[0]) / 1e6
+    writer.join()
+    proc.stdin.close()
+    proc.wait()
+    if got < count:
+        sys.exit(f"{binary} {policy}: {got} of {count} responses")
+    return cpu, wall
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    rounds = int(sys.argv[1])
+    with open(sys.argv[2], "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    configs = [c.rsplit(":", 1) for c in sys.argv[3:]]
+    first, rest = lines[0], b"".join(lines[1:])
+    runs = collections.defaultdict(lambda: collections.defaultdict(list))
+    with tempfile.TemporaryDirectory() as work:
+        log = os.path.join(work, "decisions.ndjson")
+        for r in range(rounds):
+            for i in range(len(configs)):
+                binary, policy = configs[(i + r) % len(configs)]
+                if os.path.exists(log):
+                    os.unlink(log)
+                cpu, wall = session(binary, policy, log, first, rest, len(lines))
+                key = f"{binary}:{policy}"
+                main_thread = os.path.basename(binary)[:15]
+                for name, ms in cpu.items():
+                    runs[key]["main" if name == main_thread else name].append(ms)
+                runs[key]["TOTAL"].append(sum(cpu.values()))
+                runs[key]["WALL"].append(wall)
+    for binary, policy in configs:
+        key = f"{binary}:{policy}"
+        cols = sorted(runs[key].items(), key=lambda kv: (kv[0] in ("TOTAL", "WALL"), kv[0]))
+        print(key + ": " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in cols))
+
+
+if __name__ == "__main__":
+    main()
