@@ -636,4 +636,6 @@ impl DecisionLog {
 }
 
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod tests;
