@@ -386,18 +386,8 @@ fn pipelined_decisions_cut_by_the_file_size_limit_are_counted_line_by_line() {
         ));
     }
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let mut argv = vec![
-        "-c".to_string(),
-        "trap '' XFSZ; ulimit -f 200; exec \"$@\"".to_string(),
-        "sh".to_string(),
-        bin().display().to_string(),
-    ];
-    argv.extend(wrap_args(
-        &strs(&capture_opts(&cap)),
-        &["python3", &demo_server()],
-    ));
     // Every line at once: the wrapper reads ahead and judges whole batches.
-    let r = run_program("/bin/sh", &argv, &script(&refs));
+    let r = run_under_file_size_limit(&cap, 200, &script(&refs));
     let (written, dropped) = assert_log_write_failure(&r, &cap, CALLS);
     let bytes = std::fs::read(cap.join("decisions.ndjson")).unwrap();
     assert_eq!(bytes.len(), LIMIT, "the file stops at the size limit");

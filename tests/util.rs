@@ -276,9 +276,15 @@ pub fn run_with_file_size_limit(cap: &Path) -> Run {
         lines.push(call(10 + i, "echo", r#"{"text":"a"}"#));
     }
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    run_under_file_size_limit(cap, 4, &script(&refs))
+}
+
+/// `input` through the demo server wrapped into the capture `cap` under RLIMIT_FSIZE of `blocks`
+/// 512-byte blocks, with SIGXFSZ ignored so a write past it returns EFBIG.
+pub fn run_under_file_size_limit(cap: &Path, blocks: u32, input: &[u8]) -> Run {
     let mut argv = vec![
         "-c".to_string(),
-        "trap '' XFSZ; ulimit -f 4; exec \"$@\"".to_string(),
+        format!("trap '' XFSZ; ulimit -f {blocks}; exec \"$@\""),
         "sh".to_string(),
         bin().display().to_string(),
     ];
@@ -286,7 +292,7 @@ pub fn run_with_file_size_limit(cap: &Path) -> Run {
         &strs(&capture_opts(cap)),
         &["python3", &demo_server()],
     ));
-    run_program("/bin/sh", &argv, &script(&refs))
+    run_program("/bin/sh", &argv, input)
 }
 
 /// A tool some suites need that a fresh clone (plain `cargo test`) may lack (SPEC §11).

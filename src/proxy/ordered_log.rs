@@ -520,8 +520,11 @@ mod tests {
         }
     }
 
+    /// The lines of each write, write by write.
+    type WriteGroups = Arc<Mutex<Vec<Vec<Vec<u8>>>>>;
+
     /// Keeps each write's lines together: what one `write(2)` of a file would hold.
-    struct Writes(Arc<Mutex<Vec<Vec<Vec<u8>>>>>);
+    struct Writes(WriteGroups);
 
     impl DecisionSink for Writes {
         fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
@@ -536,12 +539,18 @@ mod tests {
         }
     }
 
+    /// A log whose writes are kept apart ([`Writes`]).
+    fn writes_log() -> (OrderedLog, WriteGroups) {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let log = OrderedLog::new(DecisionLog::new(Box::new(Writes(out.clone()))));
+        (log, out)
+    }
+
     /// The decisions of a batch and the event lines numbered between them go out in one write,
     /// in `seq` order; an event line numbered after the batch is left for the next drain.
     #[test]
     fn a_batch_and_the_event_lines_between_its_decisions_are_written_together() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Writes(out.clone()))));
+        let (mut log, out) = writes_log();
         let events = EventLines::default();
         let counter = AtomicU64::new(1);
         events.number(&counter).unwrap().hand_over(line(1));
@@ -564,8 +573,7 @@ mod tests {
     /// write per line: those are written, the rest of the batch is refused.
     #[test]
     fn a_refusal_inside_a_batch_comes_after_the_lines_before_it() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut log = OrderedLog::new(DecisionLog::new(Box::new(Writes(out.clone()))));
+        let (mut log, out) = writes_log();
         let events = EventLines::default();
         let counter = AtomicU64::new(1);
         // Its formatting "panicked": dropped without a hand-over.

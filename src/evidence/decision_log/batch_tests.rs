@@ -1,27 +1,10 @@
 //! Lines written together ([`DecisionLog::write_lines`], a pipelining client's batch) against
 //! one write per line, through a file that a size limit cuts.
 
+use super::tests::entry;
 use super::*;
 use proptest::prelude::*;
 use std::sync::{Arc, Mutex};
-
-/// A digest for the lines' entries.
-static DIGEST: std::sync::LazyLock<HexDigest> = std::sync::LazyLock::new(|| HexDigest::of(b"{}"));
-
-fn entry(tool: &str) -> DecisionEntry<'_> {
-    DecisionEntry {
-        tool: Some(tool),
-        tool_call_id: Some("1"),
-        decision: Decision::Allow,
-        reason_code: ReasonCode::P_POLICY_ALLOW,
-        reason: "allowed",
-        matched_rule: Some("allow:*"),
-        arguments_sha256: None,
-        tool_definition_sha256: Some(&DIGEST),
-        arguments: None,
-        arguments_escaped: false,
-    }
-}
 
 /// A file as RLIMIT_FSIZE leaves it: takes at most `step` bytes per write (vectored or not)
 /// and fails once `limit` bytes are in it; writes consecutive lines together as a file does.
@@ -87,8 +70,10 @@ proptest! {
             .iter()
             .enumerate()
             .map(|(seq, tool)| {
+                let mut e = entry();
+                e.tool = Some(tool);
                 let mut line = Vec::new();
-                format.push_line(&mut line, seq as u64, &entry(tool));
+                format.push_line(&mut line, seq as u64, &e);
                 line
             })
             .collect();

@@ -61,9 +61,10 @@ impl DecisionSink for FailingSink {
 }
 
 /// A digest for the entries that carry one.
-static DIGEST: std::sync::LazyLock<HexDigest> = std::sync::LazyLock::new(|| HexDigest::of(b"{}"));
+pub(super) static DIGEST: std::sync::LazyLock<HexDigest> =
+    std::sync::LazyLock::new(|| HexDigest::of(b"{}"));
 
-fn entry() -> DecisionEntry<'static> {
+pub(super) fn entry() -> DecisionEntry<'static> {
     DecisionEntry {
         tool: Some("read_file"),
         tool_call_id: Some("1"),
