@@ -14,6 +14,10 @@ use std::io::{self, IoSlice, Write};
 /// (an interrupted write is retried, as `write_all` does). On failure, returns how many of the
 /// lines were written completely (a line cut by the failure is not among them) and the error.
 pub(crate) fn write_lines(w: &mut impl Write, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
+    if let [line] = lines {
+        // One line (one request in flight): `write_all`, nothing to gather.
+        return w.write_all(line).map_err(|e| (0, e));
+    }
     let mut slices: Vec<IoSlice<'_>> = lines.iter().map(|l| IoSlice::new(l)).collect();
     let mut rest: &mut [IoSlice<'_>] = &mut slices;
     // Lines completed, and the bytes written past the last completed line.

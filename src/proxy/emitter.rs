@@ -208,12 +208,12 @@ impl ActionRunner {
     /// its call is forwarded, answered or dropped — and before any later call of the batch is.
     pub(crate) fn run(&mut self, batch: &mut Batch, current: &[u8]) -> Result<(), WorkerError> {
         self.shared.pending.note_all(&mut batch.notes);
-        let decisions: Vec<(u64, &[u8])> = batch
-            .ops
-            .iter()
-            .filter_map(|op| op.decision.map(|d| (d.seq, batch.get(d.line))))
-            .collect();
-        self.write_decisions(&decisions)?;
+        let decision_of = |op: &LineAction| op.decision.map(|d| (d.seq, batch.get(d.line)));
+        match batch.ops.as_slice() {
+            // One line (one request in flight) needs no list.
+            [op] => self.write_decisions(decision_of(op).as_slice())?,
+            ops => self.write_decisions(&ops.iter().filter_map(decision_of).collect::<Vec<_>>())?,
+        }
         for op in &batch.ops {
             match op.delivery {
                 Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,

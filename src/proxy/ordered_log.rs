@@ -271,15 +271,18 @@ impl OrderedLog {
             return;
         }
         let taken = &self.taken;
-        let bytes: Vec<&[u8]> = self
-            .staged
-            .iter()
-            .map(|s| match *s {
-                Staged::Event(i) => taken.get(i).map_or(&[][..], Vec::as_slice),
-                Staged::Client(i) => lines.get(i).map_or(&[][..], |l| l.1),
-            })
-            .collect();
-        if let Some(e) = self.log.write_lines(&bytes) {
+        let bytes_of = |s: &Staged| match *s {
+            Staged::Event(i) => taken.get(i).map_or(&[][..], Vec::as_slice),
+            Staged::Client(i) => lines.get(i).map_or(&[][..], |l| l.1),
+        };
+        // One line (one request in flight) needs no list.
+        let failure = match self.staged.as_slice() {
+            [one] => self.log.write_lines(&[bytes_of(one)]),
+            staged => self
+                .log
+                .write_lines(&staged.iter().map(bytes_of).collect::<Vec<_>>()),
+        };
+        if let Some(e) = failure {
             failures.push(e.to_string());
         }
         self.staged.clear();
