@@ -269,6 +269,20 @@ fn child_closing_stdout_but_running_is_killed_at_cleanup() {
     assert!(r.elapsed < Duration::from_secs(5));
 }
 
+/// A server whose output ended is on its way out (docs/decisions.md, "A longer wait for the
+/// status of a server whose output ended"): one that closes its output and exits a tenth of a
+/// second later is recorded with its own status, never killed.
+#[test]
+fn a_server_exiting_a_moment_after_its_output_closed_is_not_killed() {
+    let (r, stop, d) = fault("close-stdout-exit", &[], &session());
+    stop.expect("stop written");
+    r.expect_status(5);
+    assert_stop_record(
+        &d.path().join("cap"),
+        &ended("exited", json!(5), Value::Null),
+    );
+}
+
 /// SPEC §3 item 9, §3.1: the server is a process tree. A grandchild that holds the server's
 /// stdout after the server exited is a process of the server's group: the cleanup ends the
 /// group (one SIGKILL to it), the pipe closes, and the session is a healthy `client_closed`

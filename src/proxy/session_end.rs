@@ -161,7 +161,13 @@ pub(crate) fn run_workers(
         // SPEC §3 item 7: on proxy_error, stop both workers and run the cleanup at once.
         cancel.cancel();
     }
-    let cleanup = child::cleanup(child);
+    // A server whose output ended is on its way out: its status is given longer to appear.
+    let grace = if watch.server_output_closed() {
+        child::OUTPUT_CLOSED_EXIT_GRACE
+    } else {
+        child::EXIT_GRACE
+    };
+    let cleanup = child::cleanup_within(child, grace);
     settle_output_worker(
         rx,
         &watch,

@@ -70,6 +70,14 @@ const KILL_POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// be recorded with `assay_kill_requested: true`. It is a sequence of non-blocking `try_wait`
 /// calls, so the cleanup stays bounded.
 pub(crate) const EXIT_GRACE: Duration = Duration::from_millis(50);
+/// [`EXIT_GRACE`] once the server's output has reached its end (its last holder closed it: the
+/// server is exiting, or closed its output on purpose). A large process — a launcher's `node`
+/// behind `npx`, the last holder of the pipe — closes its descriptors early in its exit and is
+/// waitable only once its memory is torn down, which on two busy CPUs was seen to take longer
+/// than 50 ms. The wait ends as soon as the status is there (it watches the pidfd), so only a
+/// server that closed its output and keeps running waits this long for its kill; well inside the
+/// 2 s after which MCP clients send SIGTERM.
+pub(crate) const OUTPUT_CLOSED_EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// Maps an OS exit status to the observed fields of SPEC §3.2.
 pub(crate) fn observe(status: ExitStatus) -> ChildStatus {
@@ -242,9 +250,14 @@ pub(crate) fn nap(d: Duration) {
 /// kill) until no process of the group is left. In a process that is the subreaper of its
 /// sessions (the CLI), descendants that left the group are ended in the same window.
 pub(crate) fn cleanup(child: &mut ServerProcess) -> Cleanup {
+    cleanup_within(child, EXIT_GRACE)
+}
+
+/// [`cleanup`], the leader's status awaited for `grace` before the kill attempt.
+pub(crate) fn cleanup_within(child: &mut ServerProcess, grace: Duration) -> Cleanup {
     let polled = poll_status(
         child,
-        EXIT_GRACE,
+        grace,
         Duration::from_micros(20),
         Duration::from_millis(2),
     );
