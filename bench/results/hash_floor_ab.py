@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Wrapper binaries against the hash floor relay, side by side, on one pipelined session.
+
+Usage: hash_floor_ab.py ROUNDS LINES_FILE BIN...
+
+Each round runs `hash-floor-relay` and `BIN mcp wrap --policy P --decision-log … --decision-log-new
+-- echo-server` for every BIN (P: the plain policy, `allow: ["echo", "bench_*"]`), in a rotating
+order; the first line of LINES_FILE alone and the rest once it is answered (as the targets group
+sends them), wall time from spawn to the child's exit. Prints each median wall time and, per BIN,
+the median of its wall ÷ the floor's in the same round. LINES_FILE: e.g.
+`bench/target/release/assay-bench --emit calls 100000 > lines`. The client is Python here, not the
+harness's: compare the figures with each other, not with `assay-bench --only targets`.
+Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the relay and the server.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RELEASE = os.path.join(HERE, "..", "target", "release")
+ECHO = os.path.join(RELEASE, "echo-server")
+FLOOR = os.path.join(RELEASE, "hash-floor-relay")
+PLAIN = 'version: "1"\nname: bench\nallow: ["echo", "bench_*"]\n'
+
+
+def session(argv, log, first, rest, count):
+    """One session's wall time in seconds."""
+    if os.path.exists(log):
+        os.unlink(log)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, bufsize=0)
+    proc.stdin.write(first)
+    proc.stdout.readline()
+    writer = threading.Thread(target=proc.stdin.write, args=(rest,))
+    writer.start()
+    got = 1
+    while got < count:
+        chunk = proc.stdout.read(1 << 20)
+        if not chunk:
+            break
+        got += chunk.count(b"\n")
+    writer.join()
+    proc.stdin.close()
+    proc.wait()
+    if got < count:
+        sys.exit(f"{argv[0]}: {got} of {count} responses")
+    return time.perf_counter() - t0
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    rounds = int(sys.argv[1])
+    with open(sys.argv[2], "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    first, rest = lines[0], b"".join(lines[1:])
+    with tempfile.TemporaryDirectory() as work:
+        log = os.path.join(work, "decisions.ndjson")
+        policy = os.path.join(work, "plain.yaml")
+        with open(policy, "w") as f:
+            f.write(PLAIN)
+        configs = [("hash floor", [FLOOR, log, "--", ECHO])]
+        for b in sys.argv[3:]:
+            configs.append((b, [b, "mcp", "wrap", "--policy", policy, "--decision-log", log,
+                                "--decision-log-new", "--event-source", "assay://bench/local",
+                                "--", ECHO]))
+        walls = {name: [] for name, _ in configs}
+        ratios = {name: [] for name, _ in configs[1:]}
+        for r in range(rounds):
+            wall = {}
+            for i in range(len(configs)):
+                name, argv = configs[(i + r) % len(configs)]
+                wall[name] = session(argv, log, first, rest, len(lines))
+                walls[name].append(wall[name])
+            for name in ratios:
+                ratios[name].append(wall[name] / wall["hash floor"])
+    for name, _ in configs:
+        line = f"{name}: wall {statistics.median(walls[name]) * 1e3:.1f} ms"
+        if name in ratios:
+            line += f", ÷ hash floor {statistics.median(ratios[name]):.3f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
