@@ -13,7 +13,6 @@
 //! `assay.mcp.decision` events (a decision on a governed method other than `tools/call`,
 //! SPEC §4.1a, §5.2), formatted by [`DecisionFormat::push_mcp_decision_line`].
 
-use std::fs::File;
 use std::io::{self, Write};
 
 use super::event::{
@@ -61,18 +60,9 @@ pub(crate) trait DecisionSink: Send {
     }
 }
 
-impl DecisionSink for File {
-    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
-        self.write_all(line)
-    }
-
-    fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
-        whole_lines::write_lines(self, lines)
-    }
-}
-
-/// A log file a fork of the host does not keep (SPEC §3.1b).
-impl DecisionSink for crate::sys::fork_close::Tracked<File> {
+/// A file (in production the log file a fork of the host does not keep, SPEC §3.1b: a
+/// `Tracked<File>`), or anything written as one.
+impl<W: Write + Send> DecisionSink for W {
     fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         self.write_all(line)
     }

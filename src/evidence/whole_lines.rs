@@ -62,20 +62,39 @@ pub(crate) fn write_lines(w: &mut impl Write, lines: &[&[u8]]) -> Result<(), (us
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
-    /// Takes at most `step` bytes per call, fails once it has taken `limit` bytes, and counts
-    /// its calls.
-    struct Limited {
-        out: Vec<u8>,
+    /// A file as RLIMIT_FSIZE leaves it: takes at most `step` bytes per call (vectored or not),
+    /// fails with `EFBIG` once it holds `limit` bytes, and counts its calls. Its bytes are
+    /// shared, so they can be read while a decision log owns it.
+    pub(crate) struct SizeLimited {
+        pub out: Arc<Mutex<Vec<u8>>>,
         step: usize,
         limit: usize,
         calls: usize,
         interrupt_first: bool,
     }
 
-    impl Write for Limited {
+    impl SizeLimited {
+        pub(crate) fn new(step: usize, limit: usize) -> Self {
+            SizeLimited {
+                out: Arc::default(),
+                step,
+                limit,
+                calls: 0,
+                interrupt_first: false,
+            }
+        }
+
+        fn bytes(&self) -> Vec<u8> {
+            self.out.lock().unwrap().clone()
+        }
+    }
+
+    impl Write for SizeLimited {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             self.write_vectored(&[IoSlice::new(buf)])
         }
@@ -85,16 +104,17 @@ mod tests {
             if std::mem::take(&mut self.interrupt_first) {
                 return Err(io::ErrorKind::Interrupted.into());
             }
-            let room = self.limit - self.out.len();
+            let mut out = self.out.lock().unwrap();
+            let room = self.limit.saturating_sub(out.len()).min(self.step);
             if room == 0 {
-                return Err(io::Error::other("full"));
+                return Err(io::Error::from_raw_os_error(libc::EFBIG));
             }
             let mut n = 0;
             for b in bufs {
-                let take = b.len().min(self.step - n).min(room - n);
-                self.out.extend_from_slice(&b[..take]);
+                let take = b.len().min(room - n);
+                out.extend_from_slice(&b[..take]);
                 n += take;
-                if n == self.step || n == room {
+                if n == room {
                     break;
                 }
             }
@@ -103,16 +123,6 @@ mod tests {
 
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
-        }
-    }
-
-    fn sink(step: usize, limit: usize) -> Limited {
-        Limited {
-            out: Vec::new(),
-            step,
-            limit,
-            calls: 0,
-            interrupt_first: false,
         }
     }
 
@@ -126,9 +136,9 @@ mod tests {
     fn every_line_is_written_in_order_with_one_call_when_the_sink_takes_it_all() {
         let owned = lines();
         let refs: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-        let mut w = sink(usize::MAX / 2, usize::MAX / 2);
+        let mut w = SizeLimited::new(usize::MAX, usize::MAX);
         write_lines(&mut w, &refs).unwrap();
-        assert_eq!(w.out, owned.concat());
+        assert_eq!(w.bytes(), owned.concat());
         assert_eq!(w.calls, 1);
     }
 
@@ -137,10 +147,10 @@ mod tests {
         let owned = lines();
         let refs: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         for step in [1, 2, 3, 7, 64, 100, 1000] {
-            let mut w = sink(step, usize::MAX / 2);
+            let mut w = SizeLimited::new(step, usize::MAX);
             w.interrupt_first = true;
             write_lines(&mut w, &refs).unwrap();
-            assert_eq!(w.out, owned.concat(), "step {step}");
+            assert_eq!(w.bytes(), owned.concat(), "step {step}");
         }
     }
 
@@ -150,13 +160,13 @@ mod tests {
         let refs: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let total: usize = owned.iter().map(Vec::len).sum();
         for limit in 0..total {
-            for step in [5, 333, usize::MAX / 2] {
-                let mut w = sink(step, limit);
+            for step in [5, 333, usize::MAX] {
+                let mut w = SizeLimited::new(step, limit);
                 let (done, e) = write_lines(&mut w, &refs).unwrap_err();
-                assert_eq!(e.to_string(), "full");
+                assert_eq!(e.raw_os_error(), Some(libc::EFBIG));
                 // The bytes are those a write per line would have left: the lines before the
                 // cut whole, then the cut line's head.
-                assert_eq!(w.out, owned.concat()[..limit]);
+                assert_eq!(w.bytes(), owned.concat()[..limit]);
                 let whole = owned
                     .iter()
                     .scan(0, |end, l| {
@@ -172,7 +182,7 @@ mod tests {
 
     #[test]
     fn no_lines_is_no_write() {
-        let mut w = sink(10, 10);
+        let mut w = SizeLimited::new(10, 10);
         write_lines(&mut w, &[]).unwrap();
         assert_eq!(w.calls, 0);
     }

@@ -1,56 +1,10 @@
 //! Lines written together ([`DecisionLog::write_lines`], a pipelining client's batch) against
-//! one write per line, through a file that a size limit cuts.
+//! one write per line, through a file that a size limit cuts ([`SizeLimited`]).
 
 use super::tests::entry;
 use super::*;
+use crate::evidence::whole_lines::tests::SizeLimited;
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex};
-
-/// A file as RLIMIT_FSIZE leaves it: takes at most `step` bytes per write (vectored or not)
-/// and fails once `limit` bytes are in it; writes consecutive lines together as a file does.
-struct LimitedFile {
-    out: Arc<Mutex<Vec<u8>>>,
-    limit: usize,
-    step: usize,
-}
-
-impl Write for LimitedFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_vectored(&[io::IoSlice::new(buf)])
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        let mut out = self.out.lock().unwrap();
-        let room = self.limit.saturating_sub(out.len()).min(self.step);
-        if room == 0 {
-            return Err(io::Error::from_raw_os_error(libc::EFBIG));
-        }
-        let mut n = 0;
-        for b in bufs {
-            let take = b.len().min(room - n);
-            out.extend_from_slice(&b[..take]);
-            n += take;
-            if n == room {
-                break;
-            }
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl DecisionSink for LimitedFile {
-    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
-        self.write_all(line)
-    }
-
-    fn write_lines(&mut self, lines: &[&[u8]]) -> Result<(), (usize, io::Error)> {
-        whole_lines::write_lines(self, lines)
-    }
-}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
@@ -77,14 +31,15 @@ proptest! {
                 line
             })
             .collect();
-        let one = Arc::new(Mutex::new(Vec::new()));
-        let mut each = DecisionLog::new(Box::new(LimitedFile { out: one.clone(), limit, step }));
+        let each_file = SizeLimited::new(step, limit);
+        let one = each_file.out.clone();
+        let mut each = DecisionLog::new(Box::new(each_file));
         for line in &lines {
             each.write(line);
         }
-        let together_out = Arc::new(Mutex::new(Vec::new()));
-        let mut together =
-            DecisionLog::new(Box::new(LimitedFile { out: together_out.clone(), limit, step }));
+        let together_file = SizeLimited::new(step, limit);
+        let together_out = together_file.out.clone();
+        let mut together = DecisionLog::new(Box::new(together_file));
         let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
         let mut at = 0;
         for g in &groups {
