@@ -14,11 +14,10 @@ Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the relay a
 """
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
+
+from first_answered import run_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELEASE = os.path.join(HERE, "..", "target", "release")
@@ -27,29 +26,11 @@ FLOOR = os.path.join(RELEASE, "hash-floor-relay")
 PLAIN = 'version: "1"\nname: bench\nallow: ["echo", "bench_*"]\n'
 
 
-def session(argv, log, first, rest, count):
-    """One session's wall time in seconds."""
+def session(argv, log, lines):
+    """One session's wall time to the process's exit, in seconds."""
     if os.path.exists(log):
         os.unlink(log)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, bufsize=0)
-    proc.stdin.write(first)
-    proc.stdout.readline()
-    writer = threading.Thread(target=proc.stdin.write, args=(rest,))
-    writer.start()
-    got = 1
-    while got < count:
-        chunk = proc.stdout.read(1 << 20)
-        if not chunk:
-            break
-        got += chunk.count(b"\n")
-    writer.join()
-    proc.stdin.close()
-    proc.wait()
-    if got < count:
-        sys.exit(f"{argv[0]}: {got} of {count} responses")
-    return time.perf_counter() - t0
+    return run_session(argv, lines)[1]
 
 
 def main():
@@ -58,7 +39,6 @@ def main():
     rounds = int(sys.argv[1])
     with open(sys.argv[2], "rb") as f:
         lines = f.read().splitlines(keepends=True)
-    first, rest = lines[0], b"".join(lines[1:])
     with tempfile.TemporaryDirectory() as work:
         log = os.path.join(work, "decisions.ndjson")
         policy = os.path.join(work, "plain.yaml")
@@ -75,7 +55,7 @@ def main():
             wall = {}
             for i in range(len(configs)):
                 name, argv = configs[(i + r) % len(configs)]
-                wall[name] = session(argv, log, first, rest, len(lines))
+                wall[name] = session(argv, log, lines)
                 walls[name].append(wall[name])
             for name in ratios:
                 ratios[name].append(wall[name] / wall["hash floor"])

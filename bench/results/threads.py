@@ -16,35 +16,17 @@ Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the echo se
 import collections
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
+
+from first_answered import run_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ECHO = os.path.join(HERE, "..", "target", "release", "echo-server")
 
 
-def session(binary, policy, log, first, rest, count):
-    """One session; returns ({thread name: CPU ms}, wall ms)."""
-    argv = [binary, "mcp", "wrap", "--policy", policy, "--decision-log", log,
-            "--decision-log-new", "--event-source", "assay://bench/local", "--",
-            ECHO, "--list-exec"]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, bufsize=0)
-    proc.stdin.write(first)
-    proc.stdout.readline()
-    writer = threading.Thread(target=proc.stdin.write, args=(rest,))
-    writer.start()
-    got = 1
-    while got < count:
-        chunk = proc.stdout.read(1 << 20)
-        if not chunk:
-            break
-        got += chunk.count(b"\n")
-    wall = (time.perf_counter() - t0) * 1e3
+def thread_cpu(proc):
+    """{thread name: CPU ms} of `proc`, from each thread's schedstat."""
     cpu = collections.Counter()
     task = f"/proc/{proc.pid}/task"
     for tid in os.listdir(task):
@@ -52,12 +34,16 @@ def session(binary, policy, log, first, rest, count):
             name = f.read().strip()
         with open(f"{task}/{tid}/schedstat") as f:
             cpu[name] += int(f.read().split()[0]) / 1e6
-    writer.join()
-    proc.stdin.close()
-    proc.wait()
-    if got < count:
-        sys.exit(f"{binary} {policy}: {got} of {count} responses")
-    return cpu, wall
+    return cpu
+
+
+def session(binary, policy, log, lines):
+    """One session; returns ({thread name: CPU ms}, wall ms to the last response)."""
+    argv = [binary, "mcp", "wrap", "--policy", policy, "--decision-log", log,
+            "--decision-log-new", "--event-source", "assay://bench/local", "--",
+            ECHO, "--list-exec"]
+    answered, _, cpu = run_session(argv, lines, thread_cpu)
+    return cpu, answered * 1e3
 
 
 def main():
@@ -67,7 +53,6 @@ def main():
     with open(sys.argv[2], "rb") as f:
         lines = f.read().splitlines(keepends=True)
     configs = [c.rsplit(":", 1) for c in sys.argv[3:]]
-    first, rest = lines[0], b"".join(lines[1:])
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     with tempfile.TemporaryDirectory() as work:
         log = os.path.join(work, "decisions.ndjson")
@@ -76,7 +61,7 @@ def main():
                 binary, policy = configs[(i + r) % len(configs)]
                 if os.path.exists(log):
                     os.unlink(log)
-                cpu, wall = session(binary, policy, log, first, rest, len(lines))
+                cpu, wall = session(binary, policy, log, lines)
                 key = f"{binary}:{policy}"
                 main_thread = os.path.basename(binary)[:15]
                 for name, ms in cpu.items():
