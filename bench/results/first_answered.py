@@ -34,3 +34,13 @@ def run_session(argv, lines, at_last_response=None):
     if got < len(lines):
         sys.exit(f"{argv[0]}: {got} of {len(lines)} responses")
     return answered, time.perf_counter() - t0, seen
+
+
+def arguments(usage):
+    """`ROUNDS LINES_FILE ARG...` from the command line: the rounds, the lines (bytes, newline
+    included) and the other arguments; exits with `usage` when there are fewer."""
+    if len(sys.argv) < 4:
+        sys.exit(usage)
+    with open(sys.argv[2], "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    return int(sys.argv[1]), lines, sys.argv[3:]

@@ -14,10 +14,9 @@ Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the relay a
 """
 import os
 import statistics
-import sys
 import tempfile
 
-from first_answered import run_session
+from first_answered import arguments, run_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELEASE = os.path.join(HERE, "..", "target", "release")
@@ -34,18 +33,14 @@ def session(argv, log, lines):
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    rounds = int(sys.argv[1])
-    with open(sys.argv[2], "rb") as f:
-        lines = f.read().splitlines(keepends=True)
+    rounds, lines, binaries = arguments(__doc__)
     with tempfile.TemporaryDirectory() as work:
         log = os.path.join(work, "decisions.ndjson")
         policy = os.path.join(work, "plain.yaml")
         with open(policy, "w") as f:
             f.write(PLAIN)
         configs = [("hash floor", [FLOOR, log, "--", ECHO])]
-        for b in sys.argv[3:]:
+        for b in binaries:
             configs.append((b, [b, "mcp", "wrap", "--policy", policy, "--decision-log", log,
                                 "--decision-log-new", "--event-source", "assay://bench/local",
                                 "--", ECHO]))

@@ -16,10 +16,9 @@ Needs `sh bench/setup.sh` (or `cargo build --release` in bench/) for the echo se
 import collections
 import os
 import statistics
-import sys
 import tempfile
 
-from first_answered import run_session
+from first_answered import arguments, run_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ECHO = os.path.join(HERE, "..", "target", "release", "echo-server")
@@ -47,12 +46,8 @@ def session(binary, policy, log, lines):
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    rounds = int(sys.argv[1])
-    with open(sys.argv[2], "rb") as f:
-        lines = f.read().splitlines(keepends=True)
-    configs = [c.rsplit(":", 1) for c in sys.argv[3:]]
+    rounds, lines, args = arguments(__doc__)
+    configs = [c.rsplit(":", 1) for c in args]
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     with tempfile.TemporaryDirectory() as work:
         log = os.path.join(work, "decisions.ndjson")
