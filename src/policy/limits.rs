@@ -133,7 +133,7 @@ impl Limits {
     }
 }
 
-/// Distinct (tool, arguments) pairs a session counts for `repeated_call` (about 2.5 MiB). Past
+/// Distinct (tool, arguments) pairs a session counts for `repeated_call` (about 3 MiB). Past
 /// it, a call of a pair not counted yet is refused (`P_REPEATED_CALL`): its repeats could no
 /// longer be counted, and a limit that could be outrun by first making many distinct calls would
 /// not be a limit.
@@ -150,7 +150,7 @@ struct ToolBudget {
 /// client worker owns it.
 ///
 /// Memory grows with the distinct calls a session makes: one entry (32 bytes and a count) per
-/// distinct (tool, arguments) pair while `repeated_call` is set, at most [`MAX_REPEAT_KEYS`],
+/// distinct (tool, arguments) pair while `repeated_call` is set (and 4 bytes of index), at most [`MAX_REPEAT_KEYS`],
 /// and the names of at most 64 tools of at most 64 bytes (`repeat_counts`); one per limited
 /// tool for `per_tool`.
 #[derive(Debug, Clone)]
