@@ -335,3 +335,62 @@ fn hide_refused_tools_with_a_non_boolean_is_a_configuration_error() {
     r.expect_status(2);
     assert!(r.stderr.contains("hide_refused_tools"), "{}", r.report());
 }
+
+/// SPEC §4.1a: each entry hiding removes is said on stderr, one whole `assay:` line each, by the
+/// time the client reads the answer it was removed from — the lines of a burst of answers are
+/// written together, before the wrapper waits for the server again (docs/decisions.md,
+/// "Listing diagnostics written together").
+#[test]
+fn each_removed_tool_is_said_on_stderr_before_its_answer_reaches_the_client() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let s = setup();
+    let policy = write_policy(&s.dir, "policy.yaml", HIDING_POLICY);
+    let stderr_path = s.dir.join("stderr.log");
+    let template = s.template.display().to_string();
+    let mut child = wrap_command(
+        &["--policy", &policy],
+        &["python3", &list_server(), &template],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(&stderr_path).unwrap())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = |line: &str| {
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut got = String::new();
+        stdout.read_line(&mut got).unwrap();
+        got
+    };
+    let said = || std::fs::read_to_string(&stderr_path).unwrap();
+    let removed = |id: &str| {
+        [
+            ("exec", "P_TOOL_DENIED"),
+            ("fetch", "P_TOOL_NOT_ALLOWED"),
+            ("shell_x", "P_TOOL_DENIED"),
+        ]
+        .map(|(tool, code)| {
+            format!(
+                "assay: removed tool `{tool}` from the answer to tools/list request {id} ({code})\n"
+            )
+        })
+        .concat()
+    };
+    assert!(answer(INIT).contains("\"id\":1"));
+    let mut expected = String::new();
+    for id in ["2", "\"3\""] {
+        let got = answer(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+        ));
+        assert_eq!(got.trim_end(), HIDDEN.replace("__ID__", id));
+        expected.push_str(&removed(id));
+        assert_eq!(said(), expected, "after the answer to request {id}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(said(), expected, "at exit");
+}

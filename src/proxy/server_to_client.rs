@@ -19,6 +19,7 @@ use super::results_stage;
 use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
+use crate::diag::Diag;
 use crate::evidence::decision_log::ListingEntry;
 use crate::methods::TOOLS_LIST;
 use crate::policy::ReasonCode;
@@ -33,9 +34,16 @@ impl ServerWorker {
     pub(crate) fn run(mut self) -> Result<(), WorkerError> {
         let shared = self.shared.clone();
         let features = client_features::governed(&shared);
+        // However this worker ends, the diagnostics it held are written.
+        let _release = ReleaseHeld(&shared.diag);
         loop {
             let output = &shared.output;
-            let mut idle = || output.flush();
+            let diag = &shared.diag;
+            // Before waiting for the server: the held diagnostics, then the client output.
+            let mut idle = || {
+                diag.release();
+                output.flush()
+            };
             let mut oversized = Oversized::new(&shared);
             let item = self.reader.next_item(&mut idle, &mut oversized);
             let line = match item {
@@ -80,6 +88,15 @@ impl ServerWorker {
             }
         }
         finish(&shared, b"")
+    }
+}
+
+/// Writes the diagnostics this worker held ([`Diag::say_held`]) when dropped.
+struct ReleaseHeld<'a>(&'a Diag);
+
+impl Drop for ReleaseHeld<'_> {
+    fn drop(&mut self) {
+        self.0.release();
     }
 }
 
@@ -262,16 +279,18 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
 /// `assay:` line per removed entry (`noun`: tool, resource, resource template, prompt) of the
 /// answer to `method`.
 fn record_listing(shared: &Shared, listing: &Listing, method: &str, noun: &str) {
+    // Held until this worker waits for the server (`ServerWorker::run`): a client listing in a
+    // loop costs one write per burst of answers, not one per removed entry.
     for (name, _, code) in &listing.removed {
         // Diagnostics render peer text (SPEC §10): the name cannot break the line.
-        shared.diag.say(&format!(
+        shared.diag.say_held(&format!(
             "removed {noun} `{name}` from the answer to {method} request {} ({})",
             listing.request_id,
             code.as_str()
         ));
     }
     if listing.replaced_by_error {
-        shared.diag.say(&format!(
+        shared.diag.say_held(&format!(
             "the answer to {method} request {} was replaced by an error: it cannot be read as a {method} result",
             listing.request_id
         ));
