@@ -177,6 +177,16 @@ impl Glob {
         matches!(self.kind, Kind::Literal)
     }
 
+    /// No name shorter than this many bytes matches (each character is at least one byte).
+    pub(crate) fn min_len(&self) -> usize {
+        match &self.kind {
+            Kind::Literal => self.text.len(),
+            Kind::Any => 0,
+            Kind::Fixed(seg) => seg.char_len(),
+            Kind::Star(star) => star.min_chars,
+        }
+    }
+
     /// True when the pattern matches the whole of `name`.
     pub(crate) fn matches(&self, name: &str) -> bool {
         match &self.kind {
@@ -361,7 +371,8 @@ mod tests {
     fn agrees_with_reference_matcher() {
         let alphabet = ['a', 'b', 'é'];
         let pats = [
-            "", "*", "**", "?", "a", "a*", "*a", "a?b", "*a*b*", "?*?", "**a", "a*?*a", "é?*é",
+            "", "*", "**", "?", "a", "ab", "a*", "*a", "a?b", "*a*b*", "?*?", "**a", "a*?*a",
+            "é?*é",
         ];
         // All strings over the alphabet up to length 4.
         let mut strings: Vec<String> = vec![String::new()];
@@ -385,6 +396,11 @@ mod tests {
                     g.matches(s),
                     reference(&pc, &sc),
                     "pattern {p:?} name {s:?}"
+                );
+                assert!(
+                    !g.matches(s) || s.len() >= g.min_len(),
+                    "pattern {p:?} matches {s:?}, shorter than its min_len {}",
+                    g.min_len()
                 );
             }
         }

@@ -35,6 +35,8 @@ pub(crate) struct ArgumentRecord {
     record: bool,
     written: Vec<String>,
     globs: Vec<Glob>,
+    /// No ASCII key shorter than this many bytes is redacted (the shortest any glob matches).
+    shortest: usize,
 }
 
 impl ArgumentRecord {
@@ -52,11 +54,13 @@ impl ArgumentRecord {
         let globs = written
             .iter()
             .map(|p| Glob::new(&crate::lenient::normalize(p)))
-            .collect();
+            .collect::<Vec<_>>();
+        let shortest = globs.iter().map(Glob::min_len).min().unwrap_or(0);
         Ok(ArgumentRecord {
             record,
             written,
             globs,
+            shortest,
         })
     }
 
@@ -83,7 +87,9 @@ impl ArgumentRecord {
     /// a NUL cannot be written unescaped), no allocation; longer keys as any other.
     fn redacts_ascii(&self, key: &str) -> bool {
         const KEY_BUFFER: usize = 64;
-        if self.globs.is_empty() {
+        // Folding an ASCII key keeps its length: one shorter than every glob's shortest match
+        // matches none.
+        if self.globs.is_empty() || key.len() < self.shortest {
             return false;
         }
         let mut buf = [0u8; KEY_BUFFER];
@@ -129,7 +135,8 @@ impl ArgumentRecord {
     }
 
     /// The walk of [`ArgumentRecord::recorded_canonical`]: the redacted text, uncut, with every
-    /// quote escaped when `ESCAPED` (and how many were).
+    /// quote escaped when `ESCAPED` (and how many were). `ESCAPED` only for a text the caller
+    /// found without a backslash.
     fn transcribe<const ESCAPED: bool>(&self, canonical: &[u8]) -> Option<(String, usize)> {
         let text = std::str::from_utf8(canonical).ok()?;
         let bytes = text.as_bytes();
@@ -160,7 +167,8 @@ impl ArgumentRecord {
                 b'"' => {
                     let close = at + 1 + memchr::memchr(b'"', bytes.get(at + 1..)?)?;
                     let string = text.get(at + 1..close)?;
-                    if string.contains('\\') {
+                    // Escaped, the caller has checked the whole text for backslashes already.
+                    if !ESCAPED && string.contains('\\') {
                         return None;
                     }
                     if ESCAPED {
