@@ -149,10 +149,10 @@ struct ToolBudget {
 /// One session's counters against a policy's [`Limits`]. Pure, with no locking: the proxy's
 /// client worker owns it.
 ///
-/// Memory grows with the distinct calls a session makes: one entry (32 bytes and a count) per
-/// distinct (tool, arguments) pair while `repeated_call` is set (and 4 bytes of index), at most [`MAX_REPEAT_KEYS`],
-/// and the names of at most 64 tools of at most 64 bytes (`repeat_counts`); one per limited
-/// tool for `per_tool`.
+/// Memory grows with the distinct calls a session makes: one entry (32 bytes and a count, and 4
+/// bytes of index) per distinct (tool, arguments) pair while `repeated_call` is set, at most
+/// [`MAX_REPEAT_KEYS`], and the names of at most 64 tools of at most 64 bytes
+/// (`repeat_counts`); one per limited tool for `per_tool`.
 #[derive(Debug, Clone)]
 pub struct CallBudget {
     tool_calls_max: Option<u64>,
