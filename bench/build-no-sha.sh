@@ -2,7 +2,8 @@
 # Builds the `assay` binary as it runs on a CPU without SHA extensions, for bench/run.sh on a CPU
 # that has them: the same source, with `ring` (the crate's SHA-256, src/sha256.rs) patched so its
 # CPU detection never reports the SHA extensions, exactly as CPUID does on a CPU without them
-# (ring then takes its AVX or SSSE3 block function). Nothing in the repository changes: ring's
+# (ring then takes its AVX or SSSE3 block function), and the crate's own look at the same CPUID bit
+# (src/sha256.rs) answered the same way. Nothing in the repository changes: ring's
 # source is copied from cargo's registry and patched under bench/target/no-sha/, and the build
 # runs on a copy of the tracked files (its Cargo.lock records the patch). Prints the binary's path.
 set -eu
@@ -36,6 +37,14 @@ fi
 rm -rf "$work/tree"
 mkdir -p "$work/tree"
 (cd "$root" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$work/tree"
+# The crate asks the CPU the same question where it decides where the decision log is hashed
+# (src/sha256.rs, `accelerated`): it gets CPUID's answer too.
+own="$work/tree/src/sha256.rs"
+sed -i 's/std::arch::is_x86_feature_detected!("sha") \&\& /false \&\& /' "$own"
+[ "$(grep -c 'false && std::arch::is_x86_feature_detected!("ssse3")' "$own")" = 1 ] || {
+  echo "build-no-sha.sh: the crate's SHA check is not where expected ($own)" >&2
+  exit 1
+}
 # (ring's own warnings, which a path dependency no longer caps, go to build.log.)
 if ! CARGO_TARGET_DIR="$work/build" cargo build --release --quiet -p assay-cli --bin assay \
   --manifest-path "$work/tree/Cargo.toml" \

@@ -593,9 +593,10 @@ impl DecisionLog {
             Ok(()) => (lines.len(), None),
             Err((done, e)) => (done.min(lines.len()), Some(e)),
         };
-        for line in lines.iter().take(complete) {
-            self.written += 1;
-            self.prefix.push(line);
+        let done = lines.get(..complete).unwrap_or(lines);
+        self.written += done.len() as u64;
+        self.prefix.push_together(done);
+        for line in done {
             for tap in &self.taps {
                 tap.offer(line);
             }
@@ -606,6 +607,12 @@ impl DecisionLog {
             self.dropped += (lines.len() - complete) as u64;
         }
         failure
+    }
+
+    /// Whether the lines of the next writes, written together, are hashed by their writer at
+    /// once: see [`PrefixDigest::hash_together_here`].
+    pub(crate) fn hash_together_here(&mut self, here: bool) {
+        self.prefix.hash_together_here(here);
     }
 
     /// The writer idles (after the forwarded calls were flushed): see [`PrefixDigest::settle`].

@@ -148,6 +148,11 @@ impl Batch {
 /// out an action needs.
 pub(crate) struct ActionRunner {
     shared: Arc<Shared>,
+    /// The thread running the actions waited for them: it has time to spare, and the decision
+    /// lines it writes together are hashed for the log's digest at once, while they are in its
+    /// cache ([`super::ordered_log::OrderedLog::write_clients_hashing_here`]). Set by the
+    /// emitter thread for one batch.
+    spare_time: bool,
 }
 
 fn to_server(e: std::io::Error) -> WorkerError {
@@ -168,7 +173,10 @@ impl ActionRunner {
     /// A runner writing to `shared.server_input`, which the session connected to the server's
     /// stdin.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
+        Self {
+            shared,
+            spare_time: false,
+        }
     }
 
     /// Writes decision `seq`'s line (SPEC §4.1: whole, in one write), after the event lines
@@ -185,7 +193,12 @@ impl ActionRunner {
         if lines.is_empty() {
             return Ok(());
         }
+        let spare_time = self.spare_time;
         self.shared.with_log(|slot, events, failures| match slot {
+            LogWriterState::Open(log) if spare_time => {
+                log.write_clients_hashing_here(events, lines, failures);
+                Ok(())
+            }
             LogWriterState::Open(log) => {
                 log.write_clients(events, lines, failures);
                 Ok(())
@@ -511,8 +524,9 @@ fn emitter_thread(gate: &BatchHandoff) {
     block_write_signals_in_this_thread();
     let mut batch = Batch::default();
     loop {
-        let (mut runner, wake) = {
+        let (mut runner, wake, waited) = {
             let mut st = gate.lock();
+            let mut waited = false;
             loop {
                 if st.dead {
                     return;
@@ -520,7 +534,7 @@ fn emitter_thread(gate: &BatchHandoff) {
                 if !st.pending.is_empty() {
                     if let Some(runner) = st.runner.take() {
                         std::mem::swap(&mut batch, &mut st.pending);
-                        break (runner, st.client_waiting);
+                        break (runner, st.client_waiting, waited);
                     }
                 } else if st.closing {
                     return;
@@ -528,8 +542,12 @@ fn emitter_thread(gate: &BatchHandoff) {
                 st.emitter_waiting = true;
                 st = gate.work.wait(st).unwrap_or_else(PoisonError::into_inner);
                 st.emitter_waiting = false;
+                waited = true;
             }
         };
+        // A batch that was not waiting when the last one was done: this thread is the slower
+        // one, and leaves the hashing of its lines to a thread of its own.
+        runner.spare_time = waited;
         if wake {
             gate.room.notify_one();
         }
@@ -541,6 +559,7 @@ fn emitter_thread(gate: &BatchHandoff) {
             Ok(())
         }))
         .unwrap_or(Err(WorkerError::Panicked));
+        runner.spare_time = false;
         batch.clear();
         let mut st = gate.lock();
         st.runner = Some(runner);

@@ -288,6 +288,20 @@ impl OrderedLog {
         self.staged.clear();
     }
 
+    /// Client decision lines as [`OrderedLog::write_clients`] writes them, by a writer with
+    /// time to spare: written together, they are hashed for the log's digest at once
+    /// ([`DecisionLog::hash_together_here`]).
+    pub(crate) fn write_clients_hashing_here(
+        &mut self,
+        events: &EventLines,
+        lines: &[(u64, &[u8])],
+        failures: &mut Vec<String>,
+    ) {
+        self.log.hash_together_here(true);
+        self.write_clients(events, lines, failures);
+        self.log.hash_together_here(false);
+    }
+
     /// Lets the log settle its digest (idle time).
     pub(crate) fn settle(&mut self) {
         self.log.settle();
