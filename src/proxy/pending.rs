@@ -345,20 +345,25 @@ impl Inner {
 
     /// Forgets the request `text` answers, and says what it was.
     fn take(&mut self, text: &[u8]) -> Option<Answer> {
-        let (raw, kind, asked) = match self.find(text)? {
+        // The spelling is copied once, from where the request was kept.
+        let spelling = |raw: &[u8]| -> Box<str> { String::from_utf8_lossy(raw).into() };
+        Some(match self.find(text)? {
             Slot::List(age) => {
                 let listed = self.lists.remove(age)?;
-                (listed.raw, listed.kind, None)
+                Answer {
+                    kind: listed.kind,
+                    spelling: spelling(&listed.raw),
+                    asked: None,
+                }
             }
             Slot::Other(i) => {
                 let entry = self.others.remove(i)?;
-                (Box::from(entry.raw.as_bytes()), entry.kind, entry.asked)
+                Answer {
+                    kind: entry.kind,
+                    spelling: spelling(entry.raw.as_bytes()),
+                    asked: entry.asked,
+                }
             }
-        };
-        Some(Answer {
-            kind,
-            spelling: String::from_utf8_lossy(&raw).into(),
-            asked,
         })
     }
 
