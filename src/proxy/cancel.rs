@@ -69,6 +69,19 @@ impl Cancel {
     }
 }
 
+/// Whether a read of `fd` would not block now (input waiting, end of input or an error, which
+/// the read reports).
+pub(crate) fn readable_now(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    loop {
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(_) => return Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
 /// The error a write (or a read) returns when the session cancelled it.
 #[derive(Debug, thiserror::Error)]
 #[error("cancelled by the session")]

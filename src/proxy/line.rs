@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cancel::Cancel;
+use super::cancel::{Cancel, readable_now};
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -80,6 +80,8 @@ pub(crate) struct LineReader<R> {
     /// The line being read passed the streaming limit and is kept ([`Past::may_stream`] said
     /// so): it is streamed only if it passes the bound too.
     keeping: bool,
+    /// `idle` runs only before a read that would block ([`Self::idle_only_before_blocking`]).
+    idle_only_before_blocking: bool,
 }
 
 impl<R: Read + AsFd> LineReader<R> {
@@ -97,7 +99,18 @@ impl<R: Read + AsFd> LineReader<R> {
             activity: None,
             stream_past: None,
             keeping: false,
+            idle_only_before_blocking: false,
         }
+    }
+
+    /// `idle` runs only before a read that would block: after a read that filled its room
+    /// (more input is probably waiting), the reader first looks whether input is there (one
+    /// `poll` with no timeout) and reads it without running `idle`. Whatever `idle` flushes or
+    /// hands off waits no longer than the input already there takes to read; it is never left
+    /// behind a read that blocks. Without this, `idle` runs before every read.
+    pub(crate) fn idle_only_before_blocking(mut self) -> Self {
+        self.idle_only_before_blocking = true;
+        self
     }
 
     /// [`Self::next_item`] streams a line longer than `limit` bytes (terminator excluded) that
@@ -116,7 +129,8 @@ impl<R: Read + AsFd> LineReader<R> {
     }
 
     /// The next line. A final line without `\n` at end of input is returned as is. `idle` runs
-    /// just before the reader would block for more input (the caller flushes its writers there).
+    /// before the reader reads more input, or only before a read that would block
+    /// ([`Self::idle_only_before_blocking`]): the caller flushes its writers there.
     pub(crate) fn next_line(
         &mut self,
         idle: &mut dyn FnMut() -> io::Result<()>,
@@ -162,9 +176,17 @@ impl<R: Read + AsFd> LineReader<R> {
         memchr::memchr(b'\n', rest)
     }
 
-    /// Waits for input (running `idle` first) and reads what there is after `end`.
+    /// Waits for input (running `idle` first, unless input is known to be there:
+    /// [`Self::idle_only_before_blocking`]) and reads what there is after `end`.
     fn fill(&mut self, idle: &mut dyn FnMut() -> io::Result<()>) -> Result<(), LineError> {
-        idle().map_err(LineError::Io)?;
+        // Input waiting after a read that filled its room: the read below does not block, and
+        // `idle` waits for one that would.
+        let waiting = self.idle_only_before_blocking
+            && self.filled
+            && readable_now(self.src.as_fd()).map_err(LineError::Io)?;
+        if !waiting {
+            idle().map_err(LineError::Io)?;
+        }
         if !self
             .cancel
             .wait_readable(self.src.as_fd())
@@ -416,6 +438,84 @@ mod tests {
         let got = lines(&input, 200_000).unwrap();
         assert_eq!(got.len(), 50);
         assert_eq!(got.concat(), input);
+    }
+
+    /// Reads every line of `src` with a reader that runs `idle` only before blocking; returns
+    /// the bytes read and how many times `idle` ran. `on_idle` is told how many lines were read
+    /// by then.
+    fn read_counting_idle<R: std::io::Read + AsFd>(
+        src: R,
+        on_idle: impl Fn(usize),
+    ) -> (Vec<u8>, usize) {
+        let mut lr =
+            LineReader::new(src, 1 << 20, Cancel::new().unwrap()).idle_only_before_blocking();
+        let (lines, idles) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let mut idle = || {
+            idles.set(idles.get() + 1);
+            on_idle(lines.get());
+            Ok(())
+        };
+        let mut out = Vec::new();
+        while let Some(l) = lr.next_line(&mut idle).unwrap() {
+            out.extend_from_slice(l);
+            lines.set(lines.get() + 1);
+        }
+        (out, idles.get())
+    }
+
+    #[test]
+    fn idle_does_not_run_while_input_is_waiting() {
+        // A regular file is always readable: after the buffer has grown to a full chunk, no
+        // read runs `idle` until the one that finds the end of input (a read that does not
+        // fill its room).
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1}\n".repeat(100_000);
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &input).unwrap();
+        std::io::Seek::rewind(&mut file).unwrap();
+        let (got, idles) = read_counting_idle(file, |_| {});
+        assert_eq!(got, input);
+        let reads = input.len() / READ_CHUNK;
+        assert!(reads > 30, "{reads} reads");
+        // The first read, one per doubling of the buffer (4 KiB to 64 KiB), the last ones.
+        assert!(idles <= 8, "idle ran {idles} times over {reads} full reads");
+    }
+
+    #[test]
+    fn idle_runs_before_every_read_that_would_block() {
+        // 16-byte lines fill the reader's power-of-two buffer exactly, so the last read of
+        // what the writer sent first fills its room (more input looks likely): the reader must
+        // still see that none is there and run `idle` before it blocks. The writer sends the
+        // rest only once `idle` ran after the last line of the first part: a reader that
+        // blocked without running `idle` would never see it (the writer gives up after a
+        // minute, and the test fails).
+        let (r, mut w) = std::io::pipe().unwrap();
+        // The whole first part fits in the pipe: every read finds what it asks for.
+        let size = nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETPIPE_SZ(1 << 20)).unwrap();
+        let line = [[b'x'; 15].as_slice(), b"\n"].concat();
+        // The reads while the buffer grows (4 + 8 + 16 + 32 KiB), then three full chunks.
+        let lines = (60 * 1024 + 3 * READ_CHUNK) / line.len();
+        let first = line.repeat(lines);
+        assert!(first.len() <= size as usize);
+        let rest = b"{\"id\":2}\n".repeat(10);
+        std::io::Write::write_all(&mut w, &first).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let b = rest.clone();
+        let writer = std::thread::spawn(move || {
+            let asked = rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok();
+            std::io::Write::write_all(&mut w, &b).unwrap();
+            asked
+        });
+        let (got, idles) = read_counting_idle(r, |read| {
+            if read == lines {
+                let _ = tx.send(());
+            }
+        });
+        assert!(
+            writer.join().unwrap(),
+            "the reader blocked without running idle"
+        );
+        assert_eq!(got, [first, rest].concat());
+        assert!(idles >= 2, "idle ran {idles} times");
     }
 }
 

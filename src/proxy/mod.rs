@@ -609,7 +609,8 @@ fn run_session(
     signals: Option<crate::sys::signals::SignalProbe>,
 ) -> Result<session_end::RunResult> {
     let c2s = client_to_server::ClientWorker {
-        reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone()),
+        reader: LineReader::new(streams.client_input, plan.max_line_bytes, cancel.clone())
+            .idle_only_before_blocking(),
         emitter: {
             shared.server_input.connect(streams.server_stdin);
             emitter::Emitter::new(emitter::ActionRunner::new(shared.clone()))
