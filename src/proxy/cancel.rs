@@ -46,39 +46,47 @@ impl Cancel {
         self.wait(fd, PollFlags::POLLOUT)
     }
 
+    /// Without blocking: `Some(true)` when `fd` is readable now, `Some(false)` when the token
+    /// is cancelled, `None` when neither.
+    pub(crate) fn readable_now(&self, fd: BorrowedFd<'_>) -> io::Result<Option<bool>> {
+        self.poll(fd, PollFlags::POLLIN, PollTimeout::ZERO)
+    }
+
     fn wait(&self, fd: BorrowedFd<'_>, events: PollFlags) -> io::Result<bool> {
         loop {
-            let mut fds = [
-                PollFd::new(fd, events),
-                PollFd::new(self.reader.as_fd(), PollFlags::POLLIN),
-            ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(io::Error::from(e)),
-            }
-            let cancelled = fds[1].revents().is_some_and(|r| !r.is_empty());
-            if cancelled {
-                return Ok(false);
-            }
-            // Ready, hung up or in error: the read or write that follows reports which.
-            if fds[0].revents().is_some_and(|r| !r.is_empty()) {
-                return Ok(true);
+            if let Some(ready) = self.poll(fd, events, PollTimeout::NONE)? {
+                return Ok(ready);
             }
         }
     }
-}
 
-/// Whether a read of `fd` would not block now (input waiting, end of input or an error, which
-/// the read reports).
-pub(crate) fn readable_now(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    loop {
-        match poll(&mut fds, PollTimeout::ZERO) {
-            Ok(_) => return Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(io::Error::from(e)),
+    /// One poll of `fd` beside the token: `Some(false)` when cancelled, `Some(true)` when `fd`
+    /// is ready, hung up or in error (the read or write that follows reports which), `None`
+    /// when neither (the timeout passed).
+    fn poll(
+        &self,
+        fd: BorrowedFd<'_>,
+        events: PollFlags,
+        timeout: PollTimeout,
+    ) -> io::Result<Option<bool>> {
+        let mut fds = [
+            PollFd::new(fd, events),
+            PollFd::new(self.reader.as_fd(), PollFlags::POLLIN),
+        ];
+        loop {
+            match poll(&mut fds, timeout) {
+                Ok(_) => break,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(io::Error::from(e)),
+            }
         }
+        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
+            return Ok(Some(false));
+        }
+        Ok(fds[0]
+            .revents()
+            .is_some_and(|r| !r.is_empty())
+            .then_some(true))
     }
 }
 

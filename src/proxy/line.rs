@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cancel::{Cancel, readable_now};
+use super::cancel::Cancel;
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -179,19 +179,25 @@ impl<R: Read + AsFd> LineReader<R> {
     /// Waits for input (running `idle` first, unless input is known to be there:
     /// [`Self::idle_only_before_blocking`]) and reads what there is after `end`.
     fn fill(&mut self, idle: &mut dyn FnMut() -> io::Result<()>) -> Result<(), LineError> {
-        // Input waiting after a read that filled its room: the read below does not block, and
-        // `idle` waits for one that would.
-        let waiting = self.idle_only_before_blocking
-            && self.filled
-            && readable_now(self.src.as_fd()).map_err(LineError::Io)?;
-        if !waiting {
-            idle().map_err(LineError::Io)?;
-        }
-        if !self
-            .cancel
-            .wait_readable(self.src.as_fd())
-            .map_err(LineError::Io)?
-        {
+        // After a read that filled its room, input is probably waiting: if it is, the read below
+        // does not block, and `idle` waits for one that would.
+        let now = if self.idle_only_before_blocking && self.filled {
+            self.cancel
+                .readable_now(self.src.as_fd())
+                .map_err(LineError::Io)?
+        } else {
+            None
+        };
+        let ready = match now {
+            Some(ready) => ready,
+            None => {
+                idle().map_err(LineError::Io)?;
+                self.cancel
+                    .wait_readable(self.src.as_fd())
+                    .map_err(LineError::Io)?
+            }
+        };
+        if !ready {
             return Err(LineError::Cancelled);
         }
         let room = self.buf.len() - self.end;
