@@ -188,19 +188,11 @@ impl Pass<'_> {
             if raw.len() > 16 {
                 continue;
             }
-            // A raw control character (a NUL that lenient normalization strips included): the
-            // line is no JSON text a strict reader takes, and the tolerant reading decides.
-            let Some(key) = std::str::from_utf8(raw)
-                .ok()
-                .filter(|k| !k.bytes().any(|b| b < 0x20))
-            else {
-                return Glance::Unsure;
-            };
-            let plain = key.is_ascii();
-            if is_member(key, plain, "id") {
-                ids += 1;
-            } else if is_member(key, plain, "result") || is_member(key, plain, "error") {
-                answers += 1;
+            match key_kind(raw) {
+                Some(Member::Id) => ids += 1,
+                Some(Member::Answer) => answers += 1,
+                Some(Member::Other) => {}
+                None => return Glance::Unsure,
             }
         }
         // A response has a `result` or an `error` member: without one anywhere, nothing is.
@@ -249,15 +241,42 @@ fn request_marks(word: u64) -> u64 {
         & HIGH
 }
 
-/// Whether `key` is the member `name` by lenient class (`tools_list::walk::member`); an ASCII
-/// key (the glance reads no escapes) is an ASCII case variant of the same length, compared here.
+/// What a key (at most 16 bytes, no quote or backslash) is to the glance.
+enum Member {
+    Id,
+    /// `result` or `error`.
+    Answer,
+    Other,
+}
+
+/// What the key `raw` is to the glance, by lenient class (`tools_list::walk::member`); `None`
+/// for a key with a raw control character (a NUL that lenient normalization strips included: the
+/// line is no JSON text a strict reader takes, and the tolerant reading decides) or that is not
+/// UTF-8. A printable ASCII key (the common case, told in one look at its bytes) is a member only
+/// as an ASCII case variant of the same length.
 #[inline]
-fn is_member(key: &str, plain: bool, name: &str) -> bool {
-    if plain {
-        key.len() == name.len() && key.eq_ignore_ascii_case(name)
-    } else {
-        super::tools_list::walk::member(key, false, name).is_some()
+fn key_kind(raw: &[u8]) -> Option<Member> {
+    if raw.iter().all(|&b| (0x20..0x80).contains(&b)) {
+        let is = |name: &[u8]| raw.eq_ignore_ascii_case(name);
+        return Some(match raw.len() {
+            2 if is(b"id") => Member::Id,
+            5 if is(b"error") => Member::Answer,
+            6 if is(b"result") => Member::Answer,
+            _ => Member::Other,
+        });
     }
+    // Not ASCII (or a control character, refused here).
+    let key = std::str::from_utf8(raw)
+        .ok()
+        .filter(|k| !k.bytes().any(|b| b < 0x20))?;
+    let is = |name| super::tools_list::walk::member(key, false, name).is_some();
+    Some(if is("id") {
+        Member::Id
+    } else if is("result") || is("error") {
+        Member::Answer
+    } else {
+        Member::Other
+    })
 }
 
 fn skip_ws(line: &[u8], mut at: usize) -> usize {
