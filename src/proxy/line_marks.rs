@@ -257,26 +257,29 @@ enum Member {
 #[inline]
 fn key_kind(raw: &[u8]) -> Option<Member> {
     if raw.iter().all(|&b| (0x20..0x80).contains(&b)) {
-        let is = |name: &[u8]| raw.eq_ignore_ascii_case(name);
-        return Some(match raw.len() {
-            2 if is(b"id") => Member::Id,
-            5 if is(b"error") => Member::Answer,
-            6 if is(b"result") => Member::Answer,
-            _ => Member::Other,
-        });
+        return Some(Member::of(|name| raw.eq_ignore_ascii_case(name.as_bytes())));
     }
     // Not ASCII (or a control character, refused here).
     let key = std::str::from_utf8(raw)
         .ok()
         .filter(|k| !k.bytes().any(|b| b < 0x20))?;
-    let is = |name| super::tools_list::walk::member(key, false, name).is_some();
-    Some(if is("id") {
-        Member::Id
-    } else if is("result") || is("error") {
-        Member::Answer
-    } else {
-        Member::Other
-    })
+    Some(Member::of(|name| {
+        super::tools_list::walk::member(key, false, name).is_some()
+    }))
+}
+
+impl Member {
+    /// The member a key is, `is` telling whether it is the member of a name.
+    #[inline]
+    fn of(is: impl Fn(&str) -> bool) -> Self {
+        if is("id") {
+            Member::Id
+        } else if is("result") || is("error") {
+            Member::Answer
+        } else {
+            Member::Other
+        }
+    }
 }
 
 fn skip_ws(line: &[u8], mut at: usize) -> usize {
