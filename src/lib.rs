@@ -78,4 +78,5 @@ pub use policy::{Decision, Policy, PolicyError, ReasonCode, Verdict};
 pub use proxy::{ClientIo, wrap_session};
 pub use reason_code::Carrier;
 pub use sys::child::orphans::become_subreaper;
+pub use sys::program_start::prepare_program;
 pub use sys::restore_default_sigchld;

@@ -35,6 +35,7 @@ mod pipelined;
 mod policy;
 mod policy_differential;
 mod process;
+mod program_start;
 mod properties;
 mod proxy;
 mod regression;

@@ -1,14 +1,15 @@
 //! The operating-system layer, and the only module of this crate allowed `unsafe` code (each
 //! block with a `// SAFETY:` comment): the server process (spawn, the code between clone and
 //! exec, its handle and cleanup: [`child`]), the signals the session deals with ([`signals`]),
-//! the descriptor calls of the client and server byte streams ([`fd`]), and the calling thread's
-//! stack limit ([`stack`]). Everything above this
-//! module is safe Rust (`#![forbid(unsafe_code)]` in each of them).
+//! the descriptor calls of the client and server byte streams ([`fd`]), the calling thread's
+//! stack limit ([`stack`]), and the command line's process start ([`program_start`]).
+//! Everything above this module is safe Rust (`#![forbid(unsafe_code)]` in each of them).
 #![allow(unsafe_code)]
 
 pub(crate) mod child;
 pub(crate) mod fd;
 pub(crate) mod fork_close;
+pub(crate) mod program_start;
 pub(crate) mod signals;
 pub(crate) mod stack;
 
