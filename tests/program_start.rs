@@ -1,8 +1,8 @@
 //! What the `assay` binary does with its process before any work, now that it starts without
 //! Rust's runtime start-up (docs/decisions.md, "The command line starts without the runtime's
 //! stack probe"): a closed standard descriptor is opened on `/dev/null` before any file of its
-//! own is, so no log, policy or capture file can take the place of its standard input or output.
-//! (`SIGPIPE` ignored: `cli::broken_pipe_*`, whose exit statuses a death by the signal would not
+//! own is, so no log, policy or capture file can take the place of its standard input or output;
+//! its arguments are the bytes `execve` was given. (`SIGPIPE` ignored: `cli::broken_pipe_*`, whose exit statuses a death by the signal would not
 //! give.) Real wrapper processes with their descriptors closed by `exec` itself, a real server.
 
 use std::fs::File;
@@ -83,4 +83,34 @@ fn a_session_started_with_every_standard_descriptor_closed_is_an_empty_session()
     let (status, stderr, log) = wrap_with_closed(dir.path(), &[0, 1, 2], b"");
     assert_eq!(status, Some(0), "stderr: {stderr}");
     assert_eq!(std::fs::read(&log).unwrap(), b"");
+}
+
+#[test]
+fn arguments_reach_the_command_line_as_the_bytes_given() {
+    use std::os::unix::ffi::OsStrExt;
+    // A capture directory whose name is not UTF-8: written by one run, read by another, both
+    // naming it with the same bytes (a Unix argument is bytes; none is respelled on the way).
+    let dir = tempdir();
+    let cap = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"capture-\xff\xfe-x"));
+    let mut wrap = std::process::Command::new(bin());
+    wrap.args(["mcp", "wrap", "--policy"])
+        .arg(demo_policy())
+        .args(["--event-source", "assay://test/session", "--capture-dir"])
+        .arg(&cap)
+        .args(["--", "python3", &demo_server()]);
+    let input = script(&[INIT, &call(2, "echo", r#"{"text":"a"}"#)]);
+    let r = run_command(wrap, &input);
+    assert_eq!(r.status, Some(0), "{}", r.report());
+    assert_eq!(decision_lines(&cap.join("decisions.ndjson")).len(), 1);
+    let read = std::process::Command::new(bin())
+        .args(["capture", "read"])
+        .arg(&cap)
+        .output()
+        .expect("spawn");
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert_eq!(read.status.code(), Some(0), "{stderr}");
+    let verdict: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(verdict["closure"], "closed", "{verdict}");
 }
