@@ -2,8 +2,9 @@
 //! Rust's runtime start-up (docs/decisions.md, "The command line starts without the runtime's
 //! stack probe"): a closed standard descriptor is opened on `/dev/null` before any file of its
 //! own is, so no log, policy or capture file can take the place of its standard input or output;
-//! its arguments are the bytes `execve` was given. (`SIGPIPE` ignored: `cli::broken_pipe_*`, whose exit statuses a death by the signal would not
-//! give.) Real wrapper processes with their descriptors closed by `exec` itself, a real server.
+//! its arguments are the bytes `execve` was given. (`SIGPIPE` ignored: `cli::broken_pipe_*`,
+//! whose exit statuses a death by the signal would not give.) Real wrapper processes with their
+//! descriptors closed by `exec` itself, a real server.
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
