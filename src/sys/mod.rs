@@ -20,12 +20,25 @@ pub(crate) mod stack;
 /// calls this before anything else; a library host keeps its own dispositions. Call it before any
 /// thread that could change the disposition is started.
 pub fn restore_default_sigchld() {
-    // SAFETY: SIG_DFL installs no handler, so no code of ours runs in signal context; the caller
-    // runs this before any thread of its own is started.
-    let _ = unsafe {
-        nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGCHLD,
-            nix::sys::signal::SigHandler::SigDfl,
-        )
+    set_disposition(nix::sys::signal::Signal::SIGCHLD, Disposition::Default);
+}
+
+/// A disposition that runs no code of ours: the default, or ignored.
+#[derive(Clone, Copy)]
+pub(crate) enum Disposition {
+    Default,
+    Ignored,
+}
+
+/// Gives `sig` a disposition that installs no handler ([`restore_default_sigchld`], the command
+/// line's `SIGPIPE`). For a program's start, before any thread of its own could change it.
+pub(crate) fn set_disposition(sig: nix::sys::signal::Signal, disposition: Disposition) {
+    use nix::sys::signal::SigHandler;
+    let handler = match disposition {
+        Disposition::Default => SigHandler::SigDfl,
+        Disposition::Ignored => SigHandler::SigIgn,
     };
+    // SAFETY: SIG_DFL and SIG_IGN install no handler, so no code of ours runs in signal context;
+    // the callers run this before any thread of their own is started.
+    let _ = unsafe { nix::sys::signal::signal(sig, handler) };
 }

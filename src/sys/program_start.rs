@@ -28,14 +28,10 @@ pub fn prepare_program() {
             std::process::abort();
         }
     }
-    // SAFETY: SIG_IGN installs no handler, so no code of ours runs in signal context; the caller
-    // runs this before any thread of its own is started.
-    let _ = unsafe {
-        nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGPIPE,
-            nix::sys::signal::SigHandler::SigIgn,
-        )
-    };
+    super::set_disposition(
+        nix::sys::signal::Signal::SIGPIPE,
+        super::Disposition::Ignored,
+    );
 }
 
 /// The standard descriptors that are not open, lowest first: one `poll` of all three with no
@@ -76,8 +72,10 @@ fn closed_standard_descriptors() -> Vec<libc::c_int> {
 /// `O_CLOEXEC`: a standard descriptor is inherited by the programs this one starts. `None` when
 /// it cannot be opened.
 fn open_dev_null() -> Option<libc::c_int> {
-    // SAFETY: the path is a NUL-terminated string literal; open(2) reads it and returns a
-    // descriptor this process then owns.
-    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-    (fd != -1).then_some(fd)
+    use nix::fcntl::{OFlag, open};
+    use std::os::fd::IntoRawFd;
+    // Kept open for the life of the process: it is the standard descriptor from now on.
+    open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty())
+        .ok()
+        .map(IntoRawFd::into_raw_fd)
 }
