@@ -5,6 +5,10 @@
 //! lines keep their order, every call has exactly one decision, and no call reaches the server
 //! before its decision line is in the log.
 
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
 use crate::util::*;
 
 /// One client line and what the wrapper must do with it.
@@ -431,4 +435,88 @@ fn pipelined_session(
         assert_eq!(e["data"]["seq"], i as u64, "{}", r.report());
     }
     (events, cap)
+}
+
+/// A policy that refuses the server's sampling requests and allows the calls.
+const SAMPLING_DENIED: &str = r#"version: "1"
+allow: ["echo"]
+client_features: {sampling: deny}
+"#;
+
+#[test]
+fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session() {
+    // The server asks for sampling mid-stream while its stdin is full of pipelined calls and its
+    // answers fill its stdout: the refusal, answered to the server, must not wait for the
+    // server's stdin while the server waits for the wrapper to read its output.
+    let dir = tempdir();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, SAMPLING_DENIED).unwrap();
+    let rec = dir.path().join("received.ndjson");
+    let calls = 3_000u64;
+    let mut input = format!("{INIT}\n");
+    for id in 2..2 + calls {
+        input.push_str(&call(
+            id,
+            "echo",
+            &format!(r#"{{"text":"{}"}}"#, "y".repeat(150)),
+        ));
+        input.push('\n');
+    }
+    let fixture = root().join("tests/fixtures/asking_server.py");
+    let mut cmd = wrap_command(
+        &["--policy", &policy.display().to_string()],
+        &[
+            "python3",
+            &fixture.display().to_string(),
+            &rec.display().to_string(),
+        ],
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    // Every line at once; the input closes once written.
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let said = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let (done, out) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        let _ = done.send(bytes);
+    });
+    // A bound, not a synchronization: the session takes well under a second.
+    let Ok(bytes) = out.recv_timeout(Duration::from_secs(60)) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the session stopped: no end of output within 60 s");
+    };
+    let text = String::from_utf8(bytes).unwrap();
+    let answers = text.lines().count() as u64;
+    assert_eq!(
+        answers,
+        calls + 1,
+        "every request answered; {}",
+        said.join().unwrap()
+    );
+    assert!(!text.contains("sampling/createMessage"));
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let received = std::fs::read_to_string(&rec).unwrap();
+    let refusal: serde_json::Value = received
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|m| m["id"] == "srv-ask")
+        .unwrap_or_else(|| panic!("the server never got its answer: {received}"));
+    assert_eq!(
+        refusal["error"]["data"]["assay/decision"]["reason_code"], "P_CLIENT_FEATURE_DENIED",
+        "{refusal}"
+    );
 }

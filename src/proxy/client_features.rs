@@ -139,7 +139,7 @@ fn answer_server(shared: &Shared, id: Option<&str>, verdict: &Verdict, decision_
         verdict.reason_code,
         decision_id,
     );
-    let _ = shared.server_input.answer(&refusal);
+    shared.answer_server(&refusal);
 }
 
 /// A batch this large is not rewritten element by element (that reads it into values, several
@@ -271,7 +271,7 @@ fn withheld_whole(shared: &Shared, text: &str, answered: &LineAnswers) -> Featur
             return;
         }
         if let Some(raw) = raw_id(id) {
-            let _ = shared.server_input.answer(&respond::error(
+            shared.answer_server(&respond::error(
                 Some(raw),
                 respond::BATCH_REFUSED,
                 "batch refused: a message in the batch was not allowed",

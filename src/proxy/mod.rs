@@ -320,7 +320,8 @@ fn shared_state(
         unsolicited: AtomicU64::new(0),
         decision_seq: recorder.counter(),
         event_format,
-        server_input: ServerInput::new(),
+        server_input: Arc::new(ServerInput::new()),
+        answers_backlog: AtomicBool::new(false),
         answers,
         session_id: session_id.to_string(),
     })
@@ -650,6 +651,8 @@ fn run_session(
         signals,
     };
     let run = run_workers(&rx, child, cancel, plan, watch);
+    // Every wait is cancelled and the server reaped: the answers' writer ends at once.
+    shared.server_input.end_answers();
     // Cleaned up by run_workers: the guard has nothing left to do.
     guard.0 = None;
     let unsolicited = shared.unsolicited.load(Ordering::Relaxed);

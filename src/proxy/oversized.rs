@@ -84,9 +84,8 @@ impl Read<'_> {
                     self.requests += 1;
                     let error =
                         respond::error(Some(raw), respond::INTERNAL_ERROR, REQUEST_WITHHELD);
-                    // Best effort, as every answer to a server request: a server that stopped
-                    // reading ends the session by itself.
-                    let _ = shared.server_input.answer(&error);
+                    // Best effort, as every answer to a server request.
+                    shared.answer_server(&error);
                 }
                 None => self.notifications += 1,
             }

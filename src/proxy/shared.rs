@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::ordered_log::{EventLines, LogWriterState, SharedLog};
 use super::output::ClientOutput;
 use super::pending::PendingRequests;
-use super::server_input::ServerInput;
+use super::server_input::{ANSWERS_BOUND, ServerInput, Unanswered};
 use super::tools_list::ToolsListWatch;
 use super::workers::WorkerError;
 use crate::diag::Diag;
@@ -48,7 +48,9 @@ pub(crate) struct Shared {
     /// Formats the server worker's event lines (listings, SPEC §4.1a) when a log is kept.
     pub event_format: Option<Mutex<LazyFormat>>,
     /// The server's stdin: client lines, and answers to server requests the policy refused.
-    pub server_input: ServerInput,
+    pub server_input: Arc<ServerInput>,
+    /// Answers to the server were dropped past [`ANSWERS_BOUND`] (said once).
+    pub answers_backlog: AtomicBool,
     /// The session id (event ids of decisions the server worker records).
     pub session_id: String,
     /// The judge of answers to governed requests, with a `results` section (SPEC §5.3).
@@ -56,6 +58,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Answers a server request to the server (SPEC §5.2: a refused request is answered to the
+    /// server), without waiting for the server to read ([`ServerInput::answer`]): best effort,
+    /// as a server that stopped reading its input ends the session by itself. Past
+    /// [`ANSWERS_BOUND`] bytes waiting, answers are dropped, and that is said once.
+    pub(crate) fn answer_server(&self, line: &[u8]) {
+        let backlog = self.server_input.answer(line) == Err(Unanswered::Backlog);
+        if backlog && !self.answers_backlog.swap(true, Ordering::Relaxed) {
+            self.diag.say(&format!(
+                "stopped answering the server's refused requests: {} KiB of answers wait for it to read its input",
+                ANSWERS_BOUND / 1024
+            ));
+        }
+    }
+
     /// The event id of decision `seq` (the one constructor,
     /// `evidence::decision_log::decision_id`, as `recorder::Recorder::decision_id`).
     pub(crate) fn decision_id(&self, seq: u64) -> String {
