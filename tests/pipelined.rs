@@ -6,6 +6,7 @@
 //! before its decision line is in the log.
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -443,34 +444,28 @@ allow: ["echo"]
 client_features: {sampling: deny}
 "#;
 
-#[test]
-fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session() {
-    // The server asks for sampling mid-stream while its stdin is full of pipelined calls and its
-    // answers fill its stdout: the refusal, answered to the server, must not wait for the
-    // server's stdin while the server waits for the wrapper to read its output.
-    let dir = tempdir();
-    let policy = dir.path().join("policy.yaml");
+/// What a session behind `assay mcp wrap --policy` (with [`SAMPLING_DENIED`]) in front of
+/// `asking_server.py RECEIVED ARGS…` made of `input`, written at once: its output, what it said
+/// and its exit status. The input closes once written, or with `hold` once the output ended.
+/// Fails when the output has not ended within 60 s (a bound, not a synchronization: these
+/// sessions take well under a second).
+fn asked_session(
+    dir: &Path,
+    args: &[&str],
+    input: String,
+    hold: bool,
+) -> (String, String, Option<i32>) {
+    let policy = dir.join("policy.yaml");
     std::fs::write(&policy, SAMPLING_DENIED).unwrap();
-    let rec = dir.path().join("received.ndjson");
-    let calls = 3_000u64;
-    let mut input = format!("{INIT}\n");
-    for id in 2..2 + calls {
-        input.push_str(&call(
-            id,
-            "echo",
-            &format!(r#"{{"text":"{}"}}"#, "y".repeat(150)),
-        ));
-        input.push('\n');
-    }
     let fixture = root().join("tests/fixtures/asking_server.py");
-    let mut cmd = wrap_command(
-        &["--policy", &policy.display().to_string()],
-        &[
-            "python3",
-            &fixture.display().to_string(),
-            &rec.display().to_string(),
-        ],
-    );
+    let rec = dir.join("received.ndjson");
+    let mut server = vec![
+        "python3".to_string(),
+        fixture.display().to_string(),
+        rec.display().to_string(),
+    ];
+    server.extend(args.iter().map(|a| a.to_string()));
+    let mut cmd = wrap_command(&["--policy", &policy.display().to_string()], &strs(&server));
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -478,9 +473,12 @@ fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
-    // Every line at once; the input closes once written.
+    let (output_ended, held) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         let _ = stdin.write_all(input.as_bytes());
+        if hold {
+            let _ = held.recv();
+        }
     });
     let said = std::thread::spawn(move || {
         let mut s = String::new();
@@ -493,22 +491,42 @@ fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session
         let _ = stdout.read_to_end(&mut bytes);
         let _ = done.send(bytes);
     });
-    // A bound, not a synchronization: the session takes well under a second.
     let Ok(bytes) = out.recv_timeout(Duration::from_secs(60)) else {
         let _ = child.kill();
         let _ = child.wait();
         panic!("the session stopped: no end of output within 60 s");
     };
-    let text = String::from_utf8(bytes).unwrap();
+    let _ = output_ended.send(());
+    let status = child.wait().unwrap().code();
+    (
+        String::from_utf8(bytes).unwrap(),
+        said.join().unwrap(),
+        status,
+    )
+}
+
+#[test]
+fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session() {
+    // The server asks for sampling mid-stream while its stdin is full of pipelined calls and its
+    // answers fill its stdout: the refusal, answered to the server, must not wait for the
+    // server's stdin while the server waits for the wrapper to read its output.
+    let dir = tempdir();
+    let calls = 3_000u64;
+    let mut input = format!("{INIT}\n");
+    for id in 2..2 + calls {
+        input.push_str(&call(
+            id,
+            "echo",
+            &format!(r#"{{"text":"{}"}}"#, "y".repeat(150)),
+        ));
+        input.push('\n');
+    }
+    let (text, said, status) = asked_session(dir.path(), &[], input, false);
     let answers = text.lines().count() as u64;
-    assert_eq!(
-        answers,
-        calls + 1,
-        "every request answered; {}",
-        said.join().unwrap()
-    );
+    assert_eq!(answers, calls + 1, "every request answered; {said}");
     assert!(!text.contains("sampling/createMessage"));
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(status, Some(0));
+    let rec = dir.path().join("received.ndjson");
     let received = std::fs::read_to_string(&rec).unwrap();
     let refusal: serde_json::Value = received
         .lines()
@@ -518,5 +536,33 @@ fn a_server_request_refused_while_the_client_pipelines_does_not_stop_the_session
     assert_eq!(
         refusal["error"]["data"]["assay/decision"]["reason_code"], "P_CLIENT_FEATURE_DENIED",
         "{refusal}"
+    );
+}
+
+#[test]
+fn a_server_that_asks_and_never_reads_is_not_answered_past_the_bound() {
+    // 8,000 refused sampling requests and not one answer read, while the client's input stays
+    // open (once it ends, the server's stdin is closed and answers are dropped): the wrapper
+    // keeps reading the server, stops answering once a MiB of answers waits, says so once, and
+    // the session ends with the server.
+    let dir = tempdir();
+    let init = format!("{INIT}\n");
+    let (text, said, status) = asked_session(dir.path(), &["flood", "8000"], init, true);
+    assert_eq!(text, "", "no server request reaches the client");
+    assert_eq!(status, Some(0), "{said}");
+    let refused = said
+        .lines()
+        .filter(|l| l.contains("refused the server's sampling/createMessage request"))
+        .count();
+    assert_eq!(refused, 8000);
+    let stopped: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("stopped answering the server's refused requests"))
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            "assay: stopped answering the server's refused requests: 1024 KiB of answers wait for it to read its input"
+        ]
     );
 }

@@ -207,22 +207,24 @@ impl ServerInput {
         }
     }
 
-    /// Flushes and closes the server's stdin (the server reads end of input). Answers still
-    /// queued are written first; later ones are dropped.
+    /// Flushes and closes the server's stdin (the server reads end of input); an error is the
+    /// flush's. Answers still queued are written after the flush, best effort as every answer
+    /// to the server (a server gone is no error of the session); later ones are dropped.
     pub(crate) fn close(&self) -> io::Result<()> {
         let mut guard = self.lock();
         let queued = self.queue.take_all();
         let taken = guard.take();
         drop(guard);
-        match taken {
-            Some(mut w) => {
-                for line in &queued {
-                    w.write_all(line)?;
-                }
-                w.flush()
+        let Some(mut w) = taken else {
+            return Ok(());
+        };
+        w.flush()?;
+        for line in &queued {
+            if w.get_mut().write_all(line).is_err() {
+                break;
             }
-            None => Ok(()),
         }
+        Ok(())
     }
 }
 
@@ -233,9 +235,17 @@ impl Drop for ServerInput {
     }
 }
 
-/// The writer thread: writes queued answers in order, each flushed,
-/// until the queue is ended and empty. Answers are taken from the queue under the stdin's lock,
-/// so [`ServerInput::close`] (which writes what is queued) never loses one or reorders them.
+/// Writes one answer line to the server's stdin: what the client→server path buffered first
+/// (a failure there is that path's to report, at its next flush), then the line itself straight
+/// to the descriptor, so that no byte of an answer stays in the buffer, whatever happens.
+fn write_answer(w: &mut BufWriter<Endpoint>, line: &[u8]) -> io::Result<()> {
+    w.flush()?;
+    w.get_mut().write_all(line)
+}
+
+/// The writer thread: writes queued answers in order, each at once, until the queue is ended
+/// and empty. Answers are taken from the queue under the stdin's lock, so
+/// [`ServerInput::close`] (which writes what is queued) never loses one or reorders them.
 /// Once a write fails (the server's stdin closed or broken, the session cancelled, the input
 /// gone) the rest are dropped.
 fn write_answers(queue: &AnswerQueue, input: &Weak<ServerInput>) {
@@ -254,7 +264,7 @@ fn write_answers(queue: &AnswerQueue, input: &Weak<ServerInput>) {
                 continue;
             }
             failed = match &mut *guard {
-                Some(w) => w.write_all(&line).and_then(|()| w.flush()).is_err(),
+                Some(w) => write_answer(w, &line).is_err(),
                 None => true,
             };
         }
