@@ -59,9 +59,9 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Answers a server request to the server (SPEC §5.2: a refused request is answered to the
-    /// server), without waiting for the server to read ([`ServerInput::answer`]): best effort,
-    /// as a server that stopped reading its input ends the session by itself. Past
-    /// [`ANSWERS_BOUND`] bytes waiting, answers are dropped, and that is said once.
+    /// server), without waiting for the server to read ([`ServerInput::answer`]). Best effort:
+    /// past [`ANSWERS_BOUND`] bytes waiting (a server that stopped reading its input), answers
+    /// are dropped, and that is said once.
     pub(crate) fn answer_server(&self, line: &[u8]) {
         let backlog = self.server_input.answer(line) == Err(Unanswered::Backlog);
         if backlog && !self.answers_backlog.swap(true, Ordering::Relaxed) {
