@@ -321,7 +321,6 @@ fn shared_state(
         decision_seq: recorder.counter(),
         event_format,
         server_input: Arc::new(ServerInput::new()),
-        answers_backlog: AtomicBool::new(false),
         answers,
         session_id: session_id.to_string(),
     })

@@ -98,13 +98,16 @@ struct Answers {
     ended: bool,
     /// The writer thread returned.
     done: bool,
+    /// An answer was dropped past [`ANSWERS_BOUND`].
+    dropped: bool,
 }
 
 /// Why an answer to the server was not queued.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Unanswered {
     /// [`ANSWERS_BOUND`] bytes of answers already wait: the server does not read its input.
-    Backlog,
+    /// `first`: the first answer of the session dropped so.
+    Backlog { first: bool },
     /// The session is ending, or the writer thread could not be started.
     Ended,
 }
@@ -157,7 +160,8 @@ impl ServerInput {
             return Err(Unanswered::Ended);
         }
         if a.bytes + line.len() + 1 > ANSWERS_BOUND {
-            return Err(Unanswered::Backlog);
+            let first = !std::mem::replace(&mut a.dropped, true);
+            return Err(Unanswered::Backlog { first });
         }
         if a.writer.is_none() {
             let (queue, input) = (self.queue.clone(), Arc::downgrade(self));
@@ -220,7 +224,7 @@ impl ServerInput {
         };
         w.flush()?;
         for line in &queued {
-            if w.get_mut().write_all(line).is_err() {
+            if write_answer(&mut w, line).is_err() {
                 break;
             }
         }
@@ -350,10 +354,17 @@ mod tests {
         let guard = input.lock();
         let line = vec![b'a'; 1000];
         let mut queued = 0;
-        while input.answer(&line).is_ok() {
-            queued += 1;
-        }
-        assert_eq!(input.answer(&line), Err(Unanswered::Backlog));
+        let refused = loop {
+            match input.answer(&line) {
+                Ok(()) => queued += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(refused, Unanswered::Backlog { first: true });
+        assert_eq!(
+            input.answer(&line),
+            Err(Unanswered::Backlog { first: false })
+        );
         // The writer takes answers only under the lock: every one is still queued.
         assert_eq!(queued, ANSWERS_BOUND / (line.len() + 1));
         let reader = std::thread::spawn(move || read_all(r));

@@ -49,8 +49,6 @@ pub(crate) struct Shared {
     pub event_format: Option<Mutex<LazyFormat>>,
     /// The server's stdin: client lines, and answers to server requests the policy refused.
     pub server_input: Arc<ServerInput>,
-    /// Answers to the server were dropped past [`ANSWERS_BOUND`] (said once).
-    pub answers_backlog: AtomicBool,
     /// The session id (event ids of decisions the server worker records).
     pub session_id: String,
     /// The judge of answers to governed requests, with a `results` section (SPEC §5.3).
@@ -63,8 +61,7 @@ impl Shared {
     /// past [`ANSWERS_BOUND`] bytes waiting (a server that stopped reading its input), answers
     /// are dropped, and that is said once.
     pub(crate) fn answer_server(&self, line: &[u8]) {
-        let backlog = self.server_input.answer(line) == Err(Unanswered::Backlog);
-        if backlog && !self.answers_backlog.swap(true, Ordering::Relaxed) {
+        if let Err(Unanswered::Backlog { first: true }) = self.server_input.answer(line) {
             self.diag.say(&format!(
                 "stopped answering the server's refused requests: {} KiB of answers wait for it to read its input",
                 ANSWERS_BOUND / 1024
