@@ -35,8 +35,10 @@ const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write
 /// checks that, fully built, it equals the derived one.
 pub(crate) fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     let mut cmd = command();
-    let matches = cmd.try_get_matches_from_mut(argv)?;
-    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    let mut matches = cmd.try_get_matches_from_mut(argv)?;
+    // The values are taken out of the matches, not read from a copy of them (what
+    // `from_arg_matches` makes first).
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// The command line of [`Cli`], with every subcommand built only when it is used.
