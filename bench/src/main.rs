@@ -12,6 +12,8 @@
 //!   each policy file, beside the plain one)
 //!   [--answer-bytes N] (the listing group's echo server answers each `tools/call` with a text of
 //!   N bytes instead of `ok`: what judging and recording answers costs per MiB, SPEC §5.3)
+//!   [--in-place] (run the wrapper, the echo server and the floor relays where they are, not
+//!   from fresh copies: see [`installed`])
 //! Environment: ASSAY_BIN overrides the wrapper binary (default ../target/release/assay).
 
 use std::fmt::Write as _;
@@ -356,6 +358,24 @@ fn main() {
     }
 }
 
+/// Where the run takes `path` from: a copy of it in `dir` (written by `fs::copy`, as `cargo
+/// install` and `pip` write what they install), unless `in_place`. How a binary's file sits in
+/// the page cache changes how long it takes to start: on a KVM guest (AMD EPYC, 2026-12-07) the
+/// same wrapper started 0.3–0.45 ms slower as the linker left it (rust-lld writes its output
+/// through a shared mapping: every page cache page a single 4 KiB page) or after an hour idle
+/// under the guest's DAMON `pageout` scheme than as a fresh copy (large folios), against 0.02
+/// ms for the 4.6 MB floor relay (bench/README.md, "The binary's pages"). Fresh copies of every
+/// binary put the wrapper and its floors on the same footing in every run.
+fn installed(path: &Path, dir: &Path, in_place: bool) -> Res<PathBuf> {
+    if in_place {
+        return Ok(path.to_path_buf());
+    }
+    let name = path.file_name().ok_or("a binary without a file name")?;
+    let copy = dir.join(name);
+    fs::copy(path, &copy).map_err(|e| format!("copying {}: {e}", path.display()))?;
+    Ok(copy)
+}
+
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--emit") {
@@ -404,7 +424,10 @@ fn run() -> Res<()> {
     fs::write(&policy_hide, POLICY_HIDE)?;
     let policy_pins = fixed.join("policy-pins.yaml");
     fs::write(&policy_pins, POLICY_PINS)?;
-    let echo = dir.join("echo-server");
+    let in_place = args.iter().any(|a| a == "--in-place");
+    let bin = |path: PathBuf| installed(&path, &fixed, in_place);
+    let assay = bin(fs::canonicalize(assay)?)?;
+    let echo = bin(dir.join("echo-server"))?;
     let pinned = Command::new(&assay)
         .args(["mcp", "pin", "--out"])
         .arg(fixed.join("pins.json"))
@@ -416,10 +439,10 @@ fn run() -> Res<()> {
         return Err(format!("assay mcp pin against the echo server: {pinned}").into());
     }
     let env = Env {
-        assay: fs::canonicalize(assay)?,
+        assay,
         echo,
-        relay: dir.join("floor-relay"),
-        hash_relay: dir.join("hash-floor-relay"),
+        relay: bin(dir.join("floor-relay"))?,
+        hash_relay: bin(dir.join("hash-floor-relay"))?,
         tmp,
         policy,
         policy_hide,
@@ -427,7 +450,15 @@ fn run() -> Res<()> {
         counter: std::cell::Cell::new(0),
     };
     let head = machine();
-    eprintln!("{head}\nwrapper: {}", env.assay.display());
+    let copies = if in_place {
+        "run where they are (--in-place)"
+    } else {
+        "fresh copies made by this run"
+    };
+    eprintln!(
+        "{head}\nwrapper: {}\nbinaries (wrapper, echo server, floor relays): {copies}",
+        env.assay.display()
+    );
 
     let (rounds, n_tp, n_lat, n_mem, n_start) = if quick {
         (3, 20_000, 2_000, 200_000, 40)
