@@ -361,11 +361,11 @@ fn main() {
 /// Where the run takes `path` from: a copy of it in `dir` (written by `fs::copy`, as `cargo
 /// install` and `pip` write what they install), unless `in_place`. How a binary's file sits in
 /// the page cache changes how long it takes to start: on a KVM guest (AMD EPYC, 2026-12-07) the
-/// same wrapper started 0.3–0.45 ms slower as the linker left it (rust-lld writes its output
-/// through a shared mapping: every page cache page a single 4 KiB page) or after an hour idle
-/// under the guest's DAMON `pageout` scheme than as a fresh copy (large folios), against 0.02
-/// ms for the 4.6 MB floor relay (bench/README.md, "The binary's pages"). Fresh copies of every
-/// binary put the wrapper and its floors on the same footing in every run.
+/// same wrapper started 0.3–0.45 ms slower as rust-lld left it (every page cache page of the
+/// file a single 4 KiB folio) or after an hour idle under the guest's DAMON `pageout` scheme
+/// than as a fresh copy (large folios), against 0.02 ms for the 4.6 MB floor relay
+/// (bench/README.md, "The binary's pages"). Fresh copies of every binary put the wrapper and
+/// its floors on the same footing in every run.
 fn installed(path: &Path, dir: &Path, in_place: bool) -> Res<PathBuf> {
     if in_place {
         return Ok(path.to_path_buf());
