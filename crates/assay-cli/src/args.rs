@@ -33,12 +33,25 @@ const PIN_ABOUT: &str = "List COMMAND's tools as an MCP client would, then write
 /// §11 allows 1 ms over a bare relay). [`command`] is the same command line with each
 /// subcommand's arguments deferred (`clap::Command::defer`) until the parser enters it; a test
 /// checks that, fully built, it equals the derived one.
-pub(crate) fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+pub(crate) fn parse(argv: Vec<std::ffi::OsString>, parsed: Parsed) -> Result<Cli, clap::Error> {
     let mut cmd = command();
     let mut matches = cmd.try_get_matches_from_mut(argv)?;
     // The values are taken out of the matches, not read from a copy of them (what
     // `from_arg_matches` makes first).
-    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
+    let cli = Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd));
+    if parsed == Parsed::Kept {
+        std::mem::forget((cmd, matches));
+    }
+    cli
+}
+
+/// What becomes of clap's command line and matches once [`parse`] has taken the values out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parsed {
+    /// Freed (a host process that runs the command line and goes on).
+    Freed,
+    /// Left allocated: the process ends with the command, and its exit frees them.
+    Kept,
 }
 
 /// The command line of [`Cli`], with every subcommand built only when it is used.
@@ -632,19 +645,23 @@ mod tests {
 
     #[test]
     fn parsing_builds_only_what_the_command_line_reaches() {
-        let cli = parse(
-            [
-                "assay", "mcp", "wrap", "--policy", "p.yaml", "--", "server", "--flag",
-            ]
-            .map(Into::into)
-            .to_vec(),
-        )
-        .unwrap();
-        let Command::Mcp(McpCommand::Wrap(w)) = cli.command else {
-            panic!("not mcp wrap");
-        };
-        assert_eq!(w.policy, PathBuf::from("p.yaml"));
-        assert_eq!(w.command, ["server", "--flag"]);
+        // Whether clap's tree is freed or left for the process's exit, the values are the same.
+        for parsed in [Parsed::Freed, Parsed::Kept] {
+            let cli = parse(
+                [
+                    "assay", "mcp", "wrap", "--policy", "p.yaml", "--", "server", "--flag",
+                ]
+                .map(Into::into)
+                .to_vec(),
+                parsed,
+            )
+            .unwrap();
+            let Command::Mcp(McpCommand::Wrap(w)) = cli.command else {
+                panic!("not mcp wrap");
+            };
+            assert_eq!(w.policy, PathBuf::from("p.yaml"));
+            assert_eq!(w.command, ["server", "--flag"]);
+        }
         // Usage errors and help are the derived parser's, word for word.
         for argv in [
             vec!["assay"],
@@ -663,10 +680,12 @@ mod tests {
             vec!["assay", "mcp", "help", "pin"],
         ] {
             let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
-            let ours = parse(os.clone()).unwrap_err();
-            let derived = Cli::try_parse_from(os).unwrap_err();
-            assert_eq!(ours.kind(), derived.kind(), "{argv:?}");
-            assert_eq!(ours.to_string(), derived.to_string(), "{argv:?}");
+            let derived = Cli::try_parse_from(os.clone()).unwrap_err();
+            for parsed in [Parsed::Freed, Parsed::Kept] {
+                let ours = parse(os.clone(), parsed).unwrap_err();
+                assert_eq!(ours.kind(), derived.kind(), "{argv:?}");
+                assert_eq!(ours.to_string(), derived.to_string(), "{argv:?}");
+            }
         }
     }
 }

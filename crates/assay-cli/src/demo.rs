@@ -93,7 +93,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let policy = base.join("policy.yaml");
     std::fs::write(&server, SERVER).map_err(failed)?;
     std::fs::write(&policy, POLICY).map_err(failed)?;
-    let exe = super::program_path::get().map_err(failed)?;
+    let exe = super::program_path::get();
     let mut out = std::io::stdout().lock();
     say!(out, "assay demo");
     say!(out, "  server:  python3 {}", server.display());

@@ -1,5 +1,5 @@
-//! The `assay` binary: the command line of this crate's library ([`assay_cli::run`]), run with
-//! this process's arguments.
+//! The `assay` binary: the command line of this crate's library
+//! ([`assay_cli::run_native`]), run with this process's arguments.
 //!
 //! It starts without Rust's runtime start-up (`#![no_main]`; docs/decisions.md, "The command line
 //! starts without the runtime's stack probe"): [`assay::prepare_program`] does what that start-up
@@ -34,8 +34,7 @@ mod entry {
             // policy is compiled on it when RLIMIT_STACK lets it grow to 8 MiB, without a thread of
             // its own.
             assay::declare_main_thread_stack();
-            let exe = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("assay"));
-            assay_cli::run(args, &exe)
+            assay_cli::run_native(args)
         })
         .unwrap_or(PANICKED);
         // The runtime flushes standard output when `main` returns; a failure here has nowhere to go.

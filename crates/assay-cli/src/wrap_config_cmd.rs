@@ -28,11 +28,7 @@ pub(crate) fn run(args: WrapConfigArgs) -> Result<ExitCode, Failure> {
     let action = match &args.policy {
         Some(policy) if !args.unwrap => {
             let with = WrapWith {
-                assay: super::program_path::get().map_err(|error| Failure::Io {
-                    what: "cannot find the path of this assay program",
-                    error,
-                    status: exit::FAILURE,
-                })?,
+                assay: super::program_path::get(),
                 policy: absolute(policy)?,
                 capture: match (&args.capture_root, args.no_capture) {
                     (Some(root), _) => Capture::Root(absolute(root)?),
