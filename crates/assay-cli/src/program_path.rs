@@ -12,16 +12,17 @@ static EXE: OnceLock<PathBuf> = OnceLock::new();
 /// Records `exe` (made absolute against the working directory) as this process's `assay`; only
 /// the first call has an effect.
 pub(crate) fn set(exe: &Path) {
-    let exe = std::path::absolute(exe).unwrap_or_else(|_| exe.to_path_buf());
-    let _ = EXE.set(exe);
+    let _ = EXE.set(absolute(exe.to_path_buf()));
 }
 
 /// The path this `assay` runs from: the one [`set`] recorded, else this program's own, read now
 /// (`assay` in the working directory when it cannot be read, as the native binary always had it).
 pub(crate) fn get() -> PathBuf {
-    EXE.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("assay"));
-        std::path::absolute(&exe).unwrap_or(exe)
-    })
-    .clone()
+    EXE.get_or_init(|| absolute(std::env::current_exe().unwrap_or_else(|_| PathBuf::from("assay"))))
+        .clone()
+}
+
+/// `exe` made absolute against the working directory, or as it is when that fails.
+fn absolute(exe: PathBuf) -> PathBuf {
+    std::path::absolute(&exe).unwrap_or(exe)
 }
