@@ -119,10 +119,15 @@ static HEX_PAIRS: [[u8; 2]; 256] = {
     t
 };
 
-/// A lowercase hex SHA-256 held inline (no allocation on the per-line path). Nominally `pub`
-/// (it appears in [`crate::policy::CallBudget::admit`]); only the crate can build one.
+/// A SHA-256 held inline as its 32 bytes and their 64 lowercase hex digits (no allocation on
+/// the per-line path): evidence writes the digits, the repeat counts of `limits.repeated_call`
+/// key by the bytes, and neither is derived from the other on the per-call path. Nominally
+/// `pub` (it appears in [`crate::policy::CallBudget::admit`]); only the crate can build one.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HexDigest([u8; 64]);
+pub struct HexDigest {
+    hex: [u8; 64],
+    raw: [u8; 32],
+}
 
 impl std::fmt::Debug for HexDigest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,50 +136,48 @@ impl std::fmt::Debug for HexDigest {
 }
 
 impl HexDigest {
-    /// The lowercase hex SHA-256 of `bytes`.
+    /// The SHA-256 of `bytes`.
     pub(crate) fn of(bytes: &[u8]) -> Self {
-        let mut out = [0u8; 64];
-        for (pair, &b) in out.chunks_exact_mut(2).zip(digest(bytes).iter()) {
+        let raw = digest(bytes);
+        let mut hex = [0u8; 64];
+        for (pair, &b) in hex.chunks_exact_mut(2).zip(raw.iter()) {
             pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
         }
-        Self(out)
+        Self { hex, raw }
     }
 
-    /// The 32 bytes of the digest (the hex digits read back).
-    pub(crate) fn raw(&self) -> [u8; 32] {
-        // Only lowercase hex digits are ever stored.
-        let nibble = |c: u8| match c {
-            b'0'..=b'9' => c - b'0',
-            _ => (c | 0x20).wrapping_sub(b'a' - 10) & 0xf,
-        };
-        let mut out = [0u8; 32];
-        for (b, pair) in out.iter_mut().zip(self.0.chunks_exact(2)) {
-            if let &[hi, lo] = pair {
-                *b = (nibble(hi) << 4) | nibble(lo);
-            }
-        }
-        out
+    /// The 32 bytes of the digest.
+    pub(crate) fn raw(&self) -> &[u8; 32] {
+        &self.raw
     }
 
     /// The digest written as 64 lowercase hex digits (as evidence records it); `None` for
     /// any other text.
     pub(crate) fn from_hex(text: &str) -> Option<Self> {
-        let bytes: [u8; 64] = text.as_bytes().try_into().ok()?;
-        bytes
-            .iter()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            .then_some(Self(bytes))
+        let digits: &[u8; 64] = text.as_bytes().try_into().ok()?;
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let mut raw = [0u8; 32];
+        for (b, pair) in raw.iter_mut().zip(digits.chunks_exact(2)) {
+            if let &[hi, lo] = pair {
+                *b = (nibble(hi)? << 4) | nibble(lo)?;
+            }
+        }
+        Some(Self { hex: *digits, raw })
     }
 
     /// The 64 hex digits as bytes.
     pub(crate) fn as_bytes(&self) -> &[u8; 64] {
-        &self.0
+        &self.hex
     }
 
     /// The 64 hex digits.
     pub(crate) fn as_str(&self) -> &str {
         // Only ASCII hex digits are ever stored.
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        std::str::from_utf8(&self.hex).unwrap_or_default()
     }
 }
 
@@ -228,7 +231,10 @@ mod tests {
         for (input, want) in VECTORS {
             assert_eq!(digest_hex(input), *want);
             assert_eq!(HexDigest::of(input).as_str(), *want);
-            assert_eq!(HexDigest::of(input).raw(), digest(input));
+            assert_eq!(*HexDigest::of(input).raw(), digest(input));
+            let read = HexDigest::from_hex(want).unwrap();
+            assert_eq!(read, HexDigest::of(input));
+            assert_eq!(*read.raw(), digest(input));
             let mut h = Sha256::new();
             for b in *input {
                 h.update(std::slice::from_ref(b));

@@ -172,8 +172,13 @@ impl ArgumentRecord {
                         return None;
                     }
                     if ESCAPED {
-                        escape_quote(text, &mut out, &mut copied, at)?;
-                        escape_quote(text, &mut out, &mut copied, close)?;
+                        // A backslash before each quote; the quote goes out with the piece
+                        // after it.
+                        out.push_str(text.get(copied..at)?);
+                        out.push('\\');
+                        out.push_str(text.get(at..close)?);
+                        out.push('\\');
+                        copied = close;
                         quotes += 2;
                     }
                     at = close + 1;
@@ -245,13 +250,6 @@ impl ArgumentRecord {
 }
 
 /// Appends `text` from `*copied` up to the quote at `q`, then the quote escaped (`\"`).
-fn escape_quote(text: &str, out: &mut String, copied: &mut usize, q: usize) -> Option<()> {
-    out.push_str(text.get(*copied..q)?);
-    out.push_str("\\\"");
-    *copied = q + 1;
-    Some(())
-}
-
 /// `text` cut to at most [`MAX_RECORDED_BYTES`] on a character boundary, and whether it was.
 fn cut(mut text: String) -> (String, bool) {
     if text.len() <= MAX_RECORDED_BYTES {

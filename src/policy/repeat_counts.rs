@@ -171,7 +171,7 @@ impl RepeatCounts {
             match arguments_sha256 {
                 Some(d) => counts
                     .by_arguments
-                    .bump(&d.raw(), |n| bump(n, keys, max, max_keys))?,
+                    .bump(d.raw(), |n| bump(n, keys, max, max_keys))?,
                 None => bump(&mut counts.unread, keys, max, max_keys)?,
             }
             return Ok(slot);
@@ -181,7 +181,7 @@ impl RepeatCounts {
             match arguments_sha256 {
                 Some(d) => counts
                     .by_arguments
-                    .bump(&d.raw(), |n| bump(n, keys, max, max_keys))?,
+                    .bump(d.raw(), |n| bump(n, keys, max, max_keys))?,
                 None => bump(&mut counts.unread, keys, max, max_keys)?,
             }
             self.counts.push(counts);
@@ -208,7 +208,7 @@ mod tests {
     use super::*;
 
     fn key(n: u32) -> [u8; 32] {
-        crate::sha256::HexDigest::of(&n.to_le_bytes()).raw()
+        *crate::sha256::HexDigest::of(&n.to_le_bytes()).raw()
     }
 
     /// Thousands of keys, across every growth of the table: each counted exactly, each refused
