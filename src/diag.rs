@@ -30,32 +30,67 @@ struct Sink {
     /// Not kept by a fork of the host (SPEC §3.1b). `None`: diagnostics are dropped.
     file: Option<Tracked<File>>,
     /// Whole lines said with [`Diag::say_held`], not written yet.
-    held: Vec<u8>,
+    held: String,
 }
 
 impl Sink {
     /// Writes the held lines, then `line` (either may be empty), in one write; best effort.
-    fn write(&mut self, line: &[u8]) {
+    fn write(&mut self, line: &str) {
         let Some(f) = self.file.as_mut() else {
             self.held.clear();
             return;
         };
         let _ = if self.held.is_empty() {
-            f.write_all(line)
+            f.write_all(line.as_bytes())
         } else {
-            self.held.extend_from_slice(line);
-            f.write_all(&self.held)
+            self.held.push_str(line);
+            f.write_all(self.held.as_bytes())
         };
         self.held.clear();
     }
 }
 
+/// A part of a diagnostic said with [`Diag::say_held`].
+#[derive(Clone, Copy)]
+pub(crate) enum Piece<'a> {
+    /// The wrapper's own words (text compiled into it).
+    Ours(&'static str),
+    /// Text a peer wrote (a tool name, a request id).
+    Peer(&'a str),
+}
+
+/// Appends `assay: <message>\n`, the message made of `pieces`, rendered for a person (see
+/// [`Diag::say_held`]): a peer's pieces go through the renderer; ours are printable ASCII
+/// without a backslash, which it copies as they are, and are copied.
+pub(crate) fn push_line(out: &mut String, pieces: &[Piece<'_>]) {
+    out.push_str("assay: ");
+    let mut after_peer = false;
+    for piece in pieces {
+        match *piece {
+            Piece::Ours(t) => {
+                debug_assert!(
+                    t.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'\\')
+                        && !(after_peer && t.starts_with('u')),
+                    "our words are printable ASCII, and do not change how a peer's backslashes \
+                     before them render: {t:?}"
+                );
+                out.push_str(t);
+                after_peer = false;
+            }
+            Piece::Peer(t) => {
+                debug_assert!(!after_peer, "a peer's piece after a peer's: {t:?}");
+                crate::text::render_into(out, t);
+                after_peer = true;
+            }
+        }
+    }
+    out.push('\n');
+}
+
 /// `assay: <msg>\n`, `msg` rendered for a person.
 fn line_of(msg: &str) -> String {
     let mut line = String::with_capacity(msg.len() + 16);
-    line.push_str("assay: ");
-    crate::text::render_into(&mut line, msg);
-    line.push('\n');
+    push_line(&mut line, &[Piece::Peer(msg)]);
     line
 }
 
@@ -65,7 +100,7 @@ impl Diag {
         Self {
             sink: Mutex::new(Sink {
                 file: file.map(Tracked::new),
-                held: Vec::new(),
+                held: String::new(),
             }),
             verbose,
         }
@@ -81,20 +116,24 @@ impl Diag {
     /// the line or reach the terminal raw.
     pub(crate) fn say(&self, msg: &str) {
         let line = line_of(msg);
-        self.lock().write(line.as_bytes());
+        self.lock().write(&line);
     }
 
-    /// [`Diag::say`], the line held until [`Diag::release`], the next [`Diag::say`], or
-    /// [`HELD_BYTES`] of held lines.
-    pub(crate) fn say_held(&self, msg: &str) {
+    /// [`Diag::say`] of the message the `pieces` make, the line held until [`Diag::release`],
+    /// the next [`Diag::say`], or [`HELD_BYTES`] of held lines. The line is put together in
+    /// the held lines themselves (no message formatted first): the line the whole message
+    /// rendered would make. A peer's piece ending in backslashes renders alone as it would
+    /// inside the message when what follows it is shown as it is and does not start with `u`;
+    /// our words are printable ASCII and never start with `u` after a peer's piece (a debug
+    /// assertion; the tests hold the two renderings together).
+    pub(crate) fn say_held(&self, pieces: &[Piece<'_>]) {
         let mut sink = self.lock();
         if sink.file.is_none() {
             return;
         }
-        let line = line_of(msg);
-        sink.held.extend_from_slice(line.as_bytes());
+        push_line(&mut sink.held, pieces);
         if sink.held.len() >= HELD_BYTES {
-            sink.write(b"");
+            sink.write("");
         }
     }
 
@@ -102,7 +141,7 @@ impl Diag {
     pub(crate) fn release(&self) {
         let mut sink = self.lock();
         if !sink.held.is_empty() {
-            sink.write(b"");
+            sink.write("");
         }
     }
 }
@@ -129,8 +168,12 @@ mod tests {
     #[test]
     fn held_lines_are_written_at_the_release_or_before_the_next_line_said() {
         let (d, mut r) = diag();
-        d.say_held("removed tool `a`");
-        d.say_held("removed tool `b`\u{1b}[2J");
+        d.say_held(&[
+            Piece::Ours("removed tool `"),
+            Piece::Peer("a"),
+            Piece::Ours("`"),
+        ]);
+        d.say_held(&[Piece::Ours("removed tool `b`"), Piece::Peer("\u{1b}[2J")]);
         assert_eq!(written(&mut r), "");
         d.release();
         assert_eq!(
@@ -139,7 +182,7 @@ mod tests {
         );
         d.release();
         assert_eq!(written(&mut r), "");
-        d.say_held("c");
+        d.say_held(&[Piece::Peer("c")]);
         d.say("d");
         assert_eq!(written(&mut r), "assay: c\nassay: d\n");
     }
@@ -151,7 +194,7 @@ mod tests {
         let msg = "x".repeat(1000);
         let mut said = 0;
         while written(&mut r).is_empty() {
-            d.say_held(&msg);
+            d.say_held(&[Piece::Peer(&msg)]);
             said += 1;
             assert!(said * 1008 <= HELD_BYTES + 1008, "held past the bound");
         }

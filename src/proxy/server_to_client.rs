@@ -20,6 +20,7 @@ use super::shared::Shared;
 use super::tools_list::{self, Listing, ServerLine};
 use super::workers::WorkerError;
 use crate::diag::Diag;
+use crate::diag::Piece::{self, Ours, Peer};
 use crate::evidence::decision_log::ListingEntry;
 use crate::methods::TOOLS_LIST;
 use crate::policy::ReasonCode;
@@ -278,22 +279,18 @@ fn instructions_of(shared: &Shared, line: &[u8], answered: &LineAnswers) -> Opti
 /// What one listing showed and removed (SPEC §4.1a): its `assay.tool.listing` event, and one
 /// `assay:` line per removed entry (`noun`: tool, resource, resource template, prompt) of the
 /// answer to `method`.
-fn record_listing(shared: &Shared, listing: &Listing, method: &str, noun: &str) {
+fn record_listing(shared: &Shared, listing: &Listing, method: &'static str, noun: &'static str) {
     // Held until this worker waits for the server (`ServerWorker::run`): a client listing in a
-    // loop costs one write per burst of answers, not one per removed entry.
+    // loop costs one write per burst of answers, not one per removed entry. Diagnostics render
+    // peer text (SPEC §10): the name cannot break the line.
     for (name, _, code) in &listing.removed {
-        // Diagnostics render peer text (SPEC §10): the name cannot break the line.
-        shared.diag.say_held(&format!(
-            "removed {noun} `{name}` from the answer to {method} request {} ({})",
-            listing.request_id,
-            code.as_str()
-        ));
+        let said = removed_entry(noun, name, method, &listing.request_id, *code);
+        shared.diag.say_held(&said);
     }
     if listing.replaced_by_error {
-        shared.diag.say_held(&format!(
-            "the answer to {method} request {} was replaced by an error: it cannot be read as a {method} result",
-            listing.request_id
-        ));
+        shared
+            .diag
+            .say_held(&replaced_by_error(method, &listing.request_id));
     }
     let request_id = tool_call_id(Some(&listing.request_id)).unwrap_or_default();
     // Strictly read definitions always canonicalize; one that did not is not in `shown`.
@@ -322,10 +319,114 @@ fn record_listing(shared: &Shared, listing: &Listing, method: &str, noun: &str) 
     });
 }
 
+/// "removed {noun} `{name}` from the answer to {method} request {id} ({code})"
+fn removed_entry<'a>(
+    noun: &'static str,
+    name: &'a str,
+    method: &'static str,
+    id: &'a str,
+    code: ReasonCode,
+) -> [Piece<'a>; 11] {
+    [
+        Ours("removed "),
+        Ours(noun),
+        Ours(" `"),
+        Peer(name),
+        Ours("` from the answer to "),
+        Ours(method),
+        Ours(" request "),
+        Peer(id),
+        Ours(" ("),
+        Ours(code.as_str()),
+        Ours(")"),
+    ]
+}
+
+/// "the answer to {method} request {id} was replaced by an error: it cannot be read as a
+/// {method} result"
+fn replaced_by_error<'a>(method: &'static str, id: &'a str) -> [Piece<'a>; 7] {
+    [
+        Ours("the answer to "),
+        Ours(method),
+        Ours(" request "),
+        Peer(id),
+        Ours(" was replaced by an error: it cannot be read as a "),
+        Ours(method),
+        Ours(" result"),
+    ]
+}
+
 /// Server stdout EOF: flush and close the client output (SPEC §3 item 7).
 fn finish(shared: &Shared, last: &[u8]) -> Result<(), WorkerError> {
     shared
         .output
         .finish(last)
         .map_err(super::emitter::to_client)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What the pieces' line was before it was put together piece by piece: the message
+    /// formatted whole, then rendered.
+    fn formatted(msg: &str) -> String {
+        format!("assay: {}\n", crate::text::render(msg))
+    }
+
+    fn said(pieces: &[Piece<'_>]) -> String {
+        let mut line = String::new();
+        crate::diag::push_line(&mut line, pieces);
+        line
+    }
+
+    /// Peer text with what the renderer treats specially: backslash runs, `u{`, controls,
+    /// invisible and bidi characters, non-ASCII.
+    fn peer() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just("\\".to_owned()),
+                Just("u{".to_owned()),
+                Just("`".to_owned()),
+                Just("\u{1b}[2J".to_owned()),
+                Just("\u{202e}".to_owned()),
+                Just("\u{200b}".to_owned()),
+                Just("\n".to_owned()),
+                "[ -~]{0,4}",
+                "[é日\u{1F600}]{0,2}",
+            ],
+            0..8,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// The listing diagnostics said piece by piece are the lines the whole messages
+        /// rendered made, byte for byte, whatever the name and the id hold.
+        #[test]
+        fn listing_diagnostics_are_the_messages_rendered_whole(name in peer(), id in peer()) {
+            let prompts = &crate::methods::PROMPTS_LIST;
+            let prompt_noun = prompts.list.map_or("prompt", |l| l.noun);
+            for (method, noun) in [(TOOLS_LIST.name, tool_noun()), (prompts.name, prompt_noun)] {
+                for code in [ReasonCode::P_TOOL_DRIFT, ReasonCode::P_TOOL_UNPINNED] {
+                    prop_assert_eq!(
+                        said(&removed_entry(noun, &name, method, &id, code)),
+                        formatted(&format!(
+                            "removed {noun} `{name}` from the answer to {method} request {id} ({})",
+                            code.as_str()
+                        ))
+                    );
+                }
+                prop_assert_eq!(
+                    said(&replaced_by_error(method, &id)),
+                    formatted(&format!(
+                        "the answer to {method} request {id} was replaced by an error: it cannot be read as a {method} result"
+                    ))
+                );
+            }
+        }
+    }
 }
