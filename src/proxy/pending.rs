@@ -24,6 +24,7 @@ use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use smallvec::SmallVec;
 
 use super::pending_lists::PendingLists;
 use super::rpc_id::{IdKeys, trim_json_space};
@@ -35,7 +36,9 @@ pub(crate) const MAX_TRACKED: usize = 16_384;
 /// Id texts up to this length are kept inline (numbers, UUIDs): no allocation per request.
 const INLINE: usize = 46;
 
-/// The raw JSON text of one request id.
+/// The raw JSON text of one request id: UTF-8, as every id is noted from text
+/// ([`Notes`] keeps them in a `String`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum RawId {
     Inline { len: u8, bytes: [u8; INLINE] },
     Heap(Box<[u8]>),
@@ -58,6 +61,11 @@ impl RawId {
             RawId::Inline { len, bytes } => &bytes[..usize::from(*len)],
             RawId::Heap(b) => b,
         }
+    }
+
+    /// The id's text (see the type's docs: it always is UTF-8).
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 }
 
@@ -120,10 +128,41 @@ pub(crate) struct Answer {
     /// What the request asked.
     pub kind: RequestKind,
     /// Its id as the client spelled it (raw JSON text).
-    pub spelling: Box<str>,
+    spelling: RawId,
     /// What a request whose answer `results` judges asked (SPEC §5.3); `None` otherwise, and
     /// always without a `results` section.
     pub asked: Option<Box<Asked>>,
+}
+
+impl Answer {
+    /// The client's spelling of the request's id (raw JSON text).
+    pub(crate) fn spelling(&self) -> &str {
+        self.spelling.as_str()
+    }
+}
+
+/// One response of a line and the request it answered.
+#[derive(Debug, Clone)]
+struct Answered {
+    /// The server's id text, when it is not the client's spelling (`None`: the same text).
+    server: Option<Box<str>>,
+    answer: Answer,
+}
+
+impl Answered {
+    /// The server's id text.
+    fn server(&self) -> &str {
+        self.server
+            .as_deref()
+            .unwrap_or_else(|| self.answer.spelling())
+    }
+
+    /// The server's id text and the client's spelling, when they differ.
+    fn respelled(&self) -> Option<(&str, &str)> {
+        self.server
+            .as_deref()
+            .map(|server| (server, self.answer.spelling()))
+    }
 }
 
 /// [`LineAnswers::by_id_value`]: what each answered request asked and the client's spelling,
@@ -140,8 +179,9 @@ impl<'a> AnswersById<'a> {
 /// The responses of one line and the requests they answered.
 #[derive(Debug, Default)]
 pub(crate) struct LineAnswers {
-    /// Each answered request, with the id text the server wrote.
-    list: Vec<(Box<str>, Answer)>,
+    /// Each answered request, with the id text the server wrote; a line answers one request
+    /// but for a batch, and holds it without an allocation of its own.
+    list: SmallVec<[Answered; 1]>,
     /// Whether the line was read with the strict rules: `Some(true)` it was, `Some(false)` they
     /// refused it, `None` it was not walked.
     pub strict: Option<bool>,
@@ -151,7 +191,7 @@ impl LineAnswers {
     /// No answers yet, of a line read as `strict` says.
     pub(crate) fn read(strict: Option<bool>) -> Self {
         LineAnswers {
-            list: Vec::new(),
+            list: SmallVec::new(),
             strict,
         }
     }
@@ -160,15 +200,15 @@ impl LineAnswers {
     pub(crate) fn lists_tools(&self) -> bool {
         self.list
             .iter()
-            .any(|(_, a)| a.kind == RequestKind::TOOLS_LIST)
+            .any(|a| a.answer.kind == RequestKind::TOOLS_LIST)
     }
 
     /// The client's spelling of the `initialize` or `server/discover` request the line
     /// answered, if it answered one, and that request's method.
     pub(crate) fn initialize(&self) -> Option<(&str, &'static str)> {
-        self.list.iter().find_map(|(_, a)| match a.kind {
+        self.list.iter().find_map(|a| match a.answer.kind {
             RequestKind::Read(m) if m.answer == MethodAnswer::Instructions => {
-                Some((&*a.spelling, m.name))
+                Some((a.answer.spelling(), m.name))
             }
             _ => None,
         })
@@ -181,23 +221,22 @@ impl LineAnswers {
         self.list
             .iter()
             .enumerate()
-            .find(|(_, (server, a))| &**server == id && a.kind == RequestKind::TOOLS_LIST)
-            .map(|(i, (_, a))| (i, &*a.spelling))
+            .find(|(_, a)| a.server() == id && a.answer.kind == RequestKind::TOOLS_LIST)
+            .map(|(i, a)| (i, a.answer.spelling()))
     }
 
     /// What each request the line answered asked, with the client's spelling of its id.
     pub(crate) fn kinds(&self) -> impl Iterator<Item = (RequestKind, &str)> {
-        self.list.iter().map(|(_, a)| (a.kind, &*a.spelling))
+        self.list
+            .iter()
+            .map(|a| (a.answer.kind, a.answer.spelling()))
     }
 
     /// Whether some response of the line spells its id otherwise than the client spelled the
     /// request's (`true` for `1`, `"0__1"`, `1.0`): the server's id text and the client's, for
     /// each answer.
     pub(crate) fn respelled(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.list
-            .iter()
-            .filter(|(server, a)| **server != *a.spelling)
-            .map(|(server, a)| (&**server, &*a.spelling))
+        self.list.iter().filter_map(Answered::respelled)
     }
 
     /// How many requests the line answered so far.
@@ -211,8 +250,7 @@ impl LineAnswers {
             .get(from..)
             .unwrap_or(&[])
             .iter()
-            .filter(|(server, a)| **server != *a.spelling)
-            .map(|(server, a)| (&**server, &*a.spelling))
+            .filter_map(Answered::respelled)
     }
 
     /// The same answers with each server id text mapped by `id` (`None` from it: none).
@@ -220,14 +258,11 @@ impl LineAnswers {
         &self,
         mut id: impl FnMut(&str) -> Option<String>,
     ) -> Option<LineAnswers> {
-        let mut list = Vec::with_capacity(self.list.len());
-        for (server, a) in &self.list {
-            list.push((id(server)?.into_boxed_str(), a.clone()));
+        let mut mapped = LineAnswers::read(self.strict);
+        for a in &self.list {
+            mapped.push(&id(a.server())?, a.answer.clone());
         }
-        Some(LineAnswers {
-            list,
-            strict: self.strict,
-        })
+        Some(mapped)
     }
 
     /// The line's answers indexed by the value of the client's id, for the messages of a batch
@@ -237,9 +272,10 @@ impl LineAnswers {
         AnswersById(
             self.list
                 .iter()
-                .filter_map(|(_, a)| {
-                    let v = serde_json::from_str::<serde_json::Value>(&a.spelling).ok()?;
-                    Some((v.to_string(), (a.kind, &*a.spelling)))
+                .filter_map(|a| {
+                    let spelling = a.answer.spelling();
+                    let v = serde_json::from_str::<serde_json::Value>(spelling).ok()?;
+                    Some((v.to_string(), (a.answer.kind, spelling)))
                 })
                 .collect(),
         )
@@ -250,7 +286,7 @@ impl LineAnswers {
     pub(crate) fn judged(&self) -> impl Iterator<Item = (&str, &Asked)> {
         self.list
             .iter()
-            .filter_map(|(_, a)| Some((&*a.spelling, a.asked.as_deref()?)))
+            .filter_map(|a| Some((a.answer.spelling(), a.answer.asked.as_deref()?)))
     }
 
     /// Each request the line answered, in order: the client's spelling of its id and, for a
@@ -258,16 +294,18 @@ impl LineAnswers {
     pub(crate) fn each(&self) -> impl Iterator<Item = (&str, Option<&Asked>)> {
         self.list
             .iter()
-            .map(|(_, a)| (&*a.spelling, a.asked.as_deref()))
+            .map(|a| (a.answer.spelling(), a.answer.asked.as_deref()))
     }
 
     /// The client's spellings of every request the line answered.
     pub(crate) fn spellings(&self) -> impl Iterator<Item = &str> {
-        self.list.iter().map(|(_, a)| &*a.spelling)
+        self.list.iter().map(|a| a.answer.spelling())
     }
 
     pub(crate) fn push(&mut self, server_id: &str, answer: Answer) {
-        self.list.push((trim_json_space(server_id).into(), answer));
+        let server_id = trim_json_space(server_id);
+        let server = (server_id.as_bytes() != answer.spelling.as_bytes()).then(|| server_id.into());
+        self.list.push(Answered { server, answer });
     }
 }
 
@@ -345,14 +383,13 @@ impl Inner {
 
     /// Forgets the request `text` answers, and says what it was.
     fn take(&mut self, text: &[u8]) -> Option<Answer> {
-        // The spelling is copied once, from where the request was kept.
-        let spelling = |raw: &[u8]| -> Box<str> { String::from_utf8_lossy(raw).into() };
+        // The spelling is moved from where the request was kept (inline when short).
         Some(match self.find(text)? {
             Slot::List(age) => {
                 let listed = self.lists.remove(age)?;
                 Answer {
                     kind: listed.kind,
-                    spelling: spelling(&listed.raw),
+                    spelling: RawId::new(&listed.raw),
                     asked: None,
                 }
             }
@@ -360,7 +397,7 @@ impl Inner {
                 let entry = self.others.remove(i)?;
                 Answer {
                     kind: entry.kind,
-                    spelling: spelling(entry.raw.as_bytes()),
+                    spelling: entry.raw,
                     asked: entry.asked,
                 }
             }
@@ -373,16 +410,16 @@ impl Inner {
 
     /// A request with id text `raw` (without the whitespace around it) asking `kind` is about to
     /// be forwarded.
-    fn note(&mut self, raw: &[u8], kind: RequestKind, asked: Option<Box<Asked>>) {
+    fn note(&mut self, raw: &str, kind: RequestKind, asked: Option<Box<Asked>>) {
         if self.len() >= MAX_TRACKED {
             self.overflow = true;
             return;
         }
         if kind.is_listing() {
-            self.lists.push(raw, kind);
+            self.lists.push(raw.as_bytes(), kind);
         } else {
             self.others.push_back(Entry {
-                raw: RawId::new(raw),
+                raw: RawId::new(raw.as_bytes()),
                 kind,
                 asked,
                 keys: OnceCell::new(),
@@ -409,7 +446,7 @@ fn cancelled_id(params: Option<&str>) -> Option<&str> {
 #[derive(Default)]
 pub(crate) struct Notes {
     /// The id texts the notes name.
-    ids: Vec<u8>,
+    ids: String,
     list: Vec<Note>,
 }
 
@@ -428,7 +465,7 @@ enum Note {
 impl Notes {
     fn put(&mut self, id: &str) -> (usize, usize) {
         let start = self.ids.len();
-        self.ids.extend_from_slice(id.as_bytes());
+        self.ids.push_str(id);
         (start, self.ids.len())
     }
 
@@ -502,7 +539,7 @@ impl PendingRequests {
                     inner.note(notes.ids.get(id.0..id.1).unwrap_or_default(), kind, asked)
                 }
                 Note::Cancelled { id } => {
-                    inner.take(notes.ids.get(id.0..id.1).unwrap_or_default());
+                    inner.take(notes.ids.get(id.0..id.1).unwrap_or_default().as_bytes());
                 }
             }
         }
@@ -558,7 +595,7 @@ mod tests {
             p.answer("3.0"),
             Some(Answer {
                 kind: RequestKind::TOOLS_LIST,
-                spelling: "3".into(),
+                spelling: RawId::new(b"3"),
                 asked: None,
             })
         );
@@ -637,9 +674,11 @@ mod tests {
         );
         p.note_all(&mut notes);
         p.note_all(&mut notes);
-        let listing = p.answer("\"x\"").map(|a| (a.kind, a.spelling));
-        assert_eq!(listing, Some((RequestKind::TOOLS_LIST, Box::from("\"x\""))));
-        assert_eq!(p.answer("7").map(|a| a.spelling), Some(Box::from("7")));
+        let listing = p.answer("\"x\"");
+        let listing = listing.as_ref().map(|a| (a.kind, a.spelling()));
+        assert_eq!(listing, Some((RequestKind::TOOLS_LIST, "\"x\"")));
+        let other = p.answer("7");
+        assert_eq!(other.as_ref().map(Answer::spelling), Some("7"));
         assert!(p.none(), "each note was carried out once");
         let mut notes = Notes::default();
         notes.asked("\u{c}1", RequestKind::Other, None);
