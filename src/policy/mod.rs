@@ -92,6 +92,7 @@ pub use self::error::{PolicyError, Refusal};
 pub use self::file::MAX_POLICY_BYTES;
 pub use self::limits::{CallBudget, Limits, MAX_REPEAT_KEYS};
 pub use self::redact::MAX_RECORDED_BYTES;
+pub(crate) use self::redact::give_back as give_back_recorded_arguments;
 pub(crate) use self::resources::pattern_problem as resource_pattern_problem;
 
 use self::error::Ctx;

@@ -140,10 +140,10 @@ impl ArgumentRecord {
     fn transcribe<const ESCAPED: bool>(&self, canonical: &[u8]) -> Option<(String, usize)> {
         let text = std::str::from_utf8(canonical).ok()?;
         let bytes = text.as_bytes();
-        // Escaped, every piece goes to `out` (a few quotes more than the text); else only
-        // around a redacted value.
+        // Escaped, every piece goes to `out` (a few quotes more than the text; the buffer of
+        // the last recorded text given back); else only around a redacted value.
         let mut out = if ESCAPED {
-            String::with_capacity(text.len() + 32)
+            spare(text.len() + 32)
         } else {
             String::new()
         };
@@ -208,7 +208,7 @@ impl ArgumentRecord {
                 _ => at += 1,
             }
         }
-        let text = if copied == 0 {
+        let text = if copied == 0 && !ESCAPED {
             text.to_owned()
         } else {
             out.push_str(text.get(copied..)?);
@@ -250,6 +250,30 @@ impl ArgumentRecord {
 }
 
 /// Appends `text` from `*copied` up to the quote at `q`, then the quote escaped (`\"`).
+/// Recorded texts' buffers kept for reuse at most this large.
+const SPARE_KEPT: usize = 16 * 1024;
+
+thread_local! {
+    /// The buffer of the last recorded text given back ([`give_back`]), for the next: a call's
+    /// recorded text costs no allocation of its own.
+    static SPARE: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// An empty buffer with room for `len` bytes: the one given back last, if any.
+fn spare(len: usize) -> String {
+    let mut s = SPARE.take();
+    s.clear();
+    s.reserve(len);
+    s
+}
+
+/// Gives back a recorded text once its decision is written: its buffer makes the next one.
+pub(crate) fn give_back(text: String) {
+    if text.capacity() <= SPARE_KEPT {
+        SPARE.set(text);
+    }
+}
+
 /// `text` cut to at most [`MAX_RECORDED_BYTES`] on a character boundary, and whether it was.
 fn cut(mut text: String) -> (String, bool) {
     if text.len() <= MAX_RECORDED_BYTES {

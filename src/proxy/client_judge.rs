@@ -33,6 +33,15 @@ pub(super) struct Evaluated<'a, 'p> {
     verdict: VerdictRef<'p>,
 }
 
+impl Drop for Evaluated<'_, '_> {
+    /// The recorded text's buffer makes the next call's (its decision is written by now).
+    fn drop(&mut self) {
+        if let Some((text, _)) = self.recorded.take() {
+            crate::policy::give_back_recorded_arguments(text);
+        }
+    }
+}
+
 /// The verdict of an allowed message refused because another message of its batch was not.
 const BATCH_REFUSED: VerdictRef<'static> = VerdictRef {
     decision: Decision::Deny,
