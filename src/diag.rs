@@ -3,7 +3,9 @@
 //! when it was checked to be one ([`crate::sys::fd::checked_stderr`], SPEC §3.1b), otherwise
 //! nowhere. Never to the client output, which carries protocol only, and never to whatever
 //! happens to be numbered 2 in a host that closed its standard descriptors.
-//! Every line is rendered by [`crate::text::render`], so it is one line whatever text it carries.
+//! Every line is rendered by [`crate::text::render`] (a line put together from pieces renders
+//! the peer's pieces and copies the wrapper's own words, which are printable ASCII the renderer
+//! leaves as they are), so it is one line whatever text it carries.
 //!
 //! A line is written whole, with one write, when it is said ([`Diag::say`]). The lines the
 //! server worker says about the entries it removed from a listing are held instead
