@@ -249,7 +249,6 @@ impl ArgumentRecord {
     }
 }
 
-/// Appends `text` from `*copied` up to the quote at `q`, then the quote escaped (`\"`).
 /// Recorded texts' buffers kept for reuse at most this large.
 const SPARE_KEPT: usize = 16 * 1024;
 
