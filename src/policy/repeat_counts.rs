@@ -93,6 +93,9 @@ impl Counts {
         key: &[u8; 32],
         judge: impl FnOnce(&mut u64) -> Result<(), Refused>,
     ) -> Result<(), Refused> {
+        if self.index.len() == self.index.capacity() {
+            self.grow();
+        }
         let entries = &mut self.entries;
         let hasher = &self.hasher;
         let found = self.index.entry(
@@ -122,6 +125,28 @@ impl Counts {
                 Ok(())
             }
         }
+    }
+
+    /// A table of places twice as large, filled by walking the entries in the order they were
+    /// counted. Growing the table in place would visit its places in table order and read each
+    /// place's entry for its hash: a read anywhere in the entries for every key, once per
+    /// doubling (docs/decisions.md, "Repeat counts grow in the order first counted").
+    fn grow(&mut self) {
+        let hasher = &self.hasher;
+        let entries = &self.entries;
+        let mut index = HashTable::with_capacity(self.index.capacity().saturating_mul(2).max(4));
+        for (at, (key, _)) in entries.iter().enumerate() {
+            // Every entry's place fits (a key is counted only then); were one not to, the table
+            // is left as it is, and grows in place.
+            let Ok(at) = u32::try_from(at) else { return };
+            // Room for every entry was made: the new table does not grow while it is filled.
+            index.insert_unique(place_hash(hasher, key), at, |&i| {
+                entries
+                    .get(i as usize)
+                    .map_or(0, |(k, _)| place_hash(hasher, k))
+            });
+        }
+        self.index = index;
     }
 }
 
