@@ -120,11 +120,8 @@ pub(crate) struct Filtered {
 /// The lists a line answers that this policy filters.
 fn filtered_answers(policy: &Policy, answered: &LineAnswers) -> Vec<(ListKind, Box<str>)> {
     answered
-        .kinds()
-        .filter_map(|(kind, spelling)| {
-            let k = ListKind::of(kind)?;
-            k.governed(policy).then(|| (k, spelling.into()))
-        })
+        .kept(|kind| ListKind::of(kind).filter(|k| k.governed(policy)))
+        .map(|(k, spelling)| (k, spelling.into()))
         .collect()
 }
 

@@ -225,11 +225,16 @@ impl LineAnswers {
             .map(|(i, a)| (i, a.answer.spelling()))
     }
 
-    /// What each request the line answered asked, with the client's spelling of its id.
-    pub(crate) fn kinds(&self) -> impl Iterator<Item = (RequestKind, &str)> {
+    /// The requests the line answered that `keep` keeps by what they asked (what `keep` made
+    /// of it), with the client's spelling of each id: a spelling is read only for a request
+    /// kept (the common answer, to a call, is not).
+    pub(crate) fn kept<'s, T>(
+        &'s self,
+        keep: impl Fn(RequestKind) -> Option<T> + 's,
+    ) -> impl Iterator<Item = (T, &'s str)> + 's {
         self.list
             .iter()
-            .map(|a| (a.answer.kind, a.answer.spelling()))
+            .filter_map(move |a| Some((keep(a.answer.kind)?, a.answer.spelling())))
     }
 
     /// Whether some response of the line spells its id otherwise than the client spelled the

@@ -419,9 +419,8 @@ fn unreadable_line<'l>(
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
         == Some(&b'[');
     let listings = ids
-        .kinds()
-        .filter(|(kind, _)| *kind == RequestKind::TOOLS_LIST)
-        .map(|(_, spelling)| Listing {
+        .kept(|kind| (kind == RequestKind::TOOLS_LIST).then_some(()))
+        .map(|((), spelling)| Listing {
             request_id: spelling.into(),
             shown: Vec::new(),
             removed: Vec::new(),
