@@ -137,9 +137,10 @@ step "waiting for the python environment and the npm packages"
 wait_for "$venv_job" venv target/test-venv.log
 wait_for "$npm_job" npm target/test-npm.log
 
-# The release build below (the wheel) uses thin LTO in 16 units instead of the shipped profile's
-# fat LTO in one unit (Cargo.toml [profile.release]): the same code, optimized in parallel, which
-# keeps this command within its time on two cores. The shipped profile is what `cargo install`,
+# The release build below (the wheel) is optimized crate by crate in 16 units, without the
+# shipped profile's fat LTO in one unit (Cargo.toml [profile.release]): the same code at the same
+# optimization level, with no inlining across crates, which keeps this command within its time on
+# two cores (a third less CPU than thin LTO; docs/development.md). The shipped profile is what `cargo install`,
 # scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use outside this script
 # (docs/decisions.md, "Start-up and size").
 step "background: the portable release wheel (scripts/build-wheel.sh; lowest CPU priority, log in target/test-wheel.log)"
@@ -151,7 +152,7 @@ step "background: the portable release wheel (scripts/build-wheel.sh; lowest CPU
 # kernel groups sessions for scheduling (sched_autogroup), the new session's group gets nice 19
 # too, else the build would get an equal share beside the tests.
 rm -rf target/wheels
-CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 PYTHON="$PWD/.venv/bin/python" \
+CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 PYTHON="$PWD/.venv/bin/python" \
   setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
     exec nice -n 19 bash scripts/build-wheel.sh target/wheels' >target/test-wheel.log 2>&1 &
 wheel_job=$!
