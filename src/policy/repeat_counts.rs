@@ -101,11 +101,7 @@ impl Counts {
         let found = self.index.entry(
             place_hash(hasher, key),
             |&i| entries.get(i as usize).is_some_and(|(k, _)| k == key),
-            |&i| {
-                entries
-                    .get(i as usize)
-                    .map_or(0, |(k, _)| place_hash(hasher, k))
-            },
+            place_of(entries, hasher),
         );
         match found {
             // An index always names its entry (entries are pushed with their index); were
@@ -140,13 +136,22 @@ impl Counts {
             // is left as it is, and grows in place.
             let Ok(at) = u32::try_from(at) else { return };
             // Room for every entry was made: the new table does not grow while it is filled.
-            index.insert_unique(place_hash(hasher, key), at, |&i| {
-                entries
-                    .get(i as usize)
-                    .map_or(0, |(k, _)| place_hash(hasher, k))
-            });
+            index.insert_unique(place_hash(hasher, key), at, place_of(entries, hasher));
         }
         self.index = index;
+    }
+}
+
+/// Where the entry an index names goes in a table (what a table asks of its places when it
+/// moves them).
+fn place_of<'e>(
+    entries: &'e [([u8; 32], u64)],
+    hasher: &'e RandomState,
+) -> impl Fn(&u32) -> u64 + 'e {
+    move |&i| {
+        entries
+            .get(i as usize)
+            .map_or(0, |(k, _)| place_hash(hasher, k))
     }
 }
 
