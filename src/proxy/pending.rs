@@ -241,7 +241,7 @@ impl LineAnswers {
     /// request's (`true` for `1`, `"0__1"`, `1.0`): the server's id text and the client's, for
     /// each answer.
     pub(crate) fn respelled(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.list.iter().filter_map(Answered::respelled)
+        self.respelled_from(0)
     }
 
     /// How many requests the line answered so far.
