@@ -34,6 +34,7 @@ mod suggest;
 mod text;
 mod verify_answer;
 mod wrap;
+mod wrap_argv;
 mod wrap_config_cmd;
 
 use std::ffi::OsString;
@@ -85,6 +86,11 @@ fn status_number(code: ExitCode) -> u8 {
 
 /// Parses the command line and runs the command; the `Ok` status is the command's (SPEC §10).
 fn dispatch(argv: Vec<OsString>, parsed: args::Parsed) -> Result<ExitCode, Failure> {
+    // `mcp wrap` in its common form is read without clap (start-up, SPEC §11); anything else,
+    // and any doubt, goes to clap.
+    if let Some(wrap) = wrap_argv::read(&argv) {
+        return wrap::run(wrap.into());
+    }
     let cli = match args::parse(argv, parsed) {
         Ok(cli) => cli,
         // Help and version go to stdout with status 0 (a reader that left early is no error).

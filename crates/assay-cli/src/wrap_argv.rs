@@ -1,0 +1,368 @@
+//! `assay mcp wrap`'s command line in its common form, read without building clap's parser.
+//!
+//! Building clap's command line for `mcp wrap` and parsing with it takes about a tenth of a
+//! millisecond of every wrapper's start-up (SPEC §11 targets its start-up; docs/decisions.md,
+//! "The common wrap command line read without clap"). A host runs the wrapper in one form:
+//! long options, each value in the argument after its option, then `--` and the server's
+//! command. [`read`] reads exactly that form and nothing else: any argument it does not know
+//! for certain how clap reads (a short option, `--name=value`, a value that starts with `-` or
+//! is empty, an option given twice, an option whose value clap converts, no `--`) makes it
+//! decline, and the full parser reads the whole command line, errors and help included. A test
+//! holds it to clap's parse on generated command lines: whatever it reads, clap reads the same.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use crate::args::{ServerStderr, WrapArgs};
+
+/// The options [`read`] takes, each spelled as on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    Policy,
+    EventSource,
+    Label,
+    DecisionLog,
+    DecisionLogNew,
+    SessionContextOut,
+    SessionStopOut,
+    CoverageOut,
+    CaptureDir,
+    CaptureRoot,
+    DryRun,
+    Verbose,
+    SignKey,
+    OtlpEndpoint,
+}
+
+impl Known {
+    const ALL: [(&'static str, Known); 14] = [
+        ("--policy", Known::Policy),
+        ("--event-source", Known::EventSource),
+        ("--label", Known::Label),
+        ("--decision-log", Known::DecisionLog),
+        ("--decision-log-new", Known::DecisionLogNew),
+        ("--session-context-out", Known::SessionContextOut),
+        ("--session-stop-out", Known::SessionStopOut),
+        ("--coverage-out", Known::CoverageOut),
+        ("--capture-dir", Known::CaptureDir),
+        ("--capture-root", Known::CaptureRoot),
+        ("--dry-run", Known::DryRun),
+        ("--verbose", Known::Verbose),
+        ("--sign-key", Known::SignKey),
+        ("--otlp-endpoint", Known::OtlpEndpoint),
+    ];
+
+    fn of(arg: &OsStr) -> Option<Known> {
+        Known::ALL
+            .iter()
+            .find(|(name, _)| OsStr::new(name) == arg)
+            .map(|&(_, known)| known)
+    }
+
+    /// A flag takes no value.
+    fn is_flag(self) -> bool {
+        matches!(self, Known::DecisionLogNew | Known::DryRun | Known::Verbose)
+    }
+}
+
+/// `argv` (`argv[0]` the program) read as `assay mcp wrap`, or `None` when it is not in the
+/// common form and clap must read it.
+pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
+    let (head, rest) = argv.split_at_checked(3)?;
+    if head[1] != "mcp" || head[2] != "wrap" {
+        return None;
+    }
+    let mut args = WrapArgs {
+        policy: PathBuf::from("assay.yaml"),
+        event_source: None,
+        label: None,
+        decision_log: None,
+        decision_log_new: false,
+        session_context_out: None,
+        session_stop_out: None,
+        coverage_out: None,
+        capture_dir: None,
+        capture_root: None,
+        dry_run: false,
+        verbose: false,
+        server_stderr: ServerStderr::Log,
+        drain_timeout: None,
+        max_line_bytes: None,
+        idle_drain: None,
+        forward_signals: false,
+        no_forward_signals: false,
+        sign_key: None,
+        otlp_endpoint: None,
+        command: Vec::new(),
+    };
+    let mut seen: Vec<Known> = Vec::new();
+    let mut i = 0;
+    loop {
+        let arg = rest.get(i)?;
+        if arg == "--" {
+            let command = &rest[i + 1..];
+            if command.is_empty() {
+                return None;
+            }
+            args.command = command
+                .iter()
+                .map(|a| a.to_str().map(str::to_owned))
+                .collect::<Option<_>>()?;
+            return Some(args);
+        }
+        let known = Known::of(arg)?;
+        if seen.contains(&known) {
+            return None;
+        }
+        seen.push(known);
+        if known.is_flag() {
+            match known {
+                Known::DecisionLogNew => args.decision_log_new = true,
+                Known::DryRun => args.dry_run = true,
+                _ => args.verbose = true,
+            }
+            i += 1;
+            continue;
+        }
+        let value = rest.get(i + 1)?;
+        if value.is_empty() || value.as_encoded_bytes().starts_with(b"-") {
+            return None;
+        }
+        set(&mut args, known, value)?;
+        i += 2;
+    }
+}
+
+/// Sets the option `known` to `value`; `None` when clap would not take the value as it is.
+fn set(args: &mut WrapArgs, known: Known, value: &OsStr) -> Option<()> {
+    let path = || Some(PathBuf::from(value));
+    let text = || value.to_str().map(str::to_owned);
+    match known {
+        Known::Policy => args.policy = PathBuf::from(value),
+        Known::EventSource => args.event_source = Some(text()?),
+        Known::Label => args.label = Some(text()?),
+        Known::DecisionLog => args.decision_log = path(),
+        Known::SessionContextOut => args.session_context_out = path(),
+        Known::SessionStopOut => args.session_stop_out = path(),
+        Known::CoverageOut => args.coverage_out = path(),
+        Known::CaptureDir => args.capture_dir = path(),
+        Known::CaptureRoot => args.capture_root = path(),
+        Known::SignKey => args.sign_key = path(),
+        Known::OtlpEndpoint => args.otlp_endpoint = Some(text()?),
+        Known::DecisionLogNew | Known::DryRun | Known::Verbose => return None,
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStringExt;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::args::{Command, McpCommand, Parsed, parse};
+
+    /// `argv` as clap reads it, when clap reads it as `mcp wrap`.
+    fn clap_wrap(argv: &[OsString]) -> Option<WrapArgs> {
+        match parse(argv.to_vec(), Parsed::Freed) {
+            Ok(cli) => match cli.command {
+                Command::Mcp(McpCommand::Wrap(w)) => Some(w),
+                _ => None,
+            },
+            Err(_) => None,
+        }
+    }
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    /// Whatever [`read`] takes, clap takes, with every field the same.
+    fn agrees(argv: &[OsString]) -> Result<bool, TestCaseError> {
+        let Some(ours) = read(argv) else {
+            return Ok(false);
+        };
+        let Some(theirs) = clap_wrap(argv) else {
+            return Err(TestCaseError::fail(format!(
+                "read {argv:?}, clap refuses it"
+            )));
+        };
+        prop_assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{:?}", argv);
+        Ok(true)
+    }
+
+    #[test]
+    fn the_forms_hosts_use_are_read_as_clap_reads_them() {
+        for argv in [
+            os(&["assay", "mcp", "wrap", "--policy", "p.yaml", "--", "server"]),
+            os(&["assay", "mcp", "wrap", "--", "npx", "-y", "pkg", "--", "x"]),
+            os(&[
+                "assay",
+                "mcp",
+                "wrap",
+                "--policy",
+                "/etc/p.yaml",
+                "--decision-log",
+                "d.ndjson",
+                "--decision-log-new",
+                "--event-source",
+                "assay://host/x",
+                "--label",
+                "fs",
+                "--capture-root",
+                "/var/caps",
+                "--dry-run",
+                "--verbose",
+                "--",
+                "uvx",
+                "--from",
+                "pkg",
+                "server",
+            ]),
+        ] {
+            assert!(agrees(&argv).unwrap(), "not read: {argv:?}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_clap() {
+        for argv in [
+            os(&["assay", "mcp", "wrap"]),
+            os(&["assay", "mcp", "wrap", "--policy", "p.yaml", "server"]),
+            os(&["assay", "mcp", "wrap", "--policy", "p.yaml", "--"]),
+            os(&["assay", "mcp", "wrap", "--policy=p.yaml", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--policy", "-p", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--policy", "", "--", "s"]),
+            os(&[
+                "assay", "mcp", "wrap", "--policy", "a", "--policy", "b", "--", "s",
+            ]),
+            os(&["assay", "mcp", "wrap", "--verbose", "--verbose", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--idle-drain", "2", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--help", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "-h", "--", "s"]),
+            os(&["assay", "mcp", "pin", "--policy", "p", "--", "s"]),
+            os(&["assay", "--version", "wrap", "--", "s"]),
+        ] {
+            assert!(read(&argv).is_none(), "read: {argv:?}");
+        }
+        let mut bad = os(&["assay", "mcp", "wrap", "--label", "x", "--", "s"]);
+        bad[4] = OsString::from_vec(vec![0xff, b'x']);
+        assert!(read(&bad).is_none());
+        bad[4] = OsString::from("x");
+        bad[6] = OsString::from_vec(vec![b's', 0xfe]);
+        assert!(read(&bad).is_none());
+    }
+
+    /// An argument of a generated command line: options the reader knows and others, values
+    /// good and bad, separators.
+    fn token() -> impl Strategy<Value = OsString> {
+        let mut words: Vec<&'static str> = Known::ALL.iter().map(|&(name, _)| name).collect();
+        words.extend([
+            "--",
+            "--",
+            "p.yaml",
+            "assay://h/p",
+            "",
+            "-x",
+            "-",
+            "--bogus",
+            "--policy=q.yaml",
+            "--idle-drain",
+            "--drain-timeout",
+            "--max-line-bytes",
+            "--server-stderr",
+            "tee",
+            "--forward-signals",
+            "--no-forward-signals",
+            "1.5",
+            "-h",
+            "--help",
+            "--version",
+            "wrap",
+            "mcp",
+            "a b",
+            "é",
+        ]);
+        prop_oneof![
+            8 => proptest::sample::select(words).prop_map(OsString::from),
+            1 => proptest::collection::vec(any::<u8>().prop_filter("no NUL", |b| *b != 0), 0..4)
+                .prop_map(OsString::from_vec),
+        ]
+    }
+
+    /// A piece of a generated command line: mostly an option the reader knows with a good value
+    /// (options repeat), else any token.
+    fn unit() -> impl Strategy<Value = Vec<OsString>> {
+        let option = (proptest::sample::select(Known::ALL.to_vec()), "[a-z]{1,4}").prop_map(
+            |((name, known), value)| {
+                let mut unit = vec![OsString::from(name)];
+                if !known.is_flag() {
+                    unit.push(value.into());
+                }
+                unit
+            },
+        );
+        prop_oneof![
+            4 => option,
+            1 => token().prop_map(|t| vec![t]),
+            1 => Just(vec![OsString::from("--"), OsString::from("server")]),
+        ]
+    }
+
+    /// A well-formed command line: known options in any order, each once, then `--` and a
+    /// command that may hold anything.
+    fn well_formed() -> impl Strategy<Value = Vec<OsString>> {
+        let options =
+            proptest::sample::subsequence(Known::ALL.to_vec(), 0..=Known::ALL.len()).prop_shuffle();
+        let value = proptest::sample::select(vec!["p.yaml", "assay://h/p", "a b", "é", "x-"]);
+        let command = proptest::collection::vec(token(), 0..5);
+        (
+            options,
+            proptest::collection::vec(value, 14),
+            "[a-z]{1,8}",
+            command,
+        )
+            .prop_map(|(options, values, server, command)| {
+                let mut argv = os(&["assay", "mcp", "wrap"]);
+                for (i, (name, known)) in options.into_iter().enumerate() {
+                    argv.push(name.into());
+                    if !known.is_flag() {
+                        argv.push(values[i].into());
+                    }
+                }
+                argv.push("--".into());
+                argv.push(server.into());
+                argv.extend(command.into_iter().filter(|a| a.to_str().is_some()));
+                argv
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn a_well_formed_line_is_read_as_clap_reads_it(argv in well_formed()) {
+            prop_assert!(agrees(&argv)?, "not read: {:?}", argv);
+        }
+
+        #[test]
+        fn whatever_is_read_clap_reads_the_same(
+            head in proptest::sample::select(vec![
+                vec!["assay", "mcp", "wrap"],
+                vec!["assay", "mcp", "wrap"],
+                vec!["assay", "mcp", "wrap"],
+                vec!["assay", "mcp", "pin"],
+                vec!["assay", "capture", "wrap"],
+                vec!["assay", "wrap"],
+            ]),
+            units in proptest::collection::vec(unit(), 0..8),
+            end in proptest::collection::vec(token(), 0..4),
+        ) {
+            let mut argv = os(&head);
+            argv.extend(units.into_iter().flatten());
+            argv.extend(end);
+            agrees(&argv)?;
+        }
+    }
+}
