@@ -3,11 +3,12 @@
 //! Building clap's command line for `mcp wrap` and parsing with it takes about a tenth of a
 //! millisecond of every wrapper's start-up (SPEC §11 targets its start-up; docs/decisions.md,
 //! "The common wrap command line read without clap"). A host runs the wrapper in one form:
-//! long options, each value in the argument after its option, then `--` and the server's
-//! command. [`read`] reads exactly that form and nothing else: any argument it does not know
-//! for certain how clap reads (a short option, `--name=value`, a value that starts with `-` or
-//! is empty, an option given twice, an option whose value clap converts, no `--`) makes it
-//! decline, and the full parser reads the whole command line, errors and help included. A test
+//! long options, each value in the argument after its option or attached with `=`, then `--`
+//! and the server's command. [`read`] reads exactly that form and nothing else: any argument
+//! it does not know for certain how clap reads (a short option, a value that starts with `-` or
+//! is empty, a flag with a value, an option given twice, an option whose value clap converts,
+//! no `--`) makes it decline, and the full parser reads the whole command line, errors and help
+//! included. A test
 //! holds it to clap's parse on generated command lines: whatever it reads, clap reads the same.
 
 use std::ffi::{OsStr, OsString};
@@ -110,12 +111,21 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
                 .collect::<Option<_>>()?;
             return Some(args);
         }
-        let known = Known::of(arg)?;
+        // `--name=value` carries its value (split at the first `=`, as clap splits it; an
+        // argument that is not UTF-8 is taken whole, and no option has such a name).
+        let (name, attached) = match arg.to_str().and_then(|a| a.split_once('=')) {
+            Some((name, value)) => (OsStr::new(name), Some(OsStr::new(value))),
+            None => (arg.as_os_str(), None),
+        };
+        let known = Known::of(name)?;
         if seen.contains(&known) {
             return None;
         }
         seen.push(known);
         if known.is_flag() {
+            if attached.is_some() {
+                return None;
+            }
             match known {
                 Known::DecisionLogNew => args.decision_log_new = true,
                 Known::DryRun => args.dry_run = true,
@@ -124,12 +134,15 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
             i += 1;
             continue;
         }
-        let value = rest.get(i + 1)?;
+        let (value, taken) = match attached {
+            Some(value) => (value, 1),
+            None => (rest.get(i + 1)?.as_os_str(), 2),
+        };
         if value.is_empty() || value.as_encoded_bytes().starts_with(b"-") {
             return None;
         }
         set(&mut args, known, value)?;
-        i += 2;
+        i += taken;
     }
 }
 
@@ -201,6 +214,15 @@ mod tests {
                 "assay",
                 "mcp",
                 "wrap",
+                "--policy=p.yaml",
+                "--label=a=b",
+                "--",
+                "s",
+            ]),
+            os(&[
+                "assay",
+                "mcp",
+                "wrap",
                 "--policy",
                 "/etc/p.yaml",
                 "--decision-log",
@@ -231,7 +253,19 @@ mod tests {
             os(&["assay", "mcp", "wrap"]),
             os(&["assay", "mcp", "wrap", "--policy", "p.yaml", "server"]),
             os(&["assay", "mcp", "wrap", "--policy", "p.yaml", "--"]),
-            os(&["assay", "mcp", "wrap", "--policy=p.yaml", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--verbose=true", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--policy=", "--", "s"]),
+            os(&["assay", "mcp", "wrap", "--policy=-p", "--", "s"]),
+            os(&[
+                "assay",
+                "mcp",
+                "wrap",
+                "--policy=a",
+                "--policy",
+                "b",
+                "--",
+                "s",
+            ]),
             os(&["assay", "mcp", "wrap", "--policy", "-p", "--", "s"]),
             os(&["assay", "mcp", "wrap", "--policy", "", "--", "s"]),
             os(&[
@@ -294,15 +328,21 @@ mod tests {
     /// A piece of a generated command line: mostly an option the reader knows with a good value
     /// (options repeat), else any token.
     fn unit() -> impl Strategy<Value = Vec<OsString>> {
-        let option = (proptest::sample::select(Known::ALL.to_vec()), "[a-z]{1,4}").prop_map(
-            |((name, known), value)| {
+        let option = (
+            proptest::sample::select(Known::ALL.to_vec()),
+            "[a-z=-]{0,4}",
+            any::<bool>(),
+        )
+            .prop_map(|((name, known), value, attach)| {
+                if attach {
+                    return vec![OsString::from(format!("{name}={value}"))];
+                }
                 let mut unit = vec![OsString::from(name)];
                 if !known.is_flag() {
                     unit.push(value.into());
                 }
                 unit
-            },
-        );
+            });
         prop_oneof![
             4 => option,
             1 => token().prop_map(|t| vec![t]),
@@ -315,20 +355,26 @@ mod tests {
     fn well_formed() -> impl Strategy<Value = Vec<OsString>> {
         let options =
             proptest::sample::subsequence(Known::ALL.to_vec(), 0..=Known::ALL.len()).prop_shuffle();
-        let value = proptest::sample::select(vec!["p.yaml", "assay://h/p", "a b", "é", "x-"]);
+        let value =
+            proptest::sample::select(vec!["p.yaml", "assay://h/p", "a b", "é", "x-", "a=b"]);
         let command = proptest::collection::vec(token(), 0..5);
         (
             options,
-            proptest::collection::vec(value, 14),
+            proptest::collection::vec((value, any::<bool>()), 14),
             "[a-z]{1,8}",
             command,
         )
             .prop_map(|(options, values, server, command)| {
                 let mut argv = os(&["assay", "mcp", "wrap"]);
                 for (i, (name, known)) in options.into_iter().enumerate() {
-                    argv.push(name.into());
-                    if !known.is_flag() {
-                        argv.push(values[i].into());
+                    let (value, attach) = values[i];
+                    if known.is_flag() {
+                        argv.push(name.into());
+                    } else if attach {
+                        argv.push(format!("{name}={value}").into());
+                    } else {
+                        argv.push(name.into());
+                        argv.push(value.into());
                     }
                 }
                 argv.push("--".into());
