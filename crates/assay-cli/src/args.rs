@@ -300,10 +300,13 @@ pub(crate) struct WrapConfigArgs {
     pub unwrap: bool,
 }
 
+/// The policy file `mcp wrap` reads when `--policy` is not given.
+pub(crate) const DEFAULT_POLICY: &str = "assay.yaml";
+
 #[derive(Args, Debug)]
 pub(crate) struct WrapArgs {
     /// Policy file (YAML or JSON).
-    #[arg(long, default_value = "assay.yaml")]
+    #[arg(long, default_value = DEFAULT_POLICY)]
     pub policy: PathBuf,
     /// Absolute URI used as the CloudEvents source (required with any evidence output).
     #[arg(long, value_name = "URI")]

@@ -1,20 +1,20 @@
 //! `assay mcp wrap`'s command line in its common form, read without building clap's parser.
 //!
-//! Building clap's command line for `mcp wrap` and parsing with it takes about a tenth of a
-//! millisecond of every wrapper's start-up (SPEC §11 targets its start-up; docs/decisions.md,
-//! "The common wrap command line read without clap"). A host runs the wrapper in one form:
+//! Building clap's command line for `mcp wrap` and parsing with it took about 0.15 ms of every
+//! wrapper's start-up (SPEC §11 targets its start-up; docs/decisions.md, "The common wrap
+//! command line read without clap"). A host runs the wrapper in one form:
 //! long options, each value in the argument after its option or attached with `=`, then `--`
 //! and the server's command. [`read`] reads exactly that form and nothing else: any argument
 //! it does not know for certain how clap reads (a short option, a value that starts with `-` or
 //! is empty, a flag with a value, an option given twice, an option whose value clap converts,
 //! no `--`) makes it decline, and the full parser reads the whole command line, errors and help
-//! included. A test
-//! holds it to clap's parse on generated command lines: whatever it reads, clap reads the same.
+//! included. Tests hold it to clap's parse on generated command lines: whatever it reads, clap
+//! reads the same.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use crate::args::{ServerStderr, WrapArgs};
+use crate::args::{DEFAULT_POLICY, ServerStderr, WrapArgs};
 
 /// The options [`read`] takes, each spelled as on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,12 +69,12 @@ impl Known {
 /// `argv` (`argv[0]` the program) read as `assay mcp wrap`, or `None` when it is not in the
 /// common form and clap must read it.
 pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
-    let (head, rest) = argv.split_at_checked(3)?;
-    if head[1] != "mcp" || head[2] != "wrap" {
+    let ([_, mcp, wrap], rest) = argv.split_first_chunk::<3>()?;
+    if mcp != "mcp" || wrap != "wrap" {
         return None;
     }
     let mut args = WrapArgs {
-        policy: PathBuf::from("assay.yaml"),
+        policy: PathBuf::from(DEFAULT_POLICY),
         event_source: None,
         label: None,
         decision_log: None,
@@ -101,7 +101,7 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
     loop {
         let arg = rest.get(i)?;
         if arg == "--" {
-            let command = &rest[i + 1..];
+            let command = rest.get(i + 1..)?;
             if command.is_empty() {
                 return None;
             }
