@@ -382,9 +382,18 @@ pub(crate) struct WrapArgs {
     pub command: Vec<String>,
 }
 
+/// The session `mcp wrap` runs for `command` with `policy` before any other option is applied:
+/// the library's defaults, and the command line's own.
+pub(crate) fn wrap_config(command: Vec<String>, policy: PathBuf) -> assay::WrapConfig {
+    let mut c = assay::WrapConfig::new(command, policy);
+    // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
+    c.forward_signals = true;
+    c
+}
+
 impl From<WrapArgs> for assay::WrapConfig {
     fn from(a: WrapArgs) -> Self {
-        let mut c = assay::WrapConfig::new(a.command, a.policy);
+        let mut c = wrap_config(a.command, a.policy);
         c.event_source = a.event_source;
         c.label = a.label;
         c.decision_log = a.decision_log;
@@ -400,8 +409,9 @@ impl From<WrapArgs> for assay::WrapConfig {
         c.drain_timeout = a.drain_timeout;
         c.max_line_bytes = a.max_line_bytes;
         c.idle_drain = a.idle_drain;
-        // SPEC §3 item 9: the CLI forwards by default; the libraries do not.
-        c.forward_signals = !a.no_forward_signals;
+        if a.no_forward_signals {
+            c.forward_signals = false;
+        }
         c.sign_key = a.sign_key;
 
         c.otlp_endpoint = a.otlp_endpoint;

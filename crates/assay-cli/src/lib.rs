@@ -88,8 +88,8 @@ fn status_number(code: ExitCode) -> u8 {
 fn dispatch(argv: Vec<OsString>, parsed: args::Parsed) -> Result<ExitCode, Failure> {
     // `mcp wrap` in its common form is read without clap (start-up, SPEC §11); anything else,
     // and any doubt, goes to clap.
-    if let Some(wrap) = wrap_argv::read(&argv) {
-        return wrap::run(wrap.into());
+    if let Some(config) = wrap_argv::read(&argv) {
+        return wrap::run(config);
     }
     let cli = match args::parse(argv, parsed) {
         Ok(cli) => cli,

@@ -14,88 +14,64 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use crate::args::{DEFAULT_POLICY, ServerStderr, WrapArgs};
+use assay::{ConfigOption, WrapConfig};
 
-/// The options [`read`] takes, each spelled as on the command line.
+use crate::args::{DEFAULT_POLICY, wrap_config};
+
+/// What an argument before `--` is to [`read`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Known {
-    Policy,
-    EventSource,
-    Label,
-    DecisionLog,
+    /// An option that takes a value, by the library's name of it.
+    Valued(ConfigOption),
+    /// `--decision-log-new`.
     DecisionLogNew,
-    SessionContextOut,
-    SessionStopOut,
-    CoverageOut,
-    CaptureDir,
-    CaptureRoot,
+    /// `--dry-run`.
     DryRun,
+    /// `--verbose`.
     Verbose,
-    SignKey,
-    OtlpEndpoint,
 }
+
+/// The options with a value [`read`] takes, each spelled `--` and its identifier.
+const VALUED: [ConfigOption; 11] = [
+    ConfigOption::Policy,
+    ConfigOption::EventSource,
+    ConfigOption::Label,
+    ConfigOption::DecisionLog,
+    ConfigOption::SessionContextOut,
+    ConfigOption::SessionStopOut,
+    ConfigOption::CoverageOut,
+    ConfigOption::CaptureDir,
+    ConfigOption::CaptureRoot,
+    ConfigOption::SignKey,
+    ConfigOption::OtlpEndpoint,
+];
 
 impl Known {
-    const ALL: [(&'static str, Known); 14] = [
-        ("--policy", Known::Policy),
-        ("--event-source", Known::EventSource),
-        ("--label", Known::Label),
-        ("--decision-log", Known::DecisionLog),
-        ("--decision-log-new", Known::DecisionLogNew),
-        ("--session-context-out", Known::SessionContextOut),
-        ("--session-stop-out", Known::SessionStopOut),
-        ("--coverage-out", Known::CoverageOut),
-        ("--capture-dir", Known::CaptureDir),
-        ("--capture-root", Known::CaptureRoot),
-        ("--dry-run", Known::DryRun),
-        ("--verbose", Known::Verbose),
-        ("--sign-key", Known::SignKey),
-        ("--otlp-endpoint", Known::OtlpEndpoint),
-    ];
-
+    /// The option `arg` names (`--` and its name), if [`read`] takes it.
     fn of(arg: &OsStr) -> Option<Known> {
-        Known::ALL
-            .iter()
-            .find(|(name, _)| OsStr::new(name) == arg)
-            .map(|&(_, known)| known)
-    }
-
-    /// A flag takes no value.
-    fn is_flag(self) -> bool {
-        matches!(self, Known::DecisionLogNew | Known::DryRun | Known::Verbose)
+        let id = arg.to_str()?.strip_prefix("--")?;
+        if let Some(&option) = VALUED.iter().find(|o| o.identifier() == id) {
+            return Some(Known::Valued(option));
+        }
+        if id == ConfigOption::DecisionLogNew.identifier() {
+            return Some(Known::DecisionLogNew);
+        }
+        match id {
+            "dry-run" => Some(Known::DryRun),
+            "verbose" => Some(Known::Verbose),
+            _ => None,
+        }
     }
 }
 
-/// `argv` (`argv[0]` the program) read as `assay mcp wrap`, or `None` when it is not in the
-/// common form and clap must read it.
-pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
+/// `argv` (`argv[0]` the program) read as `assay mcp wrap`, the session it runs; `None` when it
+/// is not in the common form and clap must read it.
+pub(crate) fn read(argv: &[OsString]) -> Option<WrapConfig> {
     let ([_, mcp, wrap], rest) = argv.split_first_chunk::<3>()?;
     if mcp != "mcp" || wrap != "wrap" {
         return None;
     }
-    let mut args = WrapArgs {
-        policy: PathBuf::from(DEFAULT_POLICY),
-        event_source: None,
-        label: None,
-        decision_log: None,
-        decision_log_new: false,
-        session_context_out: None,
-        session_stop_out: None,
-        coverage_out: None,
-        capture_dir: None,
-        capture_root: None,
-        dry_run: false,
-        verbose: false,
-        server_stderr: ServerStderr::Log,
-        drain_timeout: None,
-        max_line_bytes: None,
-        idle_drain: None,
-        forward_signals: false,
-        no_forward_signals: false,
-        sign_key: None,
-        otlp_endpoint: None,
-        command: Vec::new(),
-    };
+    let mut config = wrap_config(Vec::new(), PathBuf::from(DEFAULT_POLICY));
     let mut seen: Vec<Known> = Vec::new();
     let mut i = 0;
     loop {
@@ -105,11 +81,12 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
             if command.is_empty() {
                 return None;
             }
-            args.command = command
+            // The command is text, as clap reads it.
+            config.command = command
                 .iter()
-                .map(|a| a.to_str().map(str::to_owned))
+                .map(|a| a.to_str().map(OsString::from))
                 .collect::<Option<_>>()?;
-            return Some(args);
+            return Some(config);
         }
         // `--name=value` carries its value (split at the first `=`, as clap splits it; an
         // argument that is not UTF-8 is taken whole, and no option has such a name).
@@ -122,18 +99,25 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
             return None;
         }
         seen.push(known);
-        if known.is_flag() {
-            if attached.is_some() {
-                return None;
+        let option = match known {
+            Known::Valued(option) => option,
+            _ if attached.is_some() => return None,
+            Known::DecisionLogNew => {
+                config.decision_log_new = true;
+                i += 1;
+                continue;
             }
-            match known {
-                Known::DecisionLogNew => args.decision_log_new = true,
-                Known::DryRun => args.dry_run = true,
-                _ => args.verbose = true,
+            Known::DryRun => {
+                config.dry_run = true;
+                i += 1;
+                continue;
             }
-            i += 1;
-            continue;
-        }
+            Known::Verbose => {
+                config.verbose = true;
+                i += 1;
+                continue;
+            }
+        };
         let (value, taken) = match attached {
             Some(value) => (value, 1),
             None => (rest.get(i + 1)?.as_os_str(), 2),
@@ -141,28 +125,29 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapArgs> {
         if value.is_empty() || value.as_encoded_bytes().starts_with(b"-") {
             return None;
         }
-        set(&mut args, known, value)?;
+        set(&mut config, option, value)?;
         i += taken;
     }
 }
 
-/// Sets the option `known` to `value`; `None` when clap would not take the value as it is.
-fn set(args: &mut WrapArgs, known: Known, value: &OsStr) -> Option<()> {
+/// Sets `option` to `value`; `None` when clap would not take the value as it is (text that is
+/// not UTF-8) or the option is not one [`read`] takes.
+fn set(config: &mut WrapConfig, option: ConfigOption, value: &OsStr) -> Option<()> {
     let path = || Some(PathBuf::from(value));
     let text = || value.to_str().map(str::to_owned);
-    match known {
-        Known::Policy => args.policy = PathBuf::from(value),
-        Known::EventSource => args.event_source = Some(text()?),
-        Known::Label => args.label = Some(text()?),
-        Known::DecisionLog => args.decision_log = path(),
-        Known::SessionContextOut => args.session_context_out = path(),
-        Known::SessionStopOut => args.session_stop_out = path(),
-        Known::CoverageOut => args.coverage_out = path(),
-        Known::CaptureDir => args.capture_dir = path(),
-        Known::CaptureRoot => args.capture_root = path(),
-        Known::SignKey => args.sign_key = path(),
-        Known::OtlpEndpoint => args.otlp_endpoint = Some(text()?),
-        Known::DecisionLogNew | Known::DryRun | Known::Verbose => return None,
+    match option {
+        ConfigOption::Policy => config.policy = PathBuf::from(value),
+        ConfigOption::EventSource => config.event_source = Some(text()?),
+        ConfigOption::Label => config.label = Some(text()?),
+        ConfigOption::DecisionLog => config.decision_log = path(),
+        ConfigOption::SessionContextOut => config.session_context_out = path(),
+        ConfigOption::SessionStopOut => config.session_stop_out = path(),
+        ConfigOption::CoverageOut => config.coverage_out = path(),
+        ConfigOption::CaptureDir => config.capture_dir = path(),
+        ConfigOption::CaptureRoot => config.capture_root = path(),
+        ConfigOption::SignKey => config.sign_key = path(),
+        ConfigOption::OtlpEndpoint => config.otlp_endpoint = Some(text()?),
+        _ => return None,
     }
     Some(())
 }
@@ -176,11 +161,11 @@ mod tests {
     use super::*;
     use crate::args::{Command, McpCommand, Parsed, parse};
 
-    /// `argv` as clap reads it, when clap reads it as `mcp wrap`.
-    fn clap_wrap(argv: &[OsString]) -> Option<WrapArgs> {
+    /// The session `argv` runs as clap reads it, when clap reads it as `mcp wrap`.
+    fn clap_wrap(argv: &[OsString]) -> Option<WrapConfig> {
         match parse(argv.to_vec(), Parsed::Freed) {
             Ok(cli) => match cli.command {
-                Command::Mcp(McpCommand::Wrap(w)) => Some(w),
+                Command::Mcp(McpCommand::Wrap(w)) => Some(w.into()),
                 _ => None,
             },
             Err(_) => None,
@@ -189,6 +174,18 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    /// Every option the reader takes as spelled, and whether it is a flag.
+    fn names() -> Vec<(String, bool)> {
+        let mut names: Vec<(String, bool)> = VALUED
+            .iter()
+            .map(|o| (format!("--{}", o.identifier()), false))
+            .collect();
+        for flag in ["--decision-log-new", "--dry-run", "--verbose"] {
+            names.push((flag.to_string(), true));
+        }
+        names
     }
 
     /// Whatever [`read`] takes, clap takes, with every field the same.
@@ -291,33 +288,36 @@ mod tests {
     /// An argument of a generated command line: options the reader knows and others, values
     /// good and bad, separators.
     fn token() -> impl Strategy<Value = OsString> {
-        let mut words: Vec<&'static str> = Known::ALL.iter().map(|&(name, _)| name).collect();
-        words.extend([
-            "--",
-            "--",
-            "p.yaml",
-            "assay://h/p",
-            "",
-            "-x",
-            "-",
-            "--bogus",
-            "--policy=q.yaml",
-            "--idle-drain",
-            "--drain-timeout",
-            "--max-line-bytes",
-            "--server-stderr",
-            "tee",
-            "--forward-signals",
-            "--no-forward-signals",
-            "1.5",
-            "-h",
-            "--help",
-            "--version",
-            "wrap",
-            "mcp",
-            "a b",
-            "é",
-        ]);
+        let mut words: Vec<String> = names().into_iter().map(|(name, _)| name).collect();
+        words.extend(
+            [
+                "--",
+                "--",
+                "p.yaml",
+                "assay://h/p",
+                "",
+                "-x",
+                "-",
+                "--bogus",
+                "--policy=q.yaml",
+                "--idle-drain",
+                "--drain-timeout",
+                "--max-line-bytes",
+                "--server-stderr",
+                "tee",
+                "--forward-signals",
+                "--no-forward-signals",
+                "1.5",
+                "-h",
+                "--help",
+                "--version",
+                "wrap",
+                "mcp",
+                "a b",
+                "é",
+            ]
+            .map(str::to_owned),
+        );
         prop_oneof![
             8 => proptest::sample::select(words).prop_map(OsString::from),
             1 => proptest::collection::vec(any::<u8>().prop_filter("no NUL", |b| *b != 0), 0..4)
@@ -329,16 +329,16 @@ mod tests {
     /// (options repeat), else any token.
     fn unit() -> impl Strategy<Value = Vec<OsString>> {
         let option = (
-            proptest::sample::select(Known::ALL.to_vec()),
+            proptest::sample::select(names()),
             "[a-z=-]{0,4}",
             any::<bool>(),
         )
-            .prop_map(|((name, known), value, attach)| {
+            .prop_map(|((name, flag), value, attach)| {
                 if attach {
                     return vec![OsString::from(format!("{name}={value}"))];
                 }
                 let mut unit = vec![OsString::from(name)];
-                if !known.is_flag() {
+                if !flag {
                     unit.push(value.into());
                 }
                 unit
@@ -353,8 +353,9 @@ mod tests {
     /// A well-formed command line: known options in any order, each once, then `--` and a
     /// command that may hold anything.
     fn well_formed() -> impl Strategy<Value = Vec<OsString>> {
-        let options =
-            proptest::sample::subsequence(Known::ALL.to_vec(), 0..=Known::ALL.len()).prop_shuffle();
+        let all = names();
+        let count = all.len();
+        let options = proptest::sample::subsequence(all, 0..=count).prop_shuffle();
         let value =
             proptest::sample::select(vec!["p.yaml", "assay://h/p", "a b", "é", "x-", "a=b"]);
         let command = proptest::collection::vec(token(), 0..5);
@@ -366,9 +367,9 @@ mod tests {
         )
             .prop_map(|(options, values, server, command)| {
                 let mut argv = os(&["assay", "mcp", "wrap"]);
-                for (i, (name, known)) in options.into_iter().enumerate() {
+                for (i, (name, flag)) in options.into_iter().enumerate() {
                     let (value, attach) = values[i];
-                    if known.is_flag() {
+                    if flag {
                         argv.push(name.into());
                     } else if attach {
                         argv.push(format!("{name}={value}").into());
