@@ -99,21 +99,12 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapConfig> {
             return None;
         }
         seen.push(known);
-        let option = match known {
-            Known::Valued(option) => option,
-            _ if attached.is_some() => return None,
-            Known::DecisionLogNew => {
-                config.decision_log_new = true;
-                i += 1;
-                continue;
-            }
-            Known::DryRun => {
-                config.dry_run = true;
-                i += 1;
-                continue;
-            }
-            Known::Verbose => {
-                config.verbose = true;
+        let option = match (known, attached) {
+            (Known::Valued(option), _) => option,
+            // A flag takes no value.
+            (_, Some(_)) => return None,
+            (flag, None) => {
+                *flag_of(&mut config, flag)? = true;
                 i += 1;
                 continue;
             }
@@ -127,6 +118,16 @@ pub(crate) fn read(argv: &[OsString]) -> Option<WrapConfig> {
         }
         set(&mut config, option, value)?;
         i += taken;
+    }
+}
+
+/// The field of `config` the flag `flag` sets; `None` for an option that takes a value.
+fn flag_of(config: &mut WrapConfig, flag: Known) -> Option<&mut bool> {
+    match flag {
+        Known::DecisionLogNew => Some(&mut config.decision_log_new),
+        Known::DryRun => Some(&mut config.dry_run),
+        Known::Verbose => Some(&mut config.verbose),
+        Known::Valued(_) => None,
     }
 }
 
