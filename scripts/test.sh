@@ -140,9 +140,9 @@ wait_for "$npm_job" npm target/test-npm.log
 # The release build below (the wheel) is optimized crate by crate in 16 units, without the
 # shipped profile's fat LTO in one unit (Cargo.toml [profile.release]): the same code at the same
 # optimization level, with no inlining across crates, which keeps this command within its time on
-# two cores (a third less CPU than thin LTO; docs/development.md). The shipped profile is what `cargo install`,
-# scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use outside this script
-# (docs/decisions.md, "Start-up and size").
+# two cores (a third less CPU than thin LTO; docs/development.md). The shipped profile is what
+# `cargo install`, scripts/build-wheel.sh, scripts/build-c.sh --release and bench/run.sh use
+# outside this script (docs/decisions.md, "Start-up and size").
 step "background: the portable release wheel (scripts/build-wheel.sh; lowest CPU priority, log in target/test-wheel.log)"
 # The wheel users get: release profile, tagged manylinux2014 (glibc 2.17), linked with zig. Its
 # build needs only the venv, and the tests below mostly wait on child processes: the build
