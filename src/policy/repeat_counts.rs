@@ -15,8 +15,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
-use hashbrown::hash_table::{Entry, HashTable};
-
 use crate::sha256::HexDigest;
 
 /// Tools counted by name, at most.
@@ -70,19 +68,40 @@ pub(super) fn hashed_key(tool: &str, arguments_sha256: Option<&HexDigest>) -> [u
     h.finalize()
 }
 
-/// Counts by 32-byte key, kept compact: the hash table holds only where each key's count is
-/// (4 bytes a key), the keys and counts sit side by side in the order first counted. A lookup
-/// reads a small table and one entry, where a table of the keys themselves (40 bytes a key,
-/// 650 KiB for 10,000 keys) left the cache between two calls of a session that streams its
-/// lines through it (docs/decisions.md, "Compact repeat counts").
+/// Counts by 32-byte key, kept compact: a table of 4-byte places, each naming where its key's
+/// entry is, and the keys and counts side by side in the order first counted. A lookup reads
+/// one place (one cache line: the places it probes sit side by side) and one entry, where a
+/// table of the keys themselves (40 bytes a key, 650 KiB for 10,000 keys) left the cache
+/// between two calls of a session that streams its lines through it, and a table with its
+/// control bytes apart from its places read two lines (docs/decisions.md, "Compact repeat
+/// counts", "Repeat counts in one table of places").
 #[derive(Debug, Clone, Default)]
 struct Counts {
-    /// Where each key's entry is in `entries`.
-    index: HashTable<u32>,
+    /// Open addressing, linear probing, a power of two long (or empty), at most three quarters
+    /// full: 0 is a free place; otherwise [`TAG_SHIFT`] bits of the key's place hash above
+    /// where its entry is in `entries`, plus one.
+    places: Vec<u32>,
     /// Every key counted and its count, in the order first counted.
     entries: Vec<([u8; 32], u64)>,
     /// std's keyed SipHash: the keys are the client's.
     hasher: RandomState,
+}
+
+/// A place holds its entry's position plus one in its low bits, below the key's tag.
+const TAG_SHIFT: u32 = 17;
+
+/// Entries a table of places can name: positions plus one below `1 << TAG_SHIFT`.
+const MAX_ENTRIES: usize = (1 << TAG_SHIFT) - 1;
+
+/// A place's low bits: the entry's position plus one.
+const POSITION: u32 = (1 << TAG_SHIFT) - 1;
+
+/// Where a key is, or would go.
+enum Found {
+    /// Its entry's position in `entries`.
+    At(usize),
+    /// Not counted: the free place it would take.
+    Free(usize),
 }
 
 impl Counts {
@@ -93,66 +112,86 @@ impl Counts {
         key: &[u8; 32],
         judge: impl FnOnce(&mut u64) -> Result<(), Refused>,
     ) -> Result<(), Refused> {
-        if self.index.len() == self.index.capacity() {
+        // Room for one more key keeps the table at most three quarters full.
+        if (self.entries.len() + 1) * 4 > self.places.len() * 3 {
             self.grow();
         }
-        let entries = &mut self.entries;
-        let hasher = &self.hasher;
-        let found = self.index.entry(
-            place_hash(hasher, key),
-            |&i| entries.get(i as usize).is_some_and(|(k, _)| k == key),
-            place_of(entries, hasher),
-        );
-        match found {
-            // An index always names its entry (entries are pushed with their index); were
-            // one not to, the call is refused, never counted elsewhere.
-            Entry::Occupied(o) => match entries.get_mut(*o.get() as usize) {
+        let hash = place_hash(&self.hasher, key);
+        match find(&self.places, &self.entries, hash, key) {
+            // A place always names its entry (entries are pushed with their place); were one
+            // not to, or were the table not to have a free place, the call is refused, never
+            // counted elsewhere.
+            Some(Found::At(at)) => match self.entries.get_mut(at) {
                 Some((_, n)) => judge(n),
                 None => Err(Refused::Full),
             },
-            Entry::Vacant(v) => {
-                let Ok(at) = u32::try_from(entries.len()) else {
+            Some(Found::Free(place)) => {
+                let at = self.entries.len();
+                if at >= MAX_ENTRIES {
                     return Err(Refused::Full);
-                };
+                }
                 let mut n = 0;
                 judge(&mut n)?;
-                v.insert(at);
-                entries.push((*key, n));
+                let Some(free) = self.places.get_mut(place) else {
+                    return Err(Refused::Full);
+                };
+                *free = place_value(hash, at);
+                self.entries.push((*key, n));
                 Ok(())
             }
+            None => Err(Refused::Full),
         }
     }
 
     /// A table of places twice as large, filled by walking the entries in the order they were
-    /// counted. Growing the table in place would visit its places in table order and read each
-    /// place's entry for its hash: a read anywhere in the entries for every key, once per
-    /// doubling (docs/decisions.md, "Repeat counts grow in the order first counted").
+    /// counted: reading the old table in its order would read an entry anywhere for every key,
+    /// once per doubling (docs/decisions.md, "Repeat counts grow in the order first counted").
     fn grow(&mut self) {
-        let hasher = &self.hasher;
-        let entries = &self.entries;
-        let mut index = HashTable::with_capacity(self.index.capacity().saturating_mul(2).max(4));
-        for (at, (key, _)) in entries.iter().enumerate() {
-            // Every entry's place fits (a key is counted only then); were one not to, the table
-            // is left as it is, and grows in place.
-            let Ok(at) = u32::try_from(at) else { return };
-            // Room for every entry was made: the new table does not grow while it is filled.
-            index.insert_unique(place_hash(hasher, key), at, place_of(entries, hasher));
+        let mut places = vec![0u32; self.places.len().saturating_mul(2).max(16)];
+        for (at, (key, _)) in self.entries.iter().enumerate() {
+            let hash = place_hash(&self.hasher, key);
+            // A new table has a free place for every entry: they fill at most three eighths.
+            if let Some(Found::Free(place)) = find(&places, &[], hash, key) {
+                if let Some(free) = places.get_mut(place) {
+                    *free = place_value(hash, at);
+                }
+            }
         }
-        self.index = index;
+        self.places = places;
     }
 }
 
-/// Where the entry an index names goes in a table (what a table asks of its places when it
-/// moves them).
-fn place_of<'e>(
-    entries: &'e [([u8; 32], u64)],
-    hasher: &'e RandomState,
-) -> impl Fn(&u32) -> u64 + 'e {
-    move |&i| {
-        entries
-            .get(i as usize)
-            .map_or(0, |(k, _)| place_hash(hasher, k))
+/// The tag of a key's place hash: its top bits, above an entry's position.
+fn tag(hash: u64) -> u32 {
+    (hash >> (64 - (32 - TAG_SHIFT))) as u32
+}
+
+/// What a place holds for the entry at `at` whose key has `hash`.
+fn place_value(hash: u64, at: usize) -> u32 {
+    (tag(hash) << TAG_SHIFT) | ((at as u32 + 1) & POSITION)
+}
+
+/// Where `key` (whose place hash is `hash`) is in `places`, or the free place it would take,
+/// probing from its home place one place at a time; `None` when the table has no free place
+/// (an empty table). `entries` are the keys the places name (none while a table is filled).
+fn find(places: &[u32], entries: &[([u8; 32], u64)], hash: u64, key: &[u8; 32]) -> Option<Found> {
+    let mask = places.len().checked_sub(1)?;
+    let tag = tag(hash);
+    let mut place = hash as usize & mask;
+    for _ in 0..places.len() {
+        let held = *places.get(place)?;
+        if held == 0 {
+            return Some(Found::Free(place));
+        }
+        if held >> TAG_SHIFT == tag {
+            let at = ((held & POSITION) as usize).wrapping_sub(1);
+            if entries.get(at).is_some_and(|(k, _)| k == key) {
+                return Some(Found::At(at));
+            }
+        }
+        place = (place + 1) & mask;
     }
+    None
 }
 
 /// Where `key` goes in a table: std's keyed SipHash of its first 8 bytes. Every key is a
@@ -288,6 +327,37 @@ mod tests {
         assert_eq!(keys, 2);
     }
 
+    /// A probe goes on past places of other tags and past a place of its own tag whose entry
+    /// holds another key, wrapping from the table's last place to its first; it stops at the
+    /// first free place, and finds the key at its place wherever the probe reached it.
+    #[test]
+    fn probes_wrap_and_compare_whole_keys() {
+        let (a, b) = (key(1), key(2));
+        // Home place 15 of 16, tag 3.
+        let hash = (3u64 << (64 - (32 - TAG_SHIFT))) | 15;
+        let mut places = vec![0u32; 16];
+        places[15] = place_value(hash ^ (1 << 63), 0); // another tag
+        places[0] = place_value(hash, 1); // this tag, entry 1 holds `b`
+        let entries = vec![(b, 1), (b, 1)];
+        assert!(matches!(
+            find(&places, &entries, hash, &a),
+            Some(Found::Free(1))
+        ));
+        places[1] = place_value(hash, 2);
+        let entries = vec![(b, 1), (b, 1), (a, 1)];
+        assert!(matches!(
+            find(&places, &entries, hash, &a),
+            Some(Found::At(2))
+        ));
+        assert!(matches!(
+            find(&places, &entries, hash, &b),
+            Some(Found::At(1))
+        ));
+        // A table without a free place, and an empty one, answer nothing.
+        assert!(find(&[place_value(hash, 0)], &entries, hash, &a).is_none());
+        assert!(find(&[], &entries, hash, &a).is_none());
+    }
+
     /// A key refused before it is counted (the bound of distinct calls) leaves nothing behind:
     /// no entry, no index, and a later admitted key takes the next place.
     #[test]
@@ -300,7 +370,7 @@ mod tests {
             Err(Refused::Full)
         );
         assert_eq!(counts.entries.len(), 1);
-        assert_eq!(counts.index.len(), 1);
+        assert_eq!(counts.places.iter().filter(|&&p| p != 0).count(), 1);
         assert_eq!(counts.bump(&key(2), |c| bump(c, &mut keys, 5, 2)), Ok(()));
         assert_eq!(counts.bump(&key(1), |c| bump(c, &mut keys, 5, 2)), Ok(()));
         assert_eq!(counts.entries, vec![(key(1), 2), (key(2), 1)]);
