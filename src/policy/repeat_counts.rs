@@ -327,6 +327,40 @@ mod tests {
         assert_eq!(keys, 2);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Counted against a map of whole keys, call by call, across every growth of the
+        /// table up to thousands of keys: the same verdicts, the same counts, no key lost.
+        #[test]
+        fn counts_as_a_map_of_whole_keys_does(
+            calls in proptest::collection::vec(0..2_500u32, 1..6_000),
+            max in 1..4u64,
+            max_keys in proptest::prop_oneof![1..3_000usize, proptest::strategy::Just(usize::MAX)],
+        ) {
+            let mut counts = Counts::default();
+            let mut keys = 0;
+            let mut oracle = std::collections::HashMap::new();
+            for n in calls {
+                let k = key(n);
+                let got = counts.bump(&k, |c| bump(c, &mut keys, max, max_keys));
+                let seen = oracle.get(&k).copied().unwrap_or(0u64);
+                let want = if seen == 0 && oracle.len() >= max_keys {
+                    Err(Refused::Full)
+                } else if seen >= max {
+                    Err(Refused::Repeated)
+                } else {
+                    oracle.insert(k, seen + 1);
+                    Ok(())
+                };
+                proptest::prop_assert_eq!(got, want, "key {}", n);
+            }
+            proptest::prop_assert_eq!(counts.entries.len(), oracle.len());
+            for (k, n) in &counts.entries {
+                proptest::prop_assert_eq!(oracle.get(k), Some(n));
+            }
+        }
+    }
+
     /// A probe goes on past places of other tags and past a place of its own tag whose entry
     /// holds another key, wrapping from the table's last place to its first; it stops at the
     /// first free place, and finds the key at its place wherever the probe reached it.
