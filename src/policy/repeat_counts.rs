@@ -90,11 +90,11 @@ struct Counts {
 /// A place holds its entry's position plus one in its low bits, below the key's tag.
 const TAG_SHIFT: u32 = 17;
 
-/// Entries a table of places can name: positions plus one below `1 << TAG_SHIFT`.
-const MAX_ENTRIES: usize = (1 << TAG_SHIFT) - 1;
-
 /// A place's low bits: the entry's position plus one.
 const POSITION: u32 = (1 << TAG_SHIFT) - 1;
+
+/// Entries a table of places can name: positions plus one up to [`POSITION`].
+const MAX_ENTRIES: usize = POSITION as usize;
 
 /// Where a key is, or would go.
 enum Found {
