@@ -18,7 +18,7 @@ const MAX_DEPTH: usize = 100;
 /// Writes the canonical form of `text` into `out` (cleared first), growing it to at most
 /// `limit` bytes. `false` when `text` is not strict JSON (see [`strict_json`]) or its canonical
 /// form is longer than `limit`.
-pub(crate) fn canonicalize(text: &str, out: &mut Vec<u8>, limit: usize) -> bool {
+pub(crate) fn canonicalize(text: &str, out: &mut String, limit: usize) -> bool {
     out.clear();
     let mut v = Jcs {
         text,
@@ -54,7 +54,7 @@ struct Member {
 
 struct Jcs<'a, 'o> {
     text: &'a str,
-    out: &'o mut Vec<u8>,
+    out: &'o mut String,
     limit: usize,
     frames: Vec<Frame>,
     members: Vec<Member>,
@@ -84,7 +84,7 @@ impl Jcs<'_, '_> {
         if let Some(f) = self.frames.last_mut() {
             if !f.object {
                 if !f.first {
-                    self.out.push(b',');
+                    self.out.push(',');
                 }
                 f.first = false;
             }
@@ -92,31 +92,27 @@ impl Jcs<'_, '_> {
     }
 
     fn string(&mut self, raw: &str) {
-        self.out.push(b'"');
+        self.out.push('"');
         for c in Decoded::new(raw) {
             match c {
-                '"' => self.out.extend_from_slice(b"\\\""),
-                '\\' => self.out.extend_from_slice(b"\\\\"),
-                '\u{8}' => self.out.extend_from_slice(b"\\b"),
-                '\u{c}' => self.out.extend_from_slice(b"\\f"),
-                '\n' => self.out.extend_from_slice(b"\\n"),
-                '\r' => self.out.extend_from_slice(b"\\r"),
-                '\t' => self.out.extend_from_slice(b"\\t"),
+                '"' => self.out.push_str("\\\""),
+                '\\' => self.out.push_str("\\\\"),
+                '\u{8}' => self.out.push_str("\\b"),
+                '\u{c}' => self.out.push_str("\\f"),
+                '\n' => self.out.push_str("\\n"),
+                '\r' => self.out.push_str("\\r"),
+                '\t' => self.out.push_str("\\t"),
                 c if c < ' ' => {
                     const HEX: &[u8; 16] = b"0123456789abcdef";
                     let b = c as u8;
-                    self.out.extend_from_slice(b"\\u00");
-                    self.out.push(HEX[usize::from(b >> 4)]);
-                    self.out.push(HEX[usize::from(b & 0xf)]);
+                    self.out.push_str("\\u00");
+                    self.out.push(char::from(HEX[usize::from(b >> 4)]));
+                    self.out.push(char::from(HEX[usize::from(b & 0xf)]));
                 }
-                c => {
-                    let mut buf = [0u8; 4];
-                    self.out
-                        .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
+                c => self.out.push(c),
             }
         }
-        self.out.push(b'"');
+        self.out.push('"');
     }
 
     fn offset(&self, part: &str) -> usize {
@@ -150,22 +146,22 @@ impl Jcs<'_, '_> {
             members.sort_by(|a, b| utf16_order(raw(a), raw(b)));
             for (n, m) in members.iter().enumerate() {
                 if n > 0 {
-                    self.out.push(b',');
+                    self.out.push(',');
                 }
                 if let Some(part) = body.get(m.out.0 - body_at..m.out.1 - body_at) {
-                    self.out.extend_from_slice(part);
+                    self.out.push_str(part);
                 }
             }
         }
         self.members.truncate(f.base);
-        self.out.push(b'}');
+        self.out.push('}');
     }
 
     fn number(&mut self, text: &str) {
         // The strict scan accepted the literal, so it is a finite double.
         let v: f64 = text.parse().unwrap_or(0.0);
         let mut buf = ryu_js::Buffer::new();
-        self.out.extend_from_slice(buf.format_finite(v).as_bytes());
+        self.out.push_str(buf.format_finite(v));
     }
 }
 
@@ -173,7 +169,7 @@ impl<'a> Visitor<'a> for Jcs<'a, '_> {
     fn open(&mut self, _slot: u8, object: bool, _at: usize) -> u8 {
         self.separate();
         let start = self.out.len();
-        self.out.push(if object { b'{' } else { b'[' });
+        self.out.push(if object { '{' } else { '[' });
         self.frames.push(Frame {
             object,
             first: true,
@@ -189,14 +185,14 @@ impl<'a> Visitor<'a> for Jcs<'a, '_> {
         let k = self.offset(raw);
         if let Some(f) = self.frames.last_mut() {
             if !f.first {
-                self.out.push(b',');
+                self.out.push(',');
             }
             f.first = false;
             f.key = (k, k + raw.len());
             f.key_out = self.out.len();
         }
         self.string(raw);
-        self.out.push(b':');
+        self.out.push(':');
         self.check(at)?;
         Ok(0)
     }
@@ -206,7 +202,7 @@ impl<'a> Visitor<'a> for Jcs<'a, '_> {
             ROLE_OBJECT => self.close_object(),
             ROLE_ARRAY => {
                 self.frames.pop();
-                self.out.push(b']');
+                self.out.push(']');
             }
             _ => {
                 self.separate();
@@ -218,7 +214,7 @@ impl<'a> Visitor<'a> for Jcs<'a, '_> {
                         self.string(inner);
                     }
                     Some(b'-' | b'0'..=b'9') => self.number(text),
-                    _ => self.out.extend_from_slice(text.as_bytes()),
+                    _ => self.out.push_str(text),
                 }
             }
         }

@@ -6,6 +6,9 @@
 //! every text as a visitor of the strict scanner. Neither builds a `serde_json::Value`, and the
 //! general one is bounded: a canonical form longer than the text plus [`SLACK`] (only numbers
 //! written in exponent form grow, `1e20` → `100000000000000000000`) is refused rather than built.
+//! Both write the form as a `String`, from pieces of the text and ASCII: whoever reads it as text
+//! (the recorded arguments of SPEC §5.2, a tool definition's canonical text) does not validate
+//! it again.
 #![forbid(unsafe_code)]
 
 mod full;
@@ -23,7 +26,7 @@ const KEPT: usize = 64 * 1024;
 /// (reused call after call). `None` when `text` is not strict JSON or its canonical form would
 /// be longer than `text.len() + SLACK`.
 #[cfg(test)]
-pub(crate) fn digest(text: &str, scratch: &mut Vec<u8>) -> Option<HexDigest> {
+pub(crate) fn digest(text: &str, scratch: &mut String) -> Option<HexDigest> {
     digest_and(text, scratch, |_| ()).map(|(d, ())| d)
 }
 
@@ -32,18 +35,18 @@ pub(crate) fn digest(text: &str, scratch: &mut Vec<u8>) -> Option<HexDigest> {
 /// wrote it. `None` (and `then` not called) when there is no canonical form.
 fn digest_and<R>(
     text: &str,
-    scratch: &mut Vec<u8>,
-    then: impl FnOnce(Option<&[u8]>) -> R,
+    scratch: &mut String,
+    then: impl FnOnce(Option<&str>) -> R,
 ) -> Option<(HexDigest, R)> {
-    let simple = simple::canonicalize_simple(text.as_bytes(), scratch);
+    let simple = simple::canonicalize_simple(text, scratch);
     let done = simple || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
     let out = done.then(|| {
-        let form: &[u8] = scratch;
-        (HexDigest::of(form), then(simple.then_some(form)))
+        let form: &str = scratch;
+        (HexDigest::of(form.as_bytes()), then(simple.then_some(form)))
     });
     if scratch.capacity() > KEPT {
         // Do not keep a huge text's buffer.
-        *scratch = Vec::new();
+        *scratch = String::new();
     }
     out
 }
@@ -51,13 +54,10 @@ fn digest_and<R>(
 /// The canonical form of `text` (one JSON value) as a string: `None` when `text` is not strict
 /// JSON or its canonical form would be longer than `text.len() + SLACK`.
 pub(crate) fn canonical_text(text: &str) -> Option<String> {
-    let mut out = Vec::new();
-    let done = simple::canonicalize_simple(text.as_bytes(), &mut out)
+    let mut out = String::new();
+    let done = simple::canonicalize_simple(text, &mut out)
         || full::canonicalize(text, &mut out, text.len().saturating_add(SLACK));
-    if !done {
-        return None;
-    }
-    String::from_utf8(out).ok()
+    done.then_some(out)
 }
 
 /// [`digest`] with a buffer the calling thread keeps.
@@ -70,14 +70,14 @@ pub(crate) fn digest_of(text: &str) -> Option<HexDigest> {
 /// arguments are made from the transcription the digest hashes.
 pub(crate) fn digest_of_and<R>(
     text: &str,
-    then: impl FnOnce(Option<&[u8]>) -> R,
+    then: impl FnOnce(Option<&str>) -> R,
 ) -> Option<(HexDigest, R)> {
     thread_local! {
-        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
     SCRATCH.with(|s| match s.try_borrow_mut() {
         Ok(mut scratch) => digest_and(text, &mut scratch, then),
-        Err(_) => digest_and(text, &mut Vec::new(), then),
+        Err(_) => digest_and(text, &mut String::new(), then),
     })
 }
 

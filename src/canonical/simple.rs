@@ -9,10 +9,11 @@
 /// literal). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
 /// then canonicalizes a parsed `Value` instead. `raw` must have passed the strict pre-scan (valid,
 /// no duplicate keys), which is what makes sorting by raw key bytes a total order.
-pub(crate) fn canonicalize_simple(raw: &[u8], out: &mut Vec<u8>) -> bool {
+pub(crate) fn canonicalize_simple(raw: &str, out: &mut String) -> bool {
     out.clear();
     let mut c = Canon {
-        s: raw,
+        s: raw.as_bytes(),
+        t: raw,
         i: 0,
         members: MEMBERS.with(std::cell::RefCell::take),
     };
@@ -42,7 +43,10 @@ thread_local! {
 }
 
 struct Canon<'a> {
+    /// The text's bytes, read one at a time.
     s: &'a [u8],
+    /// The same text, whose pieces are copied: the form is text without being validated again.
+    t: &'a str,
     i: usize,
     members: Vec<Member>,
 }
@@ -57,9 +61,9 @@ impl Canon<'_> {
         }
     }
 
-    fn lit(&mut self, word: &[u8], out: &mut Vec<u8>) -> bool {
-        if self.s[self.i..].starts_with(word) {
-            out.extend_from_slice(word);
+    fn lit(&mut self, word: &str, out: &mut String) -> bool {
+        if self.s[self.i..].starts_with(word.as_bytes()) {
+            out.push_str(word);
             self.i += word.len();
             true
         } else {
@@ -79,7 +83,18 @@ impl Canon<'_> {
         Some((start, start + len))
     }
 
-    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+    /// Copies the text from `a` to `z` (byte offsets on ASCII characters the walk found).
+    fn copy(&self, a: usize, z: usize, out: &mut String) -> bool {
+        match self.t.get(a..z) {
+            Some(piece) => {
+                out.push_str(piece);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn value(&mut self, out: &mut String, depth: usize) -> bool {
         let Some(&b) = self.s.get(self.i) else {
             return false;
         };
@@ -87,15 +102,12 @@ impl Canon<'_> {
             b'{' => self.object(out, depth + 1),
             b'[' => self.array(out, depth + 1),
             b'"' => match self.string(false) {
-                Some((a, z)) => {
-                    out.extend_from_slice(&self.s[a - 1..z + 1]);
-                    true
-                }
+                Some((a, z)) => self.copy(a - 1, z + 1, out),
                 None => false,
             },
-            b't' => self.lit(b"true", out),
-            b'f' => self.lit(b"false", out),
-            b'n' => self.lit(b"null", out),
+            b't' => self.lit("true", out),
+            b'f' => self.lit("false", out),
+            b'n' => self.lit("null", out),
             b'-' | b'0'..=b'9' => {
                 let start = self.i;
                 let neg = b == b'-';
@@ -112,24 +124,23 @@ impl Canon<'_> {
                 {
                     return false;
                 }
-                out.extend_from_slice(&self.s[start..j]);
                 self.i = j;
-                true
+                self.copy(start, j, out)
             }
             _ => false,
         }
     }
 
-    fn array(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+    fn array(&mut self, out: &mut String, depth: usize) -> bool {
         if depth > CANON_MAX_DEPTH {
             return false;
         }
         self.i += 1;
-        out.push(b'[');
+        out.push('[');
         self.ws();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            out.push(b']');
+            out.push(']');
             return true;
         }
         loop {
@@ -140,12 +151,12 @@ impl Canon<'_> {
             match self.s.get(self.i) {
                 Some(b',') => {
                     self.i += 1;
-                    out.push(b',');
+                    out.push(',');
                     self.ws();
                 }
                 Some(b']') => {
                     self.i += 1;
-                    out.push(b']');
+                    out.push(']');
                     return true;
                 }
                 _ => return false,
@@ -153,17 +164,17 @@ impl Canon<'_> {
         }
     }
 
-    fn object(&mut self, out: &mut Vec<u8>, depth: usize) -> bool {
+    fn object(&mut self, out: &mut String, depth: usize) -> bool {
         if depth > CANON_MAX_DEPTH {
             return false;
         }
         self.i += 1;
         self.ws();
         let obj_start = out.len();
-        out.push(b'{');
+        out.push('{');
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
-            out.push(b'}');
+            out.push('}');
             return true;
         }
         // This object's members are `self.members[base..]`.
@@ -183,8 +194,10 @@ impl Canon<'_> {
             self.i += 1;
             self.ws();
             let m_start = out.len();
-            out.extend_from_slice(&self.s[key.0 - 1..key.1 + 1]);
-            out.push(b':');
+            if !self.copy(key.0 - 1, key.1 + 1, out) {
+                return false;
+            }
+            out.push(':');
             if !self.value(out, depth) {
                 return false;
             }
@@ -198,7 +211,7 @@ impl Canon<'_> {
             match self.s.get(self.i) {
                 Some(b',') => {
                     self.i += 1;
-                    out.push(b',');
+                    out.push(',');
                     self.ws();
                 }
                 Some(b'}') => {
@@ -209,21 +222,26 @@ impl Canon<'_> {
             }
         }
         if !sorted {
-            let body = out[obj_start + 1..].to_vec();
             let body_base = obj_start + 1;
+            let Some(body) = out.get(body_base..).map(str::to_owned) else {
+                return false;
+            };
             let s = self.s;
             let members = self.members.get_mut(base..).unwrap_or_default();
             members.sort_by(|a, b| s[a.0.0..a.0.1].cmp(&s[b.0.0..b.0.1]));
             out.truncate(body_base);
             for (n, (_, (a, z))) in members.iter().enumerate() {
                 if n > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
-                out.extend_from_slice(&body[a - body_base..z - body_base]);
+                let Some(part) = body.get(a - body_base..z - body_base) else {
+                    return false;
+                };
+                out.push_str(part);
             }
         }
         self.members.truncate(base);
-        out.push(b'}');
+        out.push('}');
         true
     }
 }

@@ -140,14 +140,14 @@ impl Policy {
     /// [`Policy::recorded_arguments`] of the arguments whose canonical form is `canonical`, made
     /// from that text, when the simple transcription (`crate::canonical`) wrote it; `None`
     /// otherwise (the caller then records the parsed value).
-    pub(crate) fn recorded_canonical_arguments(&self, canonical: &[u8]) -> Option<(String, bool)> {
+    pub(crate) fn recorded_canonical_arguments(&self, canonical: &str) -> Option<(String, bool)> {
         self.sections.arguments.recorded_canonical(canonical)
     }
 
     /// [`Policy::recorded_canonical_arguments`] escaped as the decision line's JSON string
     /// holds it (without its quotes), when it needs no escape but its quotes' and is not cut;
     /// `None` otherwise (the caller then escapes the text itself).
-    pub(crate) fn recorded_canonical_arguments_escaped(&self, canonical: &[u8]) -> Option<String> {
+    pub(crate) fn recorded_canonical_arguments_escaped(&self, canonical: &str) -> Option<String> {
         self.sections
             .arguments
             .recorded_canonical_escaped(canonical)

@@ -110,7 +110,7 @@ impl ArgumentRecord {
     /// then recorded by [`ArgumentRecord::recorded`] from its parsed value. The same text as
     /// that: redaction replaces values, never keys, so the canonical form of the redacted
     /// value is this form with the value after each redacted key replaced.
-    pub(crate) fn recorded_canonical(&self, canonical: &[u8]) -> Option<(String, bool)> {
+    pub(crate) fn recorded_canonical(&self, canonical: &str) -> Option<(String, bool)> {
         let (text, _) = self.transcribe::<false>(canonical)?;
         Some(cut(text))
     }
@@ -122,9 +122,10 @@ impl ArgumentRecord {
     /// a simple transcription holds neither) or is longer than [`MAX_RECORDED_BYTES`] (it
     /// would be cut); the caller then escapes what [`ArgumentRecord::recorded_canonical`]
     /// gives.
-    pub(crate) fn recorded_canonical_escaped(&self, canonical: &[u8]) -> Option<String> {
+    pub(crate) fn recorded_canonical_escaped(&self, canonical: &str) -> Option<String> {
         // A fold without early exit, so the check is vectorized.
         if canonical
+            .as_bytes()
             .iter()
             .fold(false, |acc, &b| acc | (b < 0x20) | (b == b'\\'))
         {
@@ -137,8 +138,7 @@ impl ArgumentRecord {
     /// The walk of [`ArgumentRecord::recorded_canonical`]: the redacted text, uncut, with every
     /// quote escaped when `ESCAPED` (and how many were). `ESCAPED` only for a text the caller
     /// found without a backslash.
-    fn transcribe<const ESCAPED: bool>(&self, canonical: &[u8]) -> Option<(String, usize)> {
-        let text = std::str::from_utf8(canonical).ok()?;
+    fn transcribe<const ESCAPED: bool>(&self, text: &str) -> Option<(String, usize)> {
         let bytes = text.as_bytes();
         // Escaped, every piece goes to `out` (a few quotes more than the text; the buffer of
         // the last recorded text given back); else only around a redacted value.
