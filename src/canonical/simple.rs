@@ -4,9 +4,9 @@
 
 /// Writes the RFC 8785 (JCS) canonical form of `raw` into `out`, straight from the text, when
 /// `raw` is in a simple subset where that form is a plain transcription: object keys that are
-/// ASCII without escapes (so UTF-16 order is byte order), strings without escapes (JCS writes
-/// them as they are), integers of at most 15 digits other than `-0` (their ES6 number text is the
-/// literal). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
+/// ASCII without escapes (so UTF-16 order is byte order), strings whose escapes are all written
+/// as JCS writes them ([`canonical_escape`]: JCS writes such a string as it is), integers of at
+/// most 15 digits other than `-0` (their ES6 number text is the literal). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
 /// then canonicalizes a parsed `Value` instead. `raw` must have passed the strict pre-scan (valid,
 /// no duplicate keys), which is what makes sorting by raw key bytes a total order.
 pub(crate) fn canonicalize_simple(raw: &str, out: &mut String) -> bool {
@@ -71,16 +71,27 @@ impl Canon<'_> {
         }
     }
 
-    /// A string without escapes; returns its contents' range.
-    fn string(&mut self, ascii_only: bool) -> Option<(usize, usize)> {
+    /// A string whose escapes are all written as JCS writes them, or, for a key (`key`), an
+    /// ASCII string without escapes; returns its contents' range.
+    fn string(&mut self, key: bool) -> Option<(usize, usize)> {
         let start = self.i + 1;
-        let rest = self.s.get(start..)?;
-        let len = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[len] != b'"' || (ascii_only && !rest[..len].is_ascii()) {
+        let mut end = start;
+        loop {
+            end += memchr::memchr2(b'"', b'\\', self.s.get(end..)?)?;
+            let rest = self.s.get(end..)?;
+            if rest.first() == Some(&b'"') {
+                break;
+            }
+            if key {
+                return None;
+            }
+            end += canonical_escape(rest)?;
+        }
+        if key && !self.s.get(start..end)?.is_ascii() {
             return None;
         }
-        self.i = start + len + 1;
-        Some((start, start + len))
+        self.i = end + 1;
+        Some((start, end))
     }
 
     /// Copies the text from `a` to `z` (byte offsets on ASCII characters the walk found).
@@ -243,5 +254,26 @@ impl Canon<'_> {
         self.members.truncate(base);
         out.push('}');
         true
+    }
+}
+
+/// The length of the escape `e` starts with, when it is written as JCS writes its character
+/// (ECMAScript's `JSON.stringify`): `\"`, `\\`, the short `\b \f \n \r \t`, and `\u00xx` in
+/// lowercase hex for every other character below U+0020. `None` for any other escape (`\/`,
+/// `\u0041`, `\u000a`, `\u001F`, a surrogate pair), whose character JCS writes otherwise.
+fn canonical_escape(e: &[u8]) -> Option<usize> {
+    match *e {
+        [b'\\', b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't', ..] => Some(2),
+        [b'\\', b'u', b'0', b'0', hi @ (b'0' | b'1'), lo, ..] => {
+            let lo = match lo {
+                b'0'..=b'9' => lo - b'0',
+                b'a'..=b'f' => lo - b'a' + 10,
+                _ => return None,
+            };
+            // The five with a short form are written short.
+            let c = (hi - b'0') * 16 + lo;
+            (!matches!(c, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)).then_some(6)
+        }
+        _ => None,
     }
 }

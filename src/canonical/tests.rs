@@ -81,6 +81,8 @@ fn canonical_fast_path_matches_the_canonicalizer() {
         r#"[1,[2,[3,{"k":"v"}]]]"#,
         "\"just a string\"",
         "7",
+        // Escapes as JCS writes them.
+        r#"{"a":"esc\"aped \\ \b\f\n\r\t \u0000\u001f\u000b"}"#,
     ] {
         assert!(check_canon(text), "fast path declined {text}");
     }
@@ -90,11 +92,41 @@ fn canonical_fast_path_matches_the_canonicalizer() {
         r#"{"a":1e3}"#,
         r#"{"a":-0}"#,
         r#"{"a":1234567890123456}"#,
-        r#"{"a":"esc\"aped"}"#,
+        // Escapes JCS writes otherwise.
+        r#"{"a":"\/"}"#,
+        r#"{"a":"\u0041"}"#,
+        r#"{"a":"\u000a"}"#,
+        r#"{"a":"\u001F"}"#,
+        r#"{"a":"\ud83d\ude00"}"#,
+        r#"{"a\n":1}"#,
         r#"{"a\u0062":1}"#,
         r#"{"é":1}"#,
     ] {
         assert!(!check_canon(text), "fast path took {text}");
+    }
+}
+
+/// Every `\u` escape of U+0000–U+00FF, in both cases of hex, and every two-character escape:
+/// the fast path takes exactly those JCS writes as they are, and writes what the reference
+/// writes.
+#[test]
+fn the_fast_path_takes_exactly_the_escapes_jcs_writes() {
+    let short = |c: u32| matches!(c, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+    for c in 0..0x100u32 {
+        for upper in [false, true] {
+            let hex = if upper {
+                format!("{c:04X}")
+            } else {
+                format!("{c:04x}")
+            };
+            let text = format!(r#"{{"a":"x\u{hex}y"}}"#);
+            let canonical = c < 0x20 && !short(c) && (hex == format!("{c:04x}"));
+            assert_eq!(check_canon(&text), canonical, "{text}");
+        }
+    }
+    for e in ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'] {
+        let text = format!(r#"{{"a":"x\{e}y"}}"#);
+        assert_eq!(check_canon(&text), e != '/', "{text}");
     }
 }
 

@@ -145,7 +145,8 @@ impl Policy {
     }
 
     /// [`Policy::recorded_canonical_arguments`] escaped as the decision line's JSON string
-    /// holds it (without its quotes), when it needs no escape but its quotes' and is not cut;
+    /// holds it (without its quotes), when it needs no escape but its quotes' and backslashes'
+    /// and is not cut;
     /// `None` otherwise (the caller then escapes the text itself).
     pub(crate) fn recorded_canonical_arguments_escaped(&self, canonical: &str) -> Option<String> {
         self.sections

@@ -116,28 +116,28 @@ impl ArgumentRecord {
     }
 
     /// [`ArgumentRecord::recorded_canonical`] as the decision line writes it: the contents of
-    /// the JSON string that carries the recorded text (every `"` written `\"`, without the
-    /// enclosing quotes), made in the same walk, which finds every quote anyway. `None` when
-    /// that text holds a byte that needs another escape (a backslash or a control character:
-    /// a simple transcription holds neither) or is longer than [`MAX_RECORDED_BYTES`] (it
-    /// would be cut); the caller then escapes what [`ArgumentRecord::recorded_canonical`]
-    /// gives.
+    /// the JSON string that carries the recorded text (every `"` written `\"` and every `\`
+    /// written `\\`, without the enclosing quotes), made in the same walk, which finds every
+    /// quote and backslash anyway. `None` when that text holds a control character (which
+    /// needs another escape; a simple transcription holds none: JCS writes them escaped) or
+    /// is longer than [`MAX_RECORDED_BYTES`] (it would be cut); the caller then escapes what
+    /// [`ArgumentRecord::recorded_canonical`] gives.
     pub(crate) fn recorded_canonical_escaped(&self, canonical: &str) -> Option<String> {
         // A fold without early exit, so the check is vectorized.
         if canonical
             .as_bytes()
             .iter()
-            .fold(false, |acc, &b| acc | (b < 0x20) | (b == b'\\'))
+            .fold(false, |acc, &b| acc | (b < 0x20))
         {
             return None;
         }
-        let (escaped, quotes) = self.transcribe::<true>(canonical)?;
-        (escaped.len() - quotes <= MAX_RECORDED_BYTES).then_some(escaped)
+        let (escaped, added) = self.transcribe::<true>(canonical)?;
+        (escaped.len() - added <= MAX_RECORDED_BYTES).then_some(escaped)
     }
 
-    /// The walk of [`ArgumentRecord::recorded_canonical`]: the redacted text, uncut, with every
-    /// quote escaped when `ESCAPED` (and how many were). `ESCAPED` only for a text the caller
-    /// found without a backslash.
+    /// The walk of [`ArgumentRecord::recorded_canonical`]: the redacted text, uncut, with a
+    /// backslash before every quote and backslash when `ESCAPED` (and how many were added).
+    /// `ESCAPED` only for a text the caller found without a control character.
     fn transcribe<const ESCAPED: bool>(&self, text: &str) -> Option<(String, usize)> {
         let bytes = text.as_bytes();
         // Escaped, every piece goes to `out` (a few quotes more than the text; the buffer of
@@ -148,7 +148,7 @@ impl ArgumentRecord {
             String::new()
         };
         let mut copied = 0;
-        let mut quotes = 0;
+        let mut added = 0;
         let mut at = 0;
         let mut depth = 0usize;
         while let Some(&b) = bytes.get(at) {
@@ -165,28 +165,30 @@ impl ArgumentRecord {
                     at += 1;
                 }
                 b'"' => {
-                    let close = at + 1 + memchr::memchr(b'"', bytes.get(at + 1..)?)?;
+                    let (close, escapes) = string_end(bytes, at)?;
                     let string = text.get(at + 1..close)?;
-                    // Escaped, the caller has checked the whole text for backslashes already.
-                    if !ESCAPED && string.contains('\\') {
-                        return None;
-                    }
                     if ESCAPED {
-                        // A backslash before each quote; the quote goes out with the piece
-                        // after it.
+                        // A backslash before each quote (and, in a string with escapes, before
+                        // each backslash); the closing quote goes out with the piece after it.
                         out.push_str(text.get(copied..at)?);
-                        out.push('\\');
-                        out.push_str(text.get(at..close)?);
+                        if escapes {
+                            added += push_escaped(&mut out, text.get(at..close)?)?;
+                        } else {
+                            out.push('\\');
+                            out.push_str(text.get(at..close)?);
+                            added += 1;
+                        }
                         out.push('\\');
                         copied = close;
-                        quotes += 2;
+                        added += 1;
                     }
                     at = close + 1;
                     if bytes.get(at) != Some(&b':') {
                         continue; // a string value
                     }
                     at += 1;
-                    if !string.is_ascii() {
+                    // A key is matched as it is written: one with an escape is never simple.
+                    if escapes || !string.is_ascii() {
                         return None;
                     }
                     if self.redacts_ascii(string) {
@@ -195,7 +197,7 @@ impl ArgumentRecord {
                             out.push_str("\\\"");
                             out.push_str(REDACTED);
                             out.push_str("\\\"");
-                            quotes += 2;
+                            added += 2;
                         } else {
                             out.push('"');
                             out.push_str(REDACTED);
@@ -214,7 +216,7 @@ impl ArgumentRecord {
             out.push_str(text.get(copied..)?);
             out
         };
-        Some((text, quotes))
+        Some((text, added))
     }
 
     /// `arguments` with every value under a redacted key replaced.
@@ -292,13 +294,44 @@ fn cut(mut text: String) -> (String, bool) {
 /// arguments the parser would have read (a client line is bounded far below this anyway).
 const PARSED_DEPTH: usize = 127;
 
-/// Where the value starting at `at` of a text the simple transcription wrote ends (strings
-/// without escapes, no whitespace); `None` if it does not, or if it nests deeper than `room`.
+/// Where the closing quote of the string whose opening quote is at `open` is, and whether the
+/// string holds an escape, in a text the simple transcription wrote (every escape a backslash
+/// and the character after it, or `\u` and four hex digits, which hold neither a quote nor a
+/// backslash).
+fn string_end(bytes: &[u8], open: usize) -> Option<(usize, bool)> {
+    let mut at = open + 1;
+    let mut escapes = false;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if bytes.get(at) == Some(&b'"') {
+            return Some((at, escapes));
+        }
+        escapes = true;
+        at += 2;
+    }
+}
+
+/// Appends `piece` with a backslash before every quote and backslash; returns how many.
+fn push_escaped(out: &mut String, mut piece: &str) -> Option<usize> {
+    let mut added = 0;
+    while let Some(at) = memchr::memchr2(b'"', b'\\', piece.as_bytes()) {
+        out.push_str(piece.get(..at)?);
+        out.push('\\');
+        out.push(char::from(*piece.as_bytes().get(at)?));
+        added += 1;
+        piece = piece.get(at + 1..)?;
+    }
+    out.push_str(piece);
+    Some(added)
+}
+
+/// Where the value starting at `at` of a text the simple transcription wrote ends (no
+/// whitespace); `None` if it does not, or if it nests deeper than `room`.
 fn skip_value(bytes: &[u8], mut at: usize, room: usize) -> Option<usize> {
     let mut depth = 0usize;
     loop {
         match *bytes.get(at)? {
-            b'"' => at += 2 + memchr::memchr(b'"', bytes.get(at + 1..)?)?,
+            b'"' => at = string_end(bytes, at)?.0 + 1,
             b'{' | b'[' => {
                 depth += 1;
                 if depth > room {
@@ -600,8 +633,7 @@ mod tests {
     /// The escaped fast path against the text it escapes: when it is taken, it is what the
     /// decision line's escaper (serde_json's escaping) writes of the recorded text (an uncut
     /// one) between the quotes;
-    /// and it is taken whenever the recorded text is uncut and holds no backslash or control
-    /// character.
+    /// and it is taken whenever the recorded text is uncut and holds no control character.
     fn check_escaped(p: &Policy, text: &str) -> Result<(), String> {
         let Some((_, forms)) = crate::canonical::digest_of_and(text, |form| {
             form.map(|f| {
@@ -616,7 +648,7 @@ mod tests {
         let Some((recorded, escaped)) = forms else {
             return Ok(());
         };
-        let plain = |t: &str| !t.bytes().any(|b| b < 0x20 || b == b'\\');
+        let plain = |t: &str| !t.bytes().any(|b| b < 0x20);
         match (recorded, escaped) {
             (Some((t, false)), Some(e)) => {
                 // serde_json's escaping is the decision line's (`evidence::event`'s tests).
@@ -698,8 +730,24 @@ mod tests {
             assert_eq!(got, Some(through_the_value(&p, text)), "{text}");
             assert_eq!(check_escaped(&p, text), Ok(()));
         }
-        // Non-ASCII keys and escapes fall back.
-        for text in [r#"{"ſecret":1}"#, r#"{"s\u0065cret":1}"#, r#"{"a":"\n"}"#] {
+        // Escapes as JCS writes them are transcribed; non-ASCII keys and other escapes fall
+        // back.
+        for text in [
+            r#"{"a":"\n","secret":"\"x\\"}"#,
+            r#"{"t":"\u0000\u001f\t","my_token":["\u0007"]}"#,
+        ] {
+            assert!(crate::strict_json::scan_str(text, 128).is_ok(), "{text}");
+            let got = through_the_transcription(&p, text);
+            assert_eq!(got, Some(through_the_value(&p, text)), "{text}");
+            assert_eq!(check_escaped(&p, text), Ok(()));
+        }
+        for text in [
+            r#"{"ſecret":1}"#,
+            r#"{"s\u0065cret":1}"#,
+            r#"{"a":"\/"}"#,
+            r#"{"a":"\u0041"}"#,
+            r#"{"a":"\u000a"}"#,
+        ] {
             assert_eq!(through_the_transcription(&p, text), None, "{text}");
         }
     }

@@ -97,7 +97,8 @@ fn evaluate<'a, 'p>(
     // the policy inspects the arguments.
     // With `record_arguments`, the recorded text is made from the same transcription when it
     // is a simple one (no value built), escaped for the decision line in the same walk when it
-    // needs no escape but its quotes' and is not cut; otherwise from the parsed value below.
+    // needs no escape but its quotes' and backslashes' and is not cut; otherwise from the
+    // parsed value below.
     let record_arguments = shared.policy.record_arguments();
     let mut recorded = None;
     let mut recorded_escaped = false;
