@@ -278,3 +278,56 @@ pub fn stream_scan(line: &[u8], chunk: usize) -> (ServerMessages, Option<ServerM
     });
     (streamed, strict)
 }
+
+/// What the canonical writers (SPEC §4.1 `arguments_sha256`) and the recorded arguments
+/// (SPEC §5.2 `record_arguments`) make of one JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalSummary {
+    /// The simple transcription's form; `None` when it declines.
+    pub simple: Option<String>,
+    /// The general canonicalizer's form; `None` when it refuses.
+    pub full: Option<String>,
+    /// The recorded text (and whether it was cut) made from the simple transcription, as a
+    /// `tools/call` decision records it under [`RECORDING_POLICY`]; `None` when it falls back.
+    pub recorded_fast: Option<(String, bool)>,
+    /// The same text as the decision line's JSON string holds it, when that path is taken.
+    pub recorded_escaped: Option<String>,
+    /// The recorded text made from the parsed value, the path the fast ones stand in for;
+    /// `None` when `text` is not strict JSON.
+    pub recorded_value: Option<(String, bool)>,
+}
+
+/// The policy [`canonical_summary`] records arguments under.
+pub const RECORDING_POLICY: &str = "version: \"1\"\nrecord_arguments: true\nredact: [\"secret\", \"*token*\", \"api?key\", \"authorization\"]\n";
+
+/// [`CanonicalSummary`] of `text`.
+pub fn canonical_summary(text: &str) -> CanonicalSummary {
+    static POLICY: std::sync::OnceLock<Option<crate::policy::Policy>> = std::sync::OnceLock::new();
+    let policy = POLICY.get_or_init(|| {
+        crate::policy::Policy::from_bytes(
+            RECORDING_POLICY.as_bytes(),
+            std::path::Path::new("fuzz.yaml"),
+        )
+        .ok()
+    });
+    let (simple, full) = crate::canonical::both_forms(text);
+    let (recorded_fast, recorded_escaped) = match (policy, simple.as_deref()) {
+        (Some(p), Some(form)) => (
+            p.recorded_canonical_arguments(form),
+            p.recorded_canonical_arguments_escaped(form),
+        ),
+        _ => (None, None),
+    };
+    let recorded_value = policy.as_ref().and_then(|p| {
+        crate::strict_json::parse_value(text)
+            .ok()
+            .map(|v| p.recorded_arguments(&v))
+    });
+    CanonicalSummary {
+        simple,
+        full,
+        recorded_fast,
+        recorded_escaped,
+        recorded_value,
+    }
+}

@@ -81,5 +81,18 @@ pub(crate) fn digest_of_and<R>(
     })
 }
 
+/// The forms the two writers make of `text`: the simple transcription's (`None` when it
+/// declines) and the general canonicalizer's (`None` when it refuses), for the fuzz target that
+/// holds them to each other (`crate::fuzzing::canonical_summary`).
+pub(crate) fn both_forms(text: &str) -> (Option<String>, Option<String>) {
+    let mut simple_form = String::new();
+    let mut full_form = String::new();
+    (
+        simple::canonicalize_simple(text, &mut simple_form).then_some(simple_form),
+        full::canonicalize(text, &mut full_form, text.len().saturating_add(SLACK))
+            .then_some(full_form),
+    )
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,15 @@
 //! The fast path of the canonical form: texts in a simple subset (the common `arguments` of a
-//! `tools/call`) are transcribed without decoding anything. Anything outside the subset is
+//! `tools/call`) are transcribed without decoding anything but numbers that are not short
+//! integers. Anything outside the subset is
 //! declined and goes to the general canonicalizer ([`super::full`]).
 
 /// Writes the RFC 8785 (JCS) canonical form of `raw` into `out`, straight from the text, when
 /// `raw` is in a simple subset where that form is a plain transcription: object keys that are
 /// ASCII without escapes (so UTF-16 order is byte order), strings whose escapes are all written
-/// as JCS writes them ([`canonical_escape`]: JCS writes such a string as it is), integers of at
-/// most 15 digits other than `-0` (their ES6 number text is the literal). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
+/// as JCS writes them ([`canonical_escape`]: JCS writes such a string as it is), and numbers
+/// (an integer of at most 15 digits other than `-0` as it is written, any other as ECMAScript
+/// writes the double it reads as, as the general canonicalizer does; the form at most
+/// [`super::SLACK`] longer than the text). Returns `false` for anything else, leaving `out` in an unspecified state; the caller
 /// then canonicalizes a parsed `Value` instead. `raw` must have passed the strict pre-scan (valid,
 /// no duplicate keys), which is what makes sorting by raw key bytes a total order.
 pub(crate) fn canonicalize_simple(raw: &str, out: &mut String) -> bool {
@@ -14,6 +17,7 @@ pub(crate) fn canonicalize_simple(raw: &str, out: &mut String) -> bool {
     let mut c = Canon {
         s: raw.as_bytes(),
         t: raw,
+        limit: raw.len().saturating_add(super::SLACK),
         i: 0,
         members: MEMBERS.with(std::cell::RefCell::take),
     };
@@ -47,6 +51,8 @@ struct Canon<'a> {
     s: &'a [u8],
     /// The same text, whose pieces are copied: the form is text without being validated again.
     t: &'a str,
+    /// The longest form written (the general canonicalizer's bound): only numbers grow.
+    limit: usize,
     i: usize,
     members: Vec<Member>,
 }
@@ -119,27 +125,55 @@ impl Canon<'_> {
             b't' => self.lit("true", out),
             b'f' => self.lit("false", out),
             b'n' => self.lit("null", out),
-            b'-' | b'0'..=b'9' => {
-                let start = self.i;
-                let neg = b == b'-';
-                let digits_at = start + usize::from(neg);
-                let mut j = digits_at;
-                while let Some(b'0'..=b'9') = self.s.get(j) {
-                    j += 1;
-                }
-                let digits = j - digits_at;
-                if digits == 0
-                    || digits > 15
-                    || matches!(self.s.get(j), Some(b'.' | b'e' | b'E'))
-                    || (neg && self.s[digits_at] == b'0')
-                {
-                    return false;
-                }
-                self.i = j;
-                self.copy(start, j, out)
-            }
+            b'-' | b'0'..=b'9' => self.number(out),
             _ => false,
         }
+    }
+
+    /// A number: an integer of at most 15 digits other than `-0` as it is written (its ES6
+    /// text is the literal); any other as ECMAScript writes the double it reads as (`ryu-js`,
+    /// as the general canonicalizer writes it), within the bound on the form's growth.
+    fn number(&mut self, out: &mut String) -> bool {
+        let start = self.i;
+        let neg = self.s.get(start) == Some(&b'-');
+        let int_at = start + usize::from(neg);
+        let int_end = digits_end(self.s, int_at);
+        let digits = int_end - int_at;
+        let zero = self.s.get(int_at) == Some(&b'0');
+        if digits == 0 || (digits > 1 && zero) {
+            return false;
+        }
+        let mut end = int_end;
+        if self.s.get(end) == Some(&b'.') {
+            let fraction_end = digits_end(self.s, end + 1);
+            if fraction_end == end + 1 {
+                return false;
+            }
+            end = fraction_end;
+        }
+        if let Some(b'e' | b'E') = self.s.get(end) {
+            let mut exponent_at = end + 1;
+            if let Some(b'+' | b'-') = self.s.get(exponent_at) {
+                exponent_at += 1;
+            }
+            let exponent_end = digits_end(self.s, exponent_at);
+            if exponent_end == exponent_at {
+                return false;
+            }
+            end = exponent_end;
+        }
+        self.i = end;
+        if end == int_end && digits <= 15 && !(neg && zero) {
+            return self.copy(start, end, out);
+        }
+        let Some(Ok(v)) = self.t.get(start..end).map(str::parse::<f64>) else {
+            return false;
+        };
+        if !v.is_finite() {
+            return false;
+        }
+        out.push_str(ryu_js::Buffer::new().format_finite(v));
+        out.len() <= self.limit
     }
 
     fn array(&mut self, out: &mut String, depth: usize) -> bool {
@@ -255,6 +289,14 @@ impl Canon<'_> {
         out.push('}');
         true
     }
+}
+
+/// Where the run of ASCII digits starting at `at` ends.
+fn digits_end(s: &[u8], mut at: usize) -> usize {
+    while let Some(b'0'..=b'9') = s.get(at) {
+        at += 1;
+    }
+    at
 }
 
 /// The length of the escape `e` starts with, when it is written as JCS writes its character
