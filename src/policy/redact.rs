@@ -165,23 +165,19 @@ impl ArgumentRecord {
                     at += 1;
                 }
                 b'"' => {
-                    let (close, escapes) = string_end(bytes, at)?;
-                    let string = text.get(at + 1..close)?;
-                    if ESCAPED {
-                        // A backslash before each quote (and, in a string with escapes, before
-                        // each backslash); the closing quote goes out with the piece after it.
+                    let (close, escapes) = if ESCAPED {
+                        // A backslash before each quote and backslash; the closing quote goes
+                        // out with the piece after it.
                         out.push_str(text.get(copied..at)?);
-                        if escapes {
-                            added += push_escaped(&mut out, text.get(at..close)?)?;
-                        } else {
-                            out.push('\\');
-                            out.push_str(text.get(at..close)?);
-                            added += 1;
-                        }
+                        let (close, escapes, n) = push_string_escaped(&mut out, text, at)?;
                         out.push('\\');
                         copied = close;
-                        added += 1;
-                    }
+                        added += n + 1;
+                        (close, escapes)
+                    } else {
+                        string_end(bytes, at)?
+                    };
+                    let string = text.get(at + 1..close)?;
                     at = close + 1;
                     if bytes.get(at) != Some(&b':') {
                         continue; // a string value
@@ -311,18 +307,35 @@ fn string_end(bytes: &[u8], open: usize) -> Option<(usize, bool)> {
     }
 }
 
-/// Appends `piece` with a backslash before every quote and backslash; returns how many.
-fn push_escaped(out: &mut String, mut piece: &str) -> Option<usize> {
-    let mut added = 0;
-    while let Some(at) = memchr::memchr2(b'"', b'\\', piece.as_bytes()) {
-        out.push_str(piece.get(..at)?);
-        out.push('\\');
-        out.push(char::from(*piece.as_bytes().get(at)?));
+/// Appends the string of a text the simple transcription wrote whose opening quote is at
+/// `open` (that quote and its contents, not its closing quote) with a backslash before every
+/// quote and backslash, finding its end on the way (as [`string_end`]); returns where its
+/// closing quote is, whether it holds an escape, and how many backslashes were added.
+fn push_string_escaped(out: &mut String, text: &str, open: usize) -> Option<(usize, bool, usize)> {
+    let bytes = text.as_bytes();
+    out.push_str("\\\"");
+    let mut added = 1;
+    let mut escapes = false;
+    let mut from = open + 1;
+    loop {
+        let at = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
+        out.push_str(text.get(from..at)?);
+        if bytes.get(at) == Some(&b'"') {
+            return Some((at, escapes, added));
+        }
+        // An escape: its backslash, then the character after it (ASCII in a simple
+        // transcription), each with a backslash before it when it needs one.
+        let c = *bytes.get(at + 1).filter(|c| c.is_ascii())?;
+        out.push_str("\\\\");
         added += 1;
-        piece = piece.get(at + 1..)?;
+        if c == b'"' || c == b'\\' {
+            out.push('\\');
+            added += 1;
+        }
+        out.push(char::from(c));
+        escapes = true;
+        from = at + 2;
     }
-    out.push_str(piece);
-    Some(added)
 }
 
 /// Where the value starting at `at` of a text the simple transcription wrote ends (no
