@@ -15,8 +15,9 @@ use std::collections::HashMap;
 /// One piece of a pattern between stars.
 #[derive(Debug, Clone)]
 enum Seg {
-    /// No `?` in it: plain substring operations.
-    Lit(String),
+    /// No `?` in it: plain substring operations, the search compiled once with the pattern
+    /// (a search set up per name cost more than the search itself on a short name).
+    Lit(String, Box<memchr::memmem::Finder<'static>>),
     /// At least one `?`: `None` is `?`, `Some(c)` is the literal `c`.
     Toks(Vec<Option<char>>),
 }
@@ -26,14 +27,17 @@ impl Seg {
         if text.contains('?') {
             Seg::Toks(text.chars().map(|c| (c != '?').then_some(c)).collect())
         } else {
-            Seg::Lit(text.to_owned())
+            Seg::Lit(
+                text.to_owned(),
+                Box::new(memchr::memmem::Finder::new(text.as_bytes()).into_owned()),
+            )
         }
     }
 
     /// Number of characters this segment consumes.
     fn char_len(&self) -> usize {
         match self {
-            Seg::Lit(s) => s.chars().count(),
+            Seg::Lit(s, _) => s.chars().count(),
             Seg::Toks(t) => t.len(),
         }
     }
@@ -42,7 +46,7 @@ impl Seg {
     fn match_at(&self, text: &str, pos: usize) -> Option<usize> {
         let rest = text.get(pos..)?;
         match self {
-            Seg::Lit(s) => rest.starts_with(s.as_str()).then(|| pos + s.len()),
+            Seg::Lit(s, _) => rest.starts_with(s.as_str()).then(|| pos + s.len()),
             Seg::Toks(toks) => {
                 let mut chars = rest.chars();
                 let mut end = pos;
@@ -65,9 +69,9 @@ impl Seg {
     fn find_from(&self, text: &str, pos: usize, limit: usize) -> Option<usize> {
         let window = text.get(..limit)?;
         match self {
-            Seg::Lit(s) => window
-                .get(pos..)?
-                .find(s.as_str())
+            // The leftmost match of valid UTF-8 in valid UTF-8 starts on a character boundary.
+            Seg::Lit(s, finder) => finder
+                .find(window.get(pos..)?.as_bytes())
                 .map(|i| pos + i + s.len()),
             Seg::Toks(_) => {
                 let tail = window.get(pos..)?;
@@ -82,7 +86,7 @@ impl Seg {
     /// matches there.
     fn suffix_start(&self, text: &str) -> Option<usize> {
         match self {
-            Seg::Lit(s) => text.ends_with(s.as_str()).then(|| text.len() - s.len()),
+            Seg::Lit(s, _) => text.ends_with(s.as_str()).then(|| text.len() - s.len()),
             Seg::Toks(toks) => {
                 let start = if toks.is_empty() {
                     text.len()
@@ -372,7 +376,7 @@ mod tests {
         let alphabet = ['a', 'b', 'é'];
         let pats = [
             "", "*", "**", "?", "a", "ab", "a*", "*a", "a?b", "*a*b*", "?*?", "**a", "a*?*a",
-            "é?*é",
+            "é?*é", "*ab*", "*éa*b", "a*bé*?",
         ];
         // All strings over the alphabet up to length 4.
         let mut strings: Vec<String> = vec![String::new()];
