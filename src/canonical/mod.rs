@@ -38,7 +38,7 @@ fn digest_and<R>(
     scratch: &mut String,
     then: impl FnOnce(Option<&str>) -> R,
 ) -> Option<(HexDigest, R)> {
-    let simple = simple::canonicalize_simple(text, scratch);
+    let simple = simple::canonicalize_simple(text, scratch, text.len().saturating_add(SLACK));
     let done = simple || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
     let out = done.then(|| {
         let form: &str = scratch;
@@ -55,7 +55,7 @@ fn digest_and<R>(
 /// JSON or its canonical form would be longer than `text.len() + SLACK`.
 pub(crate) fn canonical_text(text: &str) -> Option<String> {
     let mut out = String::new();
-    let done = simple::canonicalize_simple(text, &mut out)
+    let done = simple::canonicalize_simple(text, &mut out, text.len().saturating_add(SLACK))
         || full::canonicalize(text, &mut out, text.len().saturating_add(SLACK));
     done.then_some(out)
 }
@@ -88,7 +88,8 @@ pub(crate) fn both_forms(text: &str) -> (Option<String>, Option<String>) {
     let mut simple_form = String::new();
     let mut full_form = String::new();
     (
-        simple::canonicalize_simple(text, &mut simple_form).then_some(simple_form),
+        simple::canonicalize_simple(text, &mut simple_form, text.len().saturating_add(SLACK))
+            .then_some(simple_form),
         full::canonicalize(text, &mut full_form, text.len().saturating_add(SLACK))
             .then_some(full_form),
     )
