@@ -298,7 +298,10 @@ pub struct CanonicalSummary {
 }
 
 /// The policy [`canonical_summary`] records arguments under.
-pub const RECORDING_POLICY: &str = "version: \"1\"\nrecord_arguments: true\nredact: [\"secret\", \"*token*\", \"api?key\", \"authorization\"]\n";
+pub const RECORDING_POLICY: &str = concat!(
+    "version: \"1\"\nrecord_arguments: true\n",
+    "redact: [\"secret\", \"*token*\", \"api?key\", \"authorization\"]\n",
+);
 
 /// [`CanonicalSummary`] of `text`.
 pub fn canonical_summary(text: &str) -> CanonicalSummary {

@@ -10,8 +10,9 @@
 /// (an integer of at most 15 digits other than `-0` as it is written, any other as ECMAScript
 /// writes the double it reads as, as the general canonicalizer does; the form at most `limit`
 /// bytes long, the general canonicalizer's bound). Returns `false` for anything else, leaving
-/// `out` in an unspecified state; the caller then canonicalizes a parsed `Value` instead. `raw` must have passed the strict pre-scan (valid,
-/// no duplicate keys), which is what makes sorting by raw key bytes a total order.
+/// `out` in an unspecified state; the caller then canonicalizes a parsed `Value` instead. `raw`
+/// must have passed the strict pre-scan (valid, no duplicate keys), which is what makes sorting
+/// by raw key bytes a total order.
 pub(crate) fn canonicalize_simple(raw: &str, out: &mut String, limit: usize) -> bool {
     out.clear();
     let mut c = Canon {
