@@ -20,8 +20,11 @@
 
 use serde_json::Value;
 
+use self::memo::MemoId;
 use super::error::{Ctx, PolicyError};
 use super::glob::Glob;
+
+mod memo;
 
 /// At most this many bytes of recorded arguments (4 KiB).
 pub const MAX_RECORDED_BYTES: usize = 4096;
@@ -37,6 +40,8 @@ pub(crate) struct ArgumentRecord {
     globs: Vec<Glob>,
     /// No ASCII key shorter than this many bytes is redacted (the shortest any glob matches).
     shortest: usize,
+    /// This compiled `redact`'s verdicts on short keys, remembered per thread ([`memo`]).
+    memo: MemoId,
 }
 
 impl ArgumentRecord {
@@ -61,6 +66,7 @@ impl ArgumentRecord {
             written,
             globs,
             shortest,
+            memo: MemoId::new(),
         })
     }
 
@@ -82,16 +88,22 @@ impl ArgumentRecord {
         self.globs.iter().any(|g| g.matches(&key))
     }
 
-    /// [`ArgumentRecord::redacts`] for an ASCII key: folded in a stack buffer (the lenient
-    /// normalization of ASCII is its lowercase: no ASCII character folds to anything else, and
-    /// a NUL cannot be written unescaped), no allocation; longer keys as any other.
+    /// [`ArgumentRecord::redacts`] for an ASCII key: remembered for short keys ([`memo`]),
+    /// else folded in a stack buffer (the lenient normalization of ASCII is its lowercase: no
+    /// ASCII character folds to anything else, and a NUL cannot be written unescaped), no
+    /// allocation; longer keys as any other.
     fn redacts_ascii(&self, key: &str) -> bool {
-        const KEY_BUFFER: usize = 64;
         // Folding an ASCII key keeps its length: one shorter than every glob's shortest match
         // matches none.
         if self.globs.is_empty() || key.len() < self.shortest {
             return false;
         }
+        memo::redacts(self.memo, key, |key| self.match_ascii(key))
+    }
+
+    /// The globs' verdict on an ASCII key, folded in a stack buffer.
+    fn match_ascii(&self, key: &str) -> bool {
+        const KEY_BUFFER: usize = 64;
         let mut buf = [0u8; KEY_BUFFER];
         let Some(folded) = buf.get_mut(..key.len()) else {
             return self.redacts(key);
