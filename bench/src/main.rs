@@ -188,6 +188,22 @@ fn call_line(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(b"\"}}}\n");
 }
 
+/// One `tools/call` line as real clients write them: a `message` of text lines with a tab and
+/// quotes (escapes in the JSON text), a fraction and a counter; its arguments repeat every
+/// [`DISTINCT_ARGUMENTS`] ids, as [`call_line`]'s do.
+fn realistic_call_line(out: &mut Vec<u8>, id: u64) {
+    let n = id % DISTINCT_ARGUMENTS;
+    let words: String = (0..60)
+        .map(|i| char::from(b'a' + ((i + n as usize) % 26) as u8))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"message\":\"{} {n}\\n\\t\\\"{}\\\"\\n\",\"temperature\":0.7,\"n\":{n}}}}}}}",
+        &words[..30],
+        &words[30..]
+    );
+}
+
 /// `n` lines: one `tools/list` (a pinned session judges calls against the listing it saw, and
 /// with hiding on it is the one answer rewritten), then `n - 1` calls.
 fn lines(n: u64) -> Vec<u8> {
@@ -332,17 +348,26 @@ fn cpu_has_sha_extensions() -> bool {
     })
 }
 
-/// `--emit calls|listing N`: the sessions' client lines on stdout, for bench/profile.sh
-/// (`calls`: the throughput row's, one `tools/list` then calls; `listing`: every tenth a
-/// `tools/list`). `--emit plain-policy|every-policy`: the targets group's policies (the second
+/// `--emit calls|listing|realistic N`: the sessions' client lines on stdout, for
+/// bench/profile.sh and bench/results/threads.py (`calls`: the throughput row's, one
+/// `tools/list` then calls; `listing`: every tenth a `tools/list`; `realistic`: as `calls`,
+/// with arguments as real clients write them, [`realistic_call_line`]). `--emit plain-policy|every-policy`: the targets group's policies (the second
 /// names `pins-listing.json` beside it, written by `assay mcp pin` against `echo-server
 /// --list-exec`).
 fn emit(args: &[String]) -> Res<()> {
-    let usage = "usage: assay-bench --emit calls|listing N | --emit plain-policy|every-policy";
+    let usage =
+        "usage: assay-bench --emit calls|listing|realistic N | --emit plain-policy|every-policy";
     let count = || -> Res<u64> { Ok(args.get(1).ok_or(usage)?.parse()?) };
     let data = match args.first().map(String::as_str) {
         Some("calls") => lines(count()?),
         Some("listing") => listing::listing_lines(count()?),
+        Some("realistic") => {
+            let mut v = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"tools/list\"}\n".to_vec();
+            for i in 1..count()? {
+                realistic_call_line(&mut v, i);
+            }
+            v
+        }
         Some("plain-policy") => listing::PLAIN.as_bytes().to_vec(),
         Some("every-policy") => targets::every_section_policy().into_bytes(),
         _ => return Err(usage.into()),
