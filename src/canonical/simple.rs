@@ -80,6 +80,7 @@ impl Canon<'_> {
 
     /// A string whose escapes are all written as JCS writes them, or, for a key (`key`), an
     /// ASCII string without escapes; returns its contents' range.
+    #[inline]
     fn string(&mut self, key: bool) -> Option<(usize, usize)> {
         let start = self.i + 1;
         let mut end = start;
