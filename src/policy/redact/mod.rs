@@ -165,15 +165,8 @@ impl ArgumentRecord {
         let mut depth = 0usize;
         while let Some(&b) = bytes.get(at) {
             match b {
-                b'{' | b'[' => {
-                    depth += 1;
-                    if depth > PARSED_DEPTH {
-                        return None;
-                    }
-                    at += 1;
-                }
-                b'}' | b']' => {
-                    depth = depth.checked_sub(1)?;
+                b'{' | b'[' | b'}' | b']' => {
+                    depth = nest(depth, b, PARSED_DEPTH)?;
                     at += 1;
                 }
                 b'"' => {
@@ -350,6 +343,16 @@ fn push_string_escaped(out: &mut String, text: &str, open: usize) -> Option<(usi
     }
 }
 
+/// The nesting after the byte `b` at `depth`: one deeper after `{` or `[` (`None` past
+/// `room`), one shallower after `}` or `]` (`None` below zero), the same after any other byte.
+fn nest(depth: usize, b: u8, room: usize) -> Option<usize> {
+    match b {
+        b'{' | b'[' => Some(depth + 1).filter(|d| *d <= room),
+        b'}' | b']' => depth.checked_sub(1),
+        _ => Some(depth),
+    }
+}
+
 /// Where the value starting at `at` of a text the simple transcription wrote ends (no
 /// whitespace); `None` if it does not, or if it nests deeper than `room`.
 fn skip_value(bytes: &[u8], mut at: usize, room: usize) -> Option<usize> {
@@ -357,18 +360,10 @@ fn skip_value(bytes: &[u8], mut at: usize, room: usize) -> Option<usize> {
     loop {
         match *bytes.get(at)? {
             b'"' => at = string_end(bytes, at)?.0 + 1,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > room {
-                    return None;
-                }
+            b => {
+                depth = nest(depth, b, room)?;
                 at += 1;
             }
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                at += 1;
-            }
-            _ => at += 1,
         }
         if depth == 0 && matches!(bytes.get(at), None | Some(b',' | b'}' | b']')) {
             return Some(at);
