@@ -38,9 +38,7 @@ fn digest_and<R>(
     scratch: &mut String,
     then: impl FnOnce(Option<&str>) -> R,
 ) -> Option<(HexDigest, R)> {
-    let simple = simple::canonicalize_simple(text, scratch, text.len().saturating_add(SLACK));
-    let done = simple || full::canonicalize(text, scratch, text.len().saturating_add(SLACK));
-    let out = done.then(|| {
+    let out = write_form(text, scratch).map(|simple| {
         let form: &str = scratch;
         (HexDigest::of(form.as_bytes()), then(simple.then_some(form)))
     });
@@ -55,9 +53,23 @@ fn digest_and<R>(
 /// JSON or its canonical form would be longer than `text.len() + SLACK`.
 pub(crate) fn canonical_text(text: &str) -> Option<String> {
     let mut out = String::new();
-    let done = simple::canonicalize_simple(text, &mut out, text.len().saturating_add(SLACK))
-        || full::canonicalize(text, &mut out, text.len().saturating_add(SLACK));
-    done.then_some(out)
+    write_form(text, &mut out).map(|_| out)
+}
+
+/// Writes the canonical form of `text` into `out` (cleared first): `Some(true)` when the simple
+/// transcription wrote it, `Some(false)` when the general canonicalizer did, `None` when there
+/// is none.
+fn write_form(text: &str, out: &mut String) -> Option<bool> {
+    let limit = bound(text);
+    if simple::canonicalize_simple(text, out, limit) {
+        return Some(true);
+    }
+    full::canonicalize(text, out, limit).then_some(false)
+}
+
+/// The longest canonical form of `text` either writer writes: [`SLACK`] more than the text.
+fn bound(text: &str) -> usize {
+    text.len().saturating_add(SLACK)
 }
 
 /// [`digest`] with a buffer the calling thread keeps.
@@ -88,10 +100,8 @@ pub(crate) fn both_forms(text: &str) -> (Option<String>, Option<String>) {
     let mut simple_form = String::new();
     let mut full_form = String::new();
     (
-        simple::canonicalize_simple(text, &mut simple_form, text.len().saturating_add(SLACK))
-            .then_some(simple_form),
-        full::canonicalize(text, &mut full_form, text.len().saturating_add(SLACK))
-            .then_some(full_form),
+        simple::canonicalize_simple(text, &mut simple_form, bound(text)).then_some(simple_form),
+        full::canonicalize(text, &mut full_form, bound(text)).then_some(full_form),
     )
 }
 

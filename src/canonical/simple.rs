@@ -1,7 +1,7 @@
 //! The fast path of the canonical form: texts in a simple subset (the common `arguments` of a
 //! `tools/call`) are transcribed without decoding anything but numbers that are not short
-//! integers. Anything outside the subset is
-//! declined and goes to the general canonicalizer ([`super::full`]).
+//! integers. Anything outside the subset is declined and goes to the general canonicalizer
+//! ([`super::full`]).
 
 /// Writes the RFC 8785 (JCS) canonical form of `raw` into `out`, straight from the text, when
 /// `raw` is in a simple subset where that form is a plain transcription: object keys that are

@@ -146,8 +146,7 @@ impl Policy {
 
     /// [`Policy::recorded_canonical_arguments`] escaped as the decision line's JSON string
     /// holds it (without its quotes), when it needs no escape but its quotes' and backslashes'
-    /// and is not cut;
-    /// `None` otherwise (the caller then escapes the text itself).
+    /// and is not cut; `None` otherwise (the caller then escapes the text itself).
     pub(crate) fn recorded_canonical_arguments_escaped(&self, canonical: &str) -> Option<String> {
         self.sections
             .arguments

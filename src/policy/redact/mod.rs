@@ -118,10 +118,10 @@ impl ArgumentRecord {
 
     /// The recorded text of the arguments whose canonical form is `canonical`, when that form
     /// is one the simple transcription writes (`crate::canonical::simple`: no whitespace, keys
-    /// ASCII without escapes, strings without escapes); `None` for any other text, which is
-    /// then recorded by [`ArgumentRecord::recorded`] from its parsed value. The same text as
-    /// that: redaction replaces values, never keys, so the canonical form of the redacted
-    /// value is this form with the value after each redacted key replaced.
+    /// ASCII without escapes, strings with only the escapes JCS writes); `None` for any other
+    /// text, which is then recorded by [`ArgumentRecord::recorded`] from its parsed value. The
+    /// same text as that: redaction replaces values, never keys, so the canonical form of the
+    /// redacted value is this form with the value after each redacted key replaced.
     pub(crate) fn recorded_canonical(&self, canonical: &str) -> Option<(String, bool)> {
         let (text, _) = self.transcribe::<false>(canonical)?;
         Some(cut(text))
