@@ -192,7 +192,11 @@ ASSAY_WHEEL="$(ls target/wheels/assay_stop-*.whl)"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$ASSAY_WHEEL"
 
 step "python: tests"
-.venv/bin/python -m pytest python/tests -q -W error --timeout 300 -p no:cacheprovider
+# Two at a time (pytest-xdist): the suite is CPU-bound (48 s user in 63 s one at a time, 30 s
+# two at a time on two cores; docs/development.md), and nothing else runs once the wheel is
+# built. ASSAY_PYTHON_TEST_WORKERS picks another count (0: in this process, one at a time).
+.venv/bin/python -m pytest python/tests -q -W error --timeout 300 -p no:cacheprovider \
+  -n "${ASSAY_PYTHON_TEST_WORKERS:-2}"
 
 step "python: mypy --strict (package, probe scripts, typed usage; stubtest runs in test_typing.py)"
 .venv/bin/python -m mypy
