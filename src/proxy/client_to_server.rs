@@ -309,6 +309,7 @@ fn handle_batch(
         return walk_batch(ctx, runner, decision_line, text, true, drop);
     }
     let mut recorded = Ok(());
+    runner.wrote_to_client();
     let written = shared.output.write_with(|out| {
         let mut first = true;
         let mut result = std::io::Write::write_all(out, b"[");

@@ -153,6 +153,11 @@ pub(crate) struct ActionRunner {
     /// cache ([`super::ordered_log::OrderedLog::write_clients_hashing_here`]). Set by the
     /// emitter thread for one batch.
     spare_time: bool,
+    /// Whoever holds the runner wrote to the client output since it last flushed it (an answer
+    /// of the wrapper's own: [`Delivery::Respond`], a refused batch). Only then does
+    /// [`ActionRunner::idle`] take the client output's lock: the server worker writes every
+    /// answer of the server under that lock and flushes what it wrote before it waits.
+    client_unflushed: bool,
 }
 
 fn to_server(e: std::io::Error) -> WorkerError {
@@ -176,7 +181,14 @@ impl ActionRunner {
         Self {
             shared,
             spare_time: false,
+            client_unflushed: false,
         }
+    }
+
+    /// Notes that the caller wrote to the client output (`Shared::output`) on this path: the
+    /// next [`ActionRunner::idle`] flushes it.
+    pub(crate) fn wrote_to_client(&mut self) {
+        self.client_unflushed = true;
     }
 
     /// Writes decision `seq`'s line (SPEC §4.1: whole, in one write), after the event lines
@@ -231,22 +243,27 @@ impl ActionRunner {
             match op.delivery {
                 Delivery::Forward(Source::Arena(s)) => self.forward(batch.get(s))?,
                 Delivery::Forward(Source::Current) => self.forward(current)?,
-                Delivery::Respond(s) => self
-                    .shared
-                    .output
-                    .write_line(batch.get(s))
-                    .map_err(to_client)?,
+                Delivery::Respond(s) => {
+                    self.client_unflushed = true;
+                    self.shared
+                        .output
+                        .write_line(batch.get(s))
+                        .map_err(to_client)?;
+                }
                 Delivery::Drop => {}
             }
         }
         Ok(())
     }
 
-    /// Nothing more to do for now: flush both ways, then let the decision log settle its digest
-    /// (off the path between a decision and its call).
+    /// Nothing more to do for now: flush both ways (the client output only when this path wrote
+    /// to it), then let the decision log settle its digest (off the path between a decision and
+    /// its call).
     pub(crate) fn idle(&mut self) -> Result<(), WorkerError> {
         self.shared.server_input.flush().map_err(to_server)?;
-        self.shared.output.flush().map_err(to_client)?;
+        if std::mem::take(&mut self.client_unflushed) {
+            self.shared.output.flush().map_err(to_client)?;
+        }
         self.shared.with_log(|slot, _, _| {
             if let LogWriterState::Open(log) = slot {
                 log.settle();
